@@ -1,0 +1,5 @@
+//! Command-line entry point.
+
+pub fn main() -> i32 {
+    0
+}

@@ -1,0 +1,19 @@
+//! perf-tests: measures what a Kafka path costs.
+//!
+//! Data flows one way: `settings` + `scenario` discovery produce a `plan`;
+//! `runner` realises each planned scenario through `compose` + `engine`, drives
+//! the `workload`, and hands plain `model` records to `report` and `results`.
+
+pub mod cli;
+pub mod compose;
+pub mod engine;
+pub mod images;
+pub mod model;
+pub mod plan;
+pub mod report;
+pub mod results;
+pub mod runner;
+pub mod scenario;
+pub mod settings;
+pub mod tls;
+pub mod workload;
