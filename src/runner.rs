@@ -1,1 +1,430 @@
-//! Placeholder; filled in by its own change.
+//! Realises a plan: images, run-wide services, then each scenario (up, setup, warm, measure,
+//! teardown, down), returning plain result records. Everything it creates on the engine carries
+//! the run's label, so an error or Ctrl-C at any point tears down exactly what this run made.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::compose::{self, Project};
+use crate::engine::{self, Deployment, Engine, OneOff};
+use crate::images::{self, recipe};
+use crate::model::{PhaseTimes, ScenarioResult};
+use crate::plan::{Plan, PlannedScenario};
+use crate::scenario::Step;
+use crate::settings::Settings;
+
+/// How long a service may take to become ready (running, healthy, or answering Kafka).
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
+/// No record for this long while consuming fails the measurement instead of hanging.
+const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
+/// Where the run's TLS material is mounted in the workload container.
+const TLS_MOUNT: &str = "/tls";
+
+/// A unique, sortable id for one run; it labels every engine resource the run creates.
+pub fn new_run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    format!(
+        "{}-{:06x}",
+        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
+        h.finish() & 0xff_ffff
+    )
+}
+
+/// Per-run scratch space on the host (generated certificates); removed when the run ends.
+struct RunDir(PathBuf);
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Everything a run needs from the outside before its first container starts.
+struct Prepared {
+    project: Project,
+    workload_image: String,
+    tls_dir: PathBuf,
+    run_wide: Vec<String>,
+}
+
+/// Runs every planned scenario and returns their results (the caller reports and saves them).
+pub async fn run(settings: &Settings, plan: &Plan) -> Result<Vec<ScenarioResult>> {
+    let run_id = new_run_id();
+    let engine = Engine::connect(&run_id).await?;
+    engine::interruptible(&engine, run_with(&engine, &run_id, settings, plan)).await
+}
+
+async fn run_with(
+    engine: &Engine,
+    run_id: &str,
+    settings: &Settings,
+    plan: &Plan,
+) -> Result<Vec<ScenarioResult>> {
+    let run_dir = RunDir(std::env::temp_dir().join(format!("perf-tests-{run_id}")));
+    let prepared = prepare(engine, settings, plan, &run_dir.0).await?;
+    let mut deployment = Deployment::new(engine, prepared.project.clone(), &project_name(run_id));
+    let result = run_scenarios(engine, &mut deployment, &prepared, settings, plan).await;
+    phase("tearing down");
+    let down = deployment.down_all().await;
+    let results = result?;
+    down?;
+    Ok(results)
+}
+
+fn project_name(run_id: &str) -> String {
+    format!("perf-tests-{}", run_id.to_ascii_lowercase())
+}
+
+fn phase(what: &str) {
+    eprintln!("==> {what}");
+}
+
+/// Resolves Compose files, makes or finds every image, and packages the workload.
+async fn prepare(engine: &Engine, settings: &Settings, plan: &Plan, dir: &Path) -> Result<Prepared> {
+    let tls_dir = dir.join("tls");
+    std::fs::create_dir_all(&tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
+    let hosts: BTreeSet<String> = plan
+        .scenarios
+        .iter()
+        .filter_map(|p| p.scenario.tls.as_ref())
+        .flat_map(|t| t.hosts.iter().cloned())
+        .collect();
+    if !hosts.is_empty() {
+        crate::tls::generate(&tls_dir, &hosts.into_iter().collect::<Vec<_>>())?;
+    }
+
+    let vars = variables(settings, &tls_dir);
+    let project = compose::load(&compose_files(plan), &vars)?;
+
+    let run_wide: Vec<String> = if plan.scenarios.iter().any(|p| !p.scenario.own_broker) {
+        plan.suite.services.clone()
+    } else {
+        Vec::new()
+    };
+    let mut services: Vec<String> = run_wide.clone();
+    for p in &plan.scenarios {
+        services.extend(p.scenario.services.iter().cloned());
+    }
+    let needed = project.service_closure(&services)?;
+    let images: BTreeSet<String> = needed
+        .iter()
+        .filter_map(|s| project.services.get(s).and_then(|s| s.image.clone()))
+        .collect();
+
+    let recipes = recipe::parse_recipes(&plan.suite.file, &plan.suite.images)?;
+    for r in recipes.iter().filter(|r| images.contains(&r.image)) {
+        match recipe::ensure(engine, r, false).await? {
+            recipe::Outcome::Built => eprintln!("built image {}", r.describe()),
+            recipe::Outcome::UpToDate => {}
+        }
+    }
+    let with_recipe: BTreeSet<&String> = recipes.iter().map(|r| &r.image).collect();
+    let others: Vec<&String> = images.iter().filter(|i| !with_recipe.contains(i)).collect();
+    ensure_pulled(engine, settings, &others).await?;
+
+    phase("packaging the workload");
+    let workload_image = images::workload::ensure(engine).await?;
+    Ok(Prepared {
+        project,
+        workload_image,
+        tls_dir,
+        run_wide,
+    })
+}
+
+/// The interpolation variables: the settings under their environment names, plus the run's own.
+fn variables(settings: &Settings, tls_dir: &Path) -> BTreeMap<String, String> {
+    let mut vars = settings.variables();
+    vars.insert("TLS_DIR".into(), tls_dir.display().to_string());
+    vars
+}
+
+fn compose_files(plan: &Plan) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = plan.suite.compose.clone();
+    for p in &plan.scenarios {
+        for f in &p.scenario.compose {
+            if !files.contains(f) {
+                files.push(f.clone());
+            }
+        }
+    }
+    files
+}
+
+/// Checks that images without a recipe are present or pullable; one message names them all.
+async fn ensure_pulled(engine: &Engine, settings: &Settings, images: &[&String]) -> Result<()> {
+    let mut missing = Vec::new();
+    for image in images {
+        if recipe::image_labels(engine, image).await?.is_some() {
+            continue;
+        }
+        phase(&format!("pulling {image}"));
+        if let Err(e) = engine.pull(image).await {
+            missing.push(format!("  {image} ({}): {e:#}", chosen_by(settings, image)));
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "{} image(s) are not on the engine and cannot be pulled; nothing was started:\n{}",
+            missing.len(),
+            missing.join("\n")
+        );
+    }
+    Ok(())
+}
+
+/// Names the setting whose value is this image, so the user knows what to change.
+fn chosen_by(settings: &Settings, image: &str) -> String {
+    settings
+        .variables()
+        .into_iter()
+        .find(|(k, v)| v == image && k.ends_with("_IMAGE"))
+        .map(|(k, _)| format!("chosen by {k}"))
+        .unwrap_or_else(|| "named in the Compose file".into())
+}
+
+async fn run_scenarios(
+    engine: &Engine,
+    deployment: &mut Deployment,
+    prepared: &Prepared,
+    settings: &Settings,
+    plan: &Plan,
+) -> Result<Vec<ScenarioResult>> {
+    let suite = &plan.suite;
+    if !prepared.run_wide.is_empty() {
+        phase(&format!("starting {}", prepared.run_wide.join(", ")));
+        deployment.up(&prepared.run_wide, READY_TIMEOUT).await?;
+        let wl = Workload::new(engine, deployment, prepared, &suite.client, false);
+        for (service, endpoint) in &suite.ready {
+            wl.probe(service, endpoint).await?;
+        }
+        if settings.warm_up_post_broker_start > 0 {
+            phase(&format!(
+                "warming the broker with {} records",
+                settings.warm_up_post_broker_start
+            ));
+            wl.warm_broker(&suite.bootstrap, settings.warm_up_post_broker_start)
+                .await?;
+        }
+    }
+    let mut results = Vec::new();
+    for planned in &plan.scenarios {
+        results.push(run_scenario(engine, deployment, prepared, settings, planned).await?);
+    }
+    Ok(results)
+}
+
+async fn run_scenario(
+    engine: &Engine,
+    deployment: &mut Deployment,
+    prepared: &Prepared,
+    settings: &Settings,
+    planned: &PlannedScenario,
+) -> Result<ScenarioResult> {
+    let sc = &planned.scenario;
+    let started = Instant::now();
+    let mut phases = PhaseTimes::default();
+    phase(&format!("{}: {}", sc.name, sc.description));
+
+    let t = Instant::now();
+    let ctx = |e: anyhow::Error| e.context(format!("scenario {}", sc.name));
+    if !sc.services.is_empty() {
+        deployment.up(&sc.services, READY_TIMEOUT).await.map_err(ctx)?;
+    }
+    let wl = Workload::new(engine, deployment, prepared, &sc.client, sc.tls.is_some());
+    for (service, endpoint) in &sc.ready {
+        wl.probe(service, endpoint).await.map_err(ctx)?;
+    }
+    if sc.own_broker && settings.warm_up_post_broker_start > 0 {
+        wl.warm_broker(&sc.bootstrap, settings.warm_up_post_broker_start)
+            .await
+            .map_err(ctx)?;
+    }
+    phases.up_s = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    run_steps(deployment, "setup", &planned.setup).await.map_err(ctx)?;
+    phases.setup_s = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let measured = wl.measure(settings, &sc.bootstrap, &planned.topic).await;
+    phases.workload_s = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let teardown = run_steps(deployment, "teardown", &planned.teardown).await;
+    let down = if sc.services.is_empty() {
+        Ok(())
+    } else {
+        deployment.down(&sc.services).await
+    };
+    phases.down_s = t.elapsed().as_secs_f64();
+    phases.total_s = started.elapsed().as_secs_f64();
+
+    let measurement = measured.map_err(ctx)?;
+    teardown.map_err(ctx)?;
+    down.map_err(ctx)?;
+    if let Some(problem) = measurement.integrity.problem() {
+        eprintln!("warning: {}: record counts disagree: {problem}", sc.name);
+    }
+    Ok(ScenarioResult {
+        name: sc.name.clone(),
+        description: sc.description.clone(),
+        bootstrap: sc.bootstrap.clone(),
+        topic: planned.topic.clone(),
+        measurement,
+        phases,
+        images: deployment.image_ids(),
+    })
+}
+
+async fn run_steps(deployment: &Deployment, what: &str, steps: &[Step]) -> Result<()> {
+    for step in steps {
+        match step {
+            Step::Exec { service, command } => {
+                eprintln!("{what}: exec in {service}: {}", command.join(" "));
+                let out = deployment.exec(service, command).await?;
+                if out.exit_code != 0 {
+                    bail!(
+                        "{what} step `{}` in service {service} exited with {}:\n{}{}",
+                        command.join(" "),
+                        out.exit_code,
+                        out.stdout,
+                        out.stderr
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `perf-tests workload …` in a one-off container on the scenario network.
+struct Workload<'a> {
+    engine: &'a Engine,
+    image: &'a str,
+    network: String,
+    binds: Vec<String>,
+    client: Vec<String>,
+}
+
+impl<'a> Workload<'a> {
+    fn new(
+        engine: &'a Engine,
+        deployment: &Deployment,
+        prepared: &'a Prepared,
+        client: &BTreeMap<String, String>,
+        tls: bool,
+    ) -> Self {
+        let binds = if tls {
+            vec![format!("{}:{TLS_MOUNT}:ro", prepared.tls_dir.display())]
+        } else {
+            Vec::new()
+        };
+        let mut args = Vec::new();
+        for (k, v) in client {
+            args.push("--client-property".to_string());
+            args.push(format!("{k}={v}"));
+        }
+        Workload {
+            engine,
+            image: &prepared.workload_image,
+            network: deployment.network_name(),
+            binds,
+            client: args,
+        }
+    }
+
+    async fn call(&self, name: &str, args: Vec<String>) -> Result<String> {
+        let mut cmd = vec!["workload".to_string()];
+        cmd.extend(args);
+        cmd.extend(self.client.iter().cloned());
+        let spec = OneOff {
+            image: self.image.to_string(),
+            cmd,
+            env: Vec::new(),
+            binds: self.binds.clone(),
+            network: Some(self.network.clone()),
+            name_hint: name.to_string(),
+        };
+        let out = self
+            .engine
+            .run_oneoff(spec, |line| eprintln!("    {line}"))
+            .await?;
+        if out.exit_code != 0 {
+            bail!(
+                "workload `{name}` exited with {}: {}",
+                out.exit_code,
+                out.stderr.lines().rev().take(5).collect::<Vec<_>>().join(" / ")
+            );
+        }
+        Ok(out.stdout)
+    }
+
+    async fn probe(&self, service: &str, endpoint: &str) -> Result<()> {
+        self.call(
+            "probe",
+            vec![
+                "probe".into(),
+                "--bootstrap".into(),
+                endpoint.into(),
+                "--timeout".into(),
+                format!("{}s", READY_TIMEOUT.as_secs()),
+            ],
+        )
+        .await
+        .with_context(|| format!("service {service} did not answer Kafka requests at {endpoint}"))
+        .map(|_| ())
+    }
+
+    async fn warm_broker(&self, bootstrap: &str, records: u64) -> Result<()> {
+        self.call(
+            "warm-broker",
+            vec![
+                "warm-broker".into(),
+                "--bootstrap".into(),
+                bootstrap.into(),
+                "--num-records".into(),
+                records.to_string(),
+            ],
+        )
+        .await
+        .context("warming the broker")
+        .map(|_| ())
+    }
+
+    async fn measure(
+        &self,
+        settings: &Settings,
+        bootstrap: &str,
+        topic: &str,
+    ) -> Result<crate::model::Measurement> {
+        let mut args: Vec<String> = vec![
+            "measure".into(),
+            "--bootstrap".into(),
+            bootstrap.into(),
+            "--topic".into(),
+            topic.into(),
+            "--num-records".into(),
+            settings.num_records.to_string(),
+            "--record-size".into(),
+            settings.record_size.to_string(),
+            "--throughput".into(),
+            settings.throughput.to_string(),
+            "--warm-up-records".into(),
+            settings.warm_up_pre_test.to_string(),
+            "--consume-timeout".into(),
+            format!("{}s", CONSUME_TIMEOUT.as_secs()),
+        ];
+        for (k, v) in &settings.producer_properties {
+            args.push("--producer-property".into());
+            args.push(format!("{k}={v}"));
+        }
+        let stdout = self.call("measure", args).await?;
+        crate::workload::parse_result_line(&stdout)
+    }
+}

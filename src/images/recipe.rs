@@ -1,0 +1,349 @@
+//! Image recipes: how an image the suite needs is made on a machine with no registry.
+//!
+//! A recipe yields one binary on the host (built from a crate, or taken from an installed Debian
+//! package), which the scratch packager turns into a `FROM scratch` image with the binary's
+//! shared-library closure. Each image carries a fingerprint label so an up-to-date image is never
+//! rebuilt and a warm check costs one inspect per image.
+
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::scratch::{self, ScratchFile};
+use crate::engine::Engine;
+
+/// Label holding the fingerprint of what an image was built from.
+pub const FINGERPRINT_LABEL: &str = "io.perf-tests.fingerprint";
+
+/// One way of making an image.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Recipe {
+    /// `cargo install` a crate from crates.io and package one of its binaries.
+    Crate(CrateRecipe),
+    /// Package a binary of a Debian package installed on this host.
+    Debian(DebianRecipe),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrateRecipe {
+    pub name: String,
+    pub version: String,
+    #[serde(default)]
+    pub features: Vec<String>,
+    pub bin: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DebianRecipe {
+    pub package: String,
+    pub bin: PathBuf,
+}
+
+/// An image reference with the recipe that makes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageRecipe {
+    pub image: String,
+    pub recipe: Recipe,
+}
+
+/// Parses the `images:` map of a suite file; `file` names the suite file in errors.
+pub fn parse_recipes(
+    file: &Path,
+    images: &BTreeMap<String, serde_yaml::Value>,
+) -> Result<Vec<ImageRecipe>> {
+    images
+        .iter()
+        .map(|(image, value)| {
+            let recipe: Recipe = serde_yaml::from_value(value.clone()).with_context(|| {
+                format!(
+                    "{}: images.\"{image}\": not a valid recipe (expected `crate: {{name, version, features, bin}}` or `debian: {{package, bin}}`)",
+                    file.display()
+                )
+            })?;
+            Ok(ImageRecipe {
+                image: image.clone(),
+                recipe,
+            })
+        })
+        .collect()
+}
+
+/// Where build products are kept between runs, outside any checkout.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("PERF_TESTS_CACHE") {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("perf-tests")
+}
+
+impl ImageRecipe {
+    /// A one-line description for progress and errors.
+    pub fn describe(&self) -> String {
+        match &self.recipe {
+            Recipe::Crate(c) => format!(
+                "{} (crate {} {}{})",
+                self.image,
+                c.name,
+                c.version,
+                if c.features.is_empty() {
+                    String::new()
+                } else {
+                    format!(", features {}", c.features.join(","))
+                }
+            ),
+            Recipe::Debian(d) => format!(
+                "{} (Debian package {}, {})",
+                self.image,
+                d.package,
+                d.bin.display()
+            ),
+        }
+    }
+
+    /// How to make the image by hand, for error messages.
+    fn by_hand(&self) -> String {
+        let make = match &self.recipe {
+            Recipe::Crate(c) => format!("{} && perf-tests images build", self.cargo_command(c)),
+            Recipe::Debian(d) => format!(
+                "apt-get install {} && perf-tests images build",
+                d.package
+            ),
+        };
+        format!(
+            "to make it by hand run `{make}`, or tag an equivalent image you already have as {}",
+            self.image
+        )
+    }
+
+    fn crate_root(c: &CrateRecipe) -> PathBuf {
+        let mut id = format!("{}-{}", c.name, c.version);
+        if !c.features.is_empty() {
+            id.push('-');
+            id.push_str(&c.features.join("+"));
+        }
+        cache_dir().join("crates").join(id)
+    }
+
+    fn cargo_command(&self, c: &CrateRecipe) -> String {
+        let mut s = format!(
+            "CARGO_TARGET_DIR={} cargo install {} --version {} --locked --root {}",
+            cache_dir().join("cargo-target").display(),
+            c.name,
+            c.version,
+            Self::crate_root(c).display()
+        );
+        if !c.features.is_empty() {
+            s.push_str(&format!(" --features {}", c.features.join(",")));
+        }
+        s
+    }
+
+    /// The recipe's binary if it is already on this host.
+    fn built_binary(&self) -> Option<PathBuf> {
+        let p = match &self.recipe {
+            Recipe::Crate(c) => Self::crate_root(c).join("bin").join(&c.bin),
+            Recipe::Debian(d) => d.bin.clone(),
+        };
+        p.is_file().then_some(p)
+    }
+
+    /// The host binary this recipe packages, making it first when needed.
+    fn host_binary(&self) -> Result<PathBuf> {
+        match &self.recipe {
+            Recipe::Crate(c) => {
+                let bin = Self::crate_root(c).join("bin").join(&c.bin);
+                if bin.is_file() {
+                    return Ok(bin);
+                }
+                eprintln!(
+                    "building {} with cargo (first time only; a large crate takes minutes)",
+                    self.describe()
+                );
+                let mut cmd = Command::new("cargo");
+                cmd.args(["install", &c.name, "--version", &c.version, "--locked"])
+                    .arg("--root")
+                    .arg(Self::crate_root(c))
+                    .env("CARGO_TARGET_DIR", cache_dir().join("cargo-target"))
+                    .stdin(Stdio::null());
+                if !c.features.is_empty() {
+                    cmd.args(["--features", &c.features.join(",")]);
+                }
+                // cargo's own progress goes straight to the user's terminal or the CI log.
+                let status = cmd.status().with_context(|| {
+                    format!("image recipe {}: cannot run cargo", self.describe())
+                })?;
+                if !status.success() || !bin.is_file() {
+                    bail!(
+                        "image recipe {} failed: cargo install exited with {status} (its error is above); {}",
+                        self.describe(),
+                        self.by_hand()
+                    );
+                }
+                Ok(bin)
+            }
+            Recipe::Debian(d) => {
+                let out = Command::new("dpkg-query")
+                    .args(["-W", "-f=${Status}", &d.package])
+                    .output();
+                let installed = matches!(&out, Ok(o) if o.status.success()
+                    && String::from_utf8_lossy(&o.stdout).contains("install ok installed"));
+                if !installed {
+                    bail!(
+                        "image recipe {}: Debian package {} is not installed on this host; {}",
+                        self.describe(),
+                        d.package,
+                        self.by_hand()
+                    );
+                }
+                if !d.bin.is_file() {
+                    bail!(
+                        "image recipe {}: package {} is installed but {} does not exist; {}",
+                        self.describe(),
+                        d.package,
+                        d.bin.display(),
+                        self.by_hand()
+                    );
+                }
+                Ok(d.bin.clone())
+            }
+        }
+    }
+
+    /// Fingerprint of the recipe and the binary it packages (size and modification time).
+    fn fingerprint(&self, bin: &Path) -> Result<String> {
+        let meta =
+            std::fs::metadata(bin).with_context(|| format!("reading {}", bin.display()))?;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        format!("{:?}", self.recipe).hash(&mut h);
+        meta.len().hash(&mut h);
+        meta.modified().ok().hash(&mut h);
+        Ok(format!("{:016x}", h.finish()))
+    }
+
+    fn image_path(&self) -> String {
+        let name = match &self.recipe {
+            Recipe::Crate(c) => c.bin.clone(),
+            Recipe::Debian(d) => d
+                .bin
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| d.package.clone()),
+        };
+        format!("/usr/local/bin/{name}")
+    }
+}
+
+/// The labels of a local image, or `None` when the engine does not have it.
+pub async fn image_labels(
+    engine: &Engine,
+    image: &str,
+) -> Result<Option<std::collections::HashMap<String, String>>> {
+    match engine.docker().inspect_image(image).await {
+        Ok(i) => Ok(Some(i.config.and_then(|c| c.labels).unwrap_or_default())),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(None),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("inspecting image {image}"))),
+    }
+}
+
+/// What `ensure` did for one image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    UpToDate,
+    Built,
+}
+
+/// Makes sure the recipe's image is on the engine and current; builds it otherwise.
+pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Result<Outcome> {
+    if !force {
+        if let Some(labels) = image_labels(engine, &recipe.image).await? {
+            // An image tagged by hand (no fingerprint) is respected as the user's choice; a
+            // fingerprint is checked only when the recipe's binary is on this host.
+            let Some(label) = labels.get(FINGERPRINT_LABEL) else {
+                return Ok(Outcome::UpToDate);
+            };
+            let bin = recipe.built_binary();
+            let current = match bin {
+                Some(b) => Some(recipe.fingerprint(&b)?),
+                None => None,
+            };
+            if current.as_ref().is_none_or(|c| c == label) {
+                return Ok(Outcome::UpToDate);
+            }
+        }
+    }
+    let image = recipe.image.clone();
+    let desc = recipe.describe();
+    let r = recipe.clone();
+    let bin = tokio::task::spawn_blocking(move || r.host_binary())
+        .await
+        .context("image build task")??;
+    let fingerprint = recipe.fingerprint(&bin)?;
+    let image_path = recipe.image_path();
+    let labels = BTreeMap::from([
+        (FINGERPRINT_LABEL.to_string(), fingerprint),
+        ("io.perf-tests.recipe".to_string(), desc.clone()),
+    ]);
+    scratch::build_scratch_image(
+        engine,
+        &image,
+        &[ScratchFile::binary(&bin, &image_path)],
+        vec![image_path.clone()],
+        labels,
+    )
+    .await
+    .with_context(|| format!("image recipe {desc}: packaging {} failed; {}", bin.display(), recipe.by_hand()))?;
+    Ok(Outcome::Built)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_recipe_kinds_and_names_the_bad_one() {
+        let yaml = r#"
+a/tansu:1:
+  crate: { name: tansu, version: 0.6.0, features: [dynostore], bin: tansu }
+b/haproxy:2:
+  debian: { package: haproxy, bin: /usr/sbin/haproxy }
+"#;
+        let map: BTreeMap<String, serde_yaml::Value> = serde_yaml::from_str(yaml).unwrap();
+        let r = parse_recipes(Path::new("suite.yaml"), &map).unwrap();
+        assert_eq!(r.len(), 2);
+        assert!(matches!(&r[0].recipe, Recipe::Crate(c) if c.features == ["dynostore"]));
+        assert!(matches!(&r[1].recipe, Recipe::Debian(d) if d.package == "haproxy"));
+
+        let bad: BTreeMap<String, serde_yaml::Value> =
+            serde_yaml::from_str("x/y:1:\n  crate: { name: a, version: 1, bin: a, feature: [] }\n")
+                .unwrap();
+        let err = format!("{:#}", parse_recipes(Path::new("s.yaml"), &bad).unwrap_err());
+        assert!(err.contains("s.yaml") && err.contains("x/y:1") && err.contains("feature"), "{err}");
+    }
+
+    #[test]
+    fn missing_debian_package_names_recipe_and_the_way_out() {
+        let r = ImageRecipe {
+            image: "t/none:1".into(),
+            recipe: Recipe::Debian(DebianRecipe {
+                package: "no-such-package-perf-tests".into(),
+                bin: "/usr/bin/none".into(),
+            }),
+        };
+        let err = r.host_binary().unwrap_err().to_string();
+        assert!(err.contains("t/none:1"), "{err}");
+        assert!(err.contains("apt-get install no-such-package-perf-tests"), "{err}");
+    }
+}

@@ -1,0 +1,101 @@
+//! The whole default suite, end to end, on the real engine with small counts.
+
+use std::path::Path;
+use std::process::Command;
+
+use bollard::query_parameters::{ListContainersOptionsBuilder, ListNetworksOptionsBuilder};
+use std::collections::HashMap;
+
+const RECORDS: u64 = 20_000;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+async fn leftovers(run_id: &str) -> (usize, usize) {
+    let docker = bollard::Docker::connect_with_defaults().unwrap();
+    let filter = HashMap::from([("label", vec![format!("io.perf-tests.run={run_id}")])]);
+    let containers = docker
+        .list_containers(Some(
+            ListContainersOptionsBuilder::default()
+                .all(true)
+                .filters(&filter)
+                .build(),
+        ))
+        .await
+        .unwrap();
+    let networks = docker
+        .list_networks(Some(
+            ListNetworksOptionsBuilder::default().filters(&filter).build(),
+        ))
+        .await
+        .unwrap();
+    (containers.len(), networks.len())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn default_suite_runs_end_to_end_and_leaves_nothing() {
+    let results = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+        .current_dir(repo())
+        .env("NUM_RECORDS", "2e4")
+        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "500")
+        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "500")
+        .env("RESULTS_DIR", results.path())
+        .env_remove("TEST")
+        .env_remove("SCENARIOS")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "run failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+
+    // Both tables, one row per scenario, in order.
+    let producer = stdout.find("Producer Results").expect("producer table");
+    let consumer = stdout.find("Consumer Results").expect("consumer table");
+    assert!(producer < consumer);
+    for table in [&stdout[producer..consumer], &stdout[consumer..]] {
+        let rows: Vec<&str> = table
+            .lines()
+            .filter(|l| l.starts_with("0"))
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
+        assert_eq!(rows, ["01-no-proxy-baseline", "02-kafka-proxy", "03-tls"], "{table}");
+    }
+    let sent_column: Vec<&str> = stdout[producer..consumer]
+        .lines()
+        .filter(|l| l.starts_with("0"))
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert!(sent_column.iter().all(|s| *s == RECORDS.to_string()), "{sent_column:?}");
+
+    // One run directory holding the run and every scenario, with counts that agree.
+    let runs: Vec<_> = std::fs::read_dir(results.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = &runs[0];
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
+    for name in ["01-no-proxy-baseline", "02-kafka-proxy", "03-tls"] {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join(format!("{name}.json"))).unwrap())
+                .unwrap();
+        let m = &v["measurement"];
+        for counter in ["requested", "acknowledged", "end_offsets", "consumed"] {
+            assert_eq!(m["integrity"][counter], RECORDS, "{name} {counter}: {v}");
+        }
+        assert!(m["producer"]["rate_rec_s"].as_f64().unwrap() > 0.0);
+        assert!(m["consumer"]["fetch_rec_s"].as_f64().unwrap() > 0.0);
+        let p = &m["producer"];
+        assert!(p["p50_ms"].as_f64() <= p["p99_ms"].as_f64());
+        assert!(p["p99_ms"].as_f64() <= p["max_lat_ms"].as_f64().map(|m| m + 1.0));
+    }
+    for f in ["tables.txt", "tables.md"] {
+        assert!(run.join(f).is_file(), "{f}");
+    }
+
+    let run_id = info["run_id"].as_str().expect("run.json names its run id");
+    assert_eq!(leftovers(run_id).await, (0, 0), "containers/networks left behind");
+}
