@@ -4,10 +4,12 @@
 //! with no command, `perf-tests` runs, so `TEST=03.* NUM_RECORDS=1e6 perf-tests` works as the
 //! reference script did.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::model::ScenarioResult;
 use crate::scenario::{self, Scenario, Suite};
 use crate::settings::{self, Settings};
 use crate::{plan, report, results, runner};
@@ -215,11 +217,29 @@ fn run(settings: &Settings, args: &RunArgs) -> i32 {
             return EXIT_FAILURE;
         }
     };
-    print!("{}", report::render_text(&scenario_results));
     let host = results::HostFacts::collect(runtime.block_on(results::docker_engine_version()));
     let info = results::RunInfo::new(settings, &plan.suite.dir, host, started, ended);
-    match results::write_run(&settings.results_dir, &info, &scenario_results) {
-        Ok(dir) => println!("Results: {}", dir.display()),
+    finish(
+        &settings.results_dir,
+        &info,
+        &scenario_results,
+        &mut std::io::stdout(),
+    )
+}
+
+/// Prints the tables, writes the results directory and turns the outcome into an exit code:
+/// disagreeing record counters fail the run after everything is saved.
+fn finish(
+    results_dir: &Path,
+    info: &results::RunInfo,
+    scenario_results: &[ScenarioResult],
+    out: &mut dyn Write,
+) -> i32 {
+    let _ = write!(out, "{}", report::render_text(scenario_results));
+    match results::write_run(results_dir, info, scenario_results) {
+        Ok(dir) => {
+            let _ = writeln!(out, "Results: {}", dir.display());
+        }
         Err(e) => {
             eprintln!("error: cannot write results: {e:#}");
             return EXIT_FAILURE;
@@ -300,5 +320,50 @@ mod tests {
         let cli = Cli::try_parse_from(["perf-tests", "--throughput", "-1"]).unwrap();
         assert_eq!(cli.settings.throughput, -1);
         assert!(cli.command.is_none());
+    }
+
+    fn info() -> results::RunInfo {
+        let settings = Settings {
+            commit_id: "abc".into(),
+            ..Settings::default()
+        };
+        let now = chrono::Utc::now();
+        let host = results::HostFacts::collect(None);
+        results::RunInfo::new(&settings, Path::new("suite"), host, now, now)
+    }
+
+    #[test]
+    fn finish_prints_tables_and_saves_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = crate::report::tests::sample();
+        let mut out = Vec::new();
+        assert_eq!(finish(dir.path(), &info(), &records, &mut out), EXIT_OK);
+        let text = String::from_utf8(out).unwrap();
+        let tables = report::render_text(&records);
+        assert!(text.starts_with(&tables), "{text}");
+        let saved = text.strip_prefix(&tables).unwrap();
+        let saved = saved.strip_prefix("Results: ").unwrap().trim_end();
+        assert_eq!(
+            std::fs::read_to_string(Path::new(saved).join("tables.txt")).unwrap(),
+            tables
+        );
+    }
+
+    #[test]
+    fn finish_fails_a_run_whose_counters_disagree_but_saves_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut records = crate::report::tests::sample();
+        records[0].measurement.integrity.end_offsets += 1;
+        let mut out = Vec::new();
+        assert_eq!(
+            finish(dir.path(), &info(), &records, &mut out),
+            EXIT_FAILURE
+        );
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("Integrity (record counters disagree)"),
+            "{text}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
