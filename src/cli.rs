@@ -26,6 +26,7 @@ pub const EXIT_USAGE: i32 = 2;
 #[derive(Debug, Parser)]
 #[command(name = "perf-tests", version, max_term_width = 100)]
 pub struct Cli {
+    /// Settings, accepted before or after the command.
     #[command(flatten)]
     pub settings: SettingsArgs,
     /// What to do; `run` when omitted.

@@ -15,6 +15,7 @@ pub const TOPIC_PREFIX: &str = "perf-tests-";
 /// Everything a run will do, resolved before anything is started.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
+    /// The suite the scenarios come from.
     pub suite: Suite,
     /// Selected scenarios, in run order.
     pub scenarios: Vec<PlannedScenario>,

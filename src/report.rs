@@ -46,8 +46,11 @@ pub const INTEGRITY_COLUMNS: [&str; 6] = [
 /// A titled table as plain strings, independent of rendering.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableData {
+    /// Printed above the table.
     pub title: &'static str,
+    /// Header cells.
     pub columns: Vec<&'static str>,
+    /// Formatted cells, one row per scenario.
     pub rows: Vec<Vec<String>>,
 }
 

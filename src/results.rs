@@ -19,9 +19,13 @@ use crate::settings::Settings;
 /// Facts about the machine a run was measured on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HostFacts {
+    /// Kernel host name.
     pub hostname: String,
+    /// Operating system, e.g. `linux`.
     pub os: String,
+    /// CPU architecture, e.g. `x86_64`.
     pub arch: String,
+    /// CPUs available to this process.
     pub cpus: usize,
     /// Total memory in bytes, from /proc/meminfo where available.
     pub memory_bytes: Option<u64>,
@@ -75,13 +79,17 @@ pub async fn docker_engine_version() -> Option<String> {
 /// Everything about a run except its per-scenario results.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunInfo {
+    /// Every setting of the run.
     pub settings: Settings,
+    /// Version of perf-tests.
     pub tool_version: String,
+    /// The machine measured on.
     pub host: HostFacts,
     /// RFC 3339, UTC.
     pub started_at: String,
     /// RFC 3339, UTC.
     pub ended_at: String,
+    /// Commit the measurement belongs to.
     pub commit_id: String,
     /// Suite directory the scenarios came from.
     pub suite: String,

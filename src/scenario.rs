@@ -24,6 +24,7 @@ pub struct Suite {
     pub dir: PathBuf,
     /// Absolute path of `suite.yaml`.
     pub file: PathBuf,
+    /// One line saying what the suite is.
     pub description: String,
     /// Default Compose files of every scenario, resolved to absolute paths.
     pub compose: Vec<PathBuf>,
@@ -48,6 +49,7 @@ pub struct Scenario {
     pub dir: PathBuf,
     /// Absolute path of `scenario.yaml`.
     pub file: PathBuf,
+    /// One line saying what the scenario measures.
     pub description: String,
     /// Compose files (absolute); the suite's when the scenario names none.
     pub compose: Vec<PathBuf>,
@@ -73,6 +75,7 @@ pub struct Scenario {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlsSpec {
+    /// Host names the server certificate is valid for.
     pub hosts: Vec<String>,
 }
 
@@ -135,7 +138,9 @@ impl fmt::Display for Step {
 /// A numbered directory found in a suite, before its file is read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioDir {
+    /// Directory name, e.g. `01-baseline`.
     pub name: String,
+    /// Path of the directory.
     pub dir: PathBuf,
 }
 
