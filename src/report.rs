@@ -1,1 +1,330 @@
-//! Placeholder; filled in by its own change.
+//! Result tables: the reference script's "Producer Results" and "Consumer Results" columns and
+//! number formats, as plain text (stdout, `tables.txt`) and as Markdown (`tables.md`).
+
+use tabled::builder::Builder;
+use tabled::settings::{Padding, Style};
+
+use crate::model::ScenarioResult;
+
+/// Columns of the producer table, as the reference prints them.
+pub const PRODUCER_COLUMNS: [&str; 10] = [
+    "Name",
+    "Sent",
+    "Rate rec/s",
+    "Rate Mi/s",
+    "Avg Lat ms",
+    "Max Lat ms",
+    "Percentile50",
+    "Percentile95",
+    "Percentile99",
+    "Percentile999",
+];
+
+/// Columns of the consumer table, as the reference prints them.
+pub const CONSUMER_COLUMNS: [&str; 9] = [
+    "Name",
+    "Consumed Mi",
+    "Consumed Mi/s",
+    "Consumed recs",
+    "Consumed rec/s",
+    "Rebalance Time ms",
+    "Fetch Time ms",
+    "Fetch Mi/s",
+    "Fetch rec/s",
+];
+
+/// Columns of the integrity table, shown only when counters disagree.
+pub const INTEGRITY_COLUMNS: [&str; 6] = [
+    "Name",
+    "Requested",
+    "Acknowledged",
+    "End offsets",
+    "Consumed",
+    "Failed sends",
+];
+
+/// A titled table as plain strings, independent of rendering.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableData {
+    /// Printed above the table.
+    pub title: &'static str,
+    /// Header cells.
+    pub columns: Vec<&'static str>,
+    /// Formatted cells, one row per scenario.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// The producer table rows.
+pub fn producer_table(results: &[ScenarioResult]) -> TableData {
+    let rows = results
+        .iter()
+        .map(|r| {
+            let p = &r.measurement.producer;
+            vec![
+                r.name.clone(),
+                p.sent.to_string(),
+                format!("{:.6}", p.rate_rec_s),
+                format!("{:.2}", p.rate_mib_s),
+                format!("{:.2}", p.avg_lat_ms),
+                format!("{:.2}", p.max_lat_ms),
+                format!("{:.0}", p.p50_ms),
+                format!("{:.0}", p.p95_ms),
+                format!("{:.0}", p.p99_ms),
+                format!("{:.0}", p.p999_ms),
+            ]
+        })
+        .collect();
+    TableData {
+        title: "Producer Results",
+        columns: PRODUCER_COLUMNS.to_vec(),
+        rows,
+    }
+}
+
+/// The consumer table rows.
+pub fn consumer_table(results: &[ScenarioResult]) -> TableData {
+    let rows = results
+        .iter()
+        .map(|r| {
+            let c = &r.measurement.consumer;
+            vec![
+                r.name.clone(),
+                format!("{:.4}", c.consumed_mib),
+                format!("{:.4}", c.consumed_mib_s),
+                c.consumed_recs.to_string(),
+                format!("{:.4}", c.consumed_rec_s),
+                format!("{:.0}", c.rebalance_ms),
+                format!("{:.0}", c.fetch_ms),
+                format!("{:.4}", c.fetch_mib_s),
+                format!("{:.4}", c.fetch_rec_s),
+            ]
+        })
+        .collect();
+    TableData {
+        title: "Consumer Results",
+        columns: CONSUMER_COLUMNS.to_vec(),
+        rows,
+    }
+}
+
+/// Scenarios whose record counters disagree or whose sends failed; `None` when all agree.
+pub fn integrity_table(results: &[ScenarioResult]) -> Option<TableData> {
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .filter(|r| !r.measurement.integrity.is_ok() || r.measurement.producer.failed > 0)
+        .map(|r| {
+            let i = &r.measurement.integrity;
+            vec![
+                r.name.clone(),
+                i.requested.to_string(),
+                i.acknowledged.to_string(),
+                i.end_offsets.to_string(),
+                i.consumed.to_string(),
+                r.measurement.producer.failed.to_string(),
+            ]
+        })
+        .collect();
+    (!rows.is_empty()).then(|| TableData {
+        title: "Integrity (record counters disagree)",
+        columns: INTEGRITY_COLUMNS.to_vec(),
+        rows,
+    })
+}
+
+fn tables(results: &[ScenarioResult]) -> Vec<TableData> {
+    let mut all = vec![producer_table(results), consumer_table(results)];
+    all.extend(integrity_table(results));
+    all
+}
+
+/// One table in the reference's plain style: title, header, a dashed underline row, columns
+/// left-aligned and separated by two spaces, no trailing blanks.
+pub fn plain(table: &TableData) -> String {
+    let mut b = Builder::default();
+    b.push_record(table.columns.iter().copied());
+    b.push_record(table.columns.iter().map(|c| "-".repeat(c.len())));
+    for row in &table.rows {
+        b.push_record(row.iter().map(String::as_str));
+    }
+    let mut t = b.build();
+    t.with(Style::empty()).with(Padding::new(0, 2, 0, 0));
+    let mut out = format!("{}\n", table.title);
+    for line in t.to_string().lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// One table as a GitHub Markdown table under a bold title.
+pub fn markdown(table: &TableData) -> String {
+    let mut b = Builder::default();
+    b.push_record(table.columns.iter().copied());
+    for row in &table.rows {
+        b.push_record(row.iter().map(String::as_str));
+    }
+    let mut t = b.build();
+    t.with(Style::markdown());
+    format!("**{}**\n\n{}\n", table.title, t)
+}
+
+/// All tables as plain text (what the run prints and `tables.txt` holds).
+pub fn render_text(results: &[ScenarioResult]) -> String {
+    tables(results).iter().map(plain).collect()
+}
+
+/// All tables as Markdown (`tables.md`).
+pub fn render_markdown(results: &[ScenarioResult]) -> String {
+    tables(results)
+        .iter()
+        .map(markdown)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::model::*;
+
+    /// Records with the reference's first two rows of numbers.
+    pub(crate) fn sample() -> Vec<ScenarioResult> {
+        let one = |name: &str, p: [f64; 7], c: [f64; 8], integrity: Integrity| ScenarioResult {
+            name: name.to_string(),
+            description: format!("{name} description"),
+            bootstrap: "broker:9092".to_string(),
+            topic: format!("perf-tests-{name}"),
+            measurement: Measurement {
+                producer: ProducerResult {
+                    sent: 10_000_000,
+                    failed: 0,
+                    rate_rec_s: p[0],
+                    rate_mib_s: p[1],
+                    avg_lat_ms: p[2],
+                    max_lat_ms: p[3],
+                    p50_ms: p[4],
+                    p95_ms: p[5],
+                    p99_ms: p[6],
+                    p999_ms: 1326.0,
+                    elapsed_s: 205.46,
+                    target_rec_s: -1.0,
+                },
+                consumer: ConsumerResult {
+                    consumed_mib: c[0],
+                    consumed_mib_s: c[1],
+                    consumed_recs: c[2] as u64,
+                    consumed_rec_s: c[3],
+                    rebalance_ms: c[4],
+                    fetch_ms: c[5],
+                    fetch_mib_s: c[6],
+                    fetch_rec_s: c[7],
+                },
+                integrity,
+            },
+            phases: PhaseTimes::default(),
+            images: Default::default(),
+        };
+        let ok = Integrity {
+            requested: 10_000_000,
+            acknowledged: 10_000_000,
+            end_offsets: 10_000_000,
+            consumed: 10_000_000,
+        };
+        vec![
+            one(
+                "01-no-proxy-baseline",
+                [48671.274214, 47.53, 628.71, 1354.0, 625.0, 669.0, 692.0],
+                [
+                    9765.7471,
+                    622.2996,
+                    10000125.0,
+                    637234.7543,
+                    289.0,
+                    15404.0,
+                    633.9748,
+                    649190.1454,
+                ],
+                ok.clone(),
+            ),
+            one(
+                "02-no-filters",
+                [47188.95401, 46.0829, 648.4999, 1630.0, 637.4, 704.0, 872.6],
+                [
+                    9765.74707,
+                    317.1006,
+                    10000125.0,
+                    324711.0108,
+                    307.2,
+                    30490.0,
+                    320.2934,
+                    327980.4854,
+                ],
+                ok,
+            ),
+        ]
+    }
+
+    const PRODUCER_TEXT: &str = "\
+Producer Results
+Name                  Sent      Rate rec/s    Rate Mi/s  Avg Lat ms  Max Lat ms  Percentile50  Percentile95  Percentile99  Percentile999
+----                  ----      ----------    ---------  ----------  ----------  ------------  ------------  ------------  -------------
+01-no-proxy-baseline  10000000  48671.274214  47.53      628.71      1354.00     625           669           692           1326
+02-no-filters         10000000  47188.954010  46.08      648.50      1630.00     637           704           873           1326
+";
+
+    const CONSUMER_TEXT: &str = "\
+Consumer Results
+Name                  Consumed Mi  Consumed Mi/s  Consumed recs  Consumed rec/s  Rebalance Time ms  Fetch Time ms  Fetch Mi/s  Fetch rec/s
+----                  -----------  -------------  -------------  --------------  -----------------  -------------  ----------  -----------
+01-no-proxy-baseline  9765.7471    622.2996       10000125       637234.7543     289                15404          633.9748    649190.1454
+02-no-filters         9765.7471    317.1006       10000125       324711.0108     307                30490          320.2934    327980.4854
+";
+
+    #[test]
+    fn plain_text_matches_the_reference_layout() {
+        let text = render_text(&sample());
+        assert_eq!(text, format!("{PRODUCER_TEXT}{CONSUMER_TEXT}"));
+    }
+
+    #[test]
+    fn markdown_tables() {
+        let md = render_markdown(&sample()[..1]);
+        let expected = "\
+**Producer Results**
+
+| Name                 | Sent     | Rate rec/s   | Rate Mi/s | Avg Lat ms | Max Lat ms | Percentile50 | Percentile95 | Percentile99 | Percentile999 |
+|----------------------|----------|--------------|-----------|------------|------------|--------------|--------------|--------------|---------------|
+| 01-no-proxy-baseline | 10000000 | 48671.274214 | 47.53     | 628.71     | 1354.00    | 625          | 669          | 692          | 1326          |
+
+**Consumer Results**
+
+| Name                 | Consumed Mi | Consumed Mi/s | Consumed recs | Consumed rec/s | Rebalance Time ms | Fetch Time ms | Fetch Mi/s | Fetch rec/s |
+|----------------------|-------------|---------------|---------------|----------------|-------------------|---------------|------------|-------------|
+| 01-no-proxy-baseline | 9765.7471   | 622.2996      | 10000125      | 637234.7543    | 289               | 15404         | 633.9748   | 649190.1454 |
+";
+        assert_eq!(md, expected);
+    }
+
+    #[test]
+    fn integrity_problems_are_listed_and_absent_otherwise() {
+        let mut results = sample();
+        assert!(integrity_table(&results).is_none());
+        assert!(!render_text(&results).contains("Integrity"));
+        results[1].measurement.integrity.consumed = 9_999_990;
+        let text = render_text(&results);
+        let expected = "\
+Integrity (record counters disagree)
+Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
+----           ---------  ------------  -----------  --------  ------------
+02-no-filters  10000000   10000000      10000000     9999990   0
+";
+        assert!(text.ends_with(expected), "{text}");
+        assert!(render_markdown(&results).contains("| 02-no-filters | 10000000  |"));
+    }
+
+    #[test]
+    fn empty_results_still_show_headers() {
+        let text = render_text(&[]);
+        assert!(text.starts_with("Producer Results\nName  Sent"), "{text}");
+    }
+}

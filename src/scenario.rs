@@ -1,1 +1,690 @@
-//! Placeholder; filled in by its own change.
+//! Scenario discovery and the suite / scenario files.
+//!
+//! A suite is a directory holding `suite.yaml` and numbered scenario directories `NN-name/`,
+//! each holding a `scenario.yaml`. `TEST` selects scenarios by their whole directory name.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use regex::Regex;
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
+
+/// File name of the suite description inside a suite directory.
+pub const SUITE_FILE: &str = "suite.yaml";
+/// File name of the scenario description inside a scenario directory.
+pub const SCENARIO_FILE: &str = "scenario.yaml";
+
+/// A suite: the run-wide services and the defaults its scenarios share.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suite {
+    /// Absolute suite directory.
+    pub dir: PathBuf,
+    /// Absolute path of `suite.yaml`.
+    pub file: PathBuf,
+    /// One line saying what the suite is.
+    pub description: String,
+    /// Default Compose files of every scenario, resolved to absolute paths.
+    pub compose: Vec<PathBuf>,
+    /// Services brought up once for the whole run.
+    pub services: Vec<String>,
+    /// Endpoint for the warm-up after the run-wide services start.
+    pub bootstrap: String,
+    /// Kafka-level readiness probe endpoint per service.
+    pub ready: BTreeMap<String, String>,
+    /// Extra client properties for the run-wide endpoint.
+    pub client: BTreeMap<String, String>,
+    /// Image recipes keyed by image reference, kept opaque here.
+    pub images: BTreeMap<String, serde_yaml::Value>,
+}
+
+/// One numbered scenario of a suite.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Directory name, e.g. `02-no-filters`.
+    pub name: String,
+    /// Absolute scenario directory.
+    pub dir: PathBuf,
+    /// Absolute path of `scenario.yaml`.
+    pub file: PathBuf,
+    /// One line saying what the scenario measures.
+    pub description: String,
+    /// Compose files (absolute); the suite's when the scenario names none.
+    pub compose: Vec<PathBuf>,
+    /// Services brought up for this scenario only.
+    pub services: Vec<String>,
+    /// True when the scenario brings its own broker and does not use the run-wide services.
+    pub own_broker: bool,
+    /// Endpoint the workload uses.
+    pub bootstrap: String,
+    /// Kafka-level readiness probe endpoint per service.
+    pub ready: BTreeMap<String, String>,
+    /// Extra client properties for this scenario's endpoint.
+    pub client: BTreeMap<String, String>,
+    /// Certificates to generate for this scenario, if any.
+    pub tls: Option<TlsSpec>,
+    /// Steps run after the services are up, before the warm-up.
+    pub setup: Vec<Step>,
+    /// Steps run before the services go down.
+    pub teardown: Vec<Step>,
+}
+
+/// Host names a per-run CA and server certificate are generated for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSpec {
+    /// Host names the server certificate is valid for.
+    pub hosts: Vec<String>,
+}
+
+/// One setup or teardown step, written as a map with one key naming its kind
+/// (`- exec: { service: vault, command: [...] }`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "StepFile", into = "StepFile")]
+pub enum Step {
+    /// Runs `command` inside the running container of `service`.
+    Exec {
+        service: String,
+        command: Vec<String>,
+    },
+}
+
+/// The file form of a step. serde_yaml 0.9 reads enums only from `!tag` syntax, so the
+/// one-key map form goes through this struct: one optional field per step kind.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exec: Option<ExecStep>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecStep {
+    service: String,
+    command: Vec<String>,
+}
+
+impl TryFrom<StepFile> for Step {
+    type Error = String;
+    fn try_from(f: StepFile) -> std::result::Result<Step, String> {
+        match f.exec {
+            Some(ExecStep { service, command }) => Ok(Step::Exec { service, command }),
+            None => Err("a step needs one of the keys: exec".to_string()),
+        }
+    }
+}
+
+impl From<Step> for StepFile {
+    fn from(step: Step) -> StepFile {
+        match step {
+            Step::Exec { service, command } => StepFile {
+                exec: Some(ExecStep { service, command }),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Exec { service, command } => write!(f, "exec in {service}: {command:?}"),
+        }
+    }
+}
+
+/// A numbered directory found in a suite, before its file is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioDir {
+    /// Directory name, e.g. `01-baseline`.
+    pub name: String,
+    /// Path of the directory.
+    pub dir: PathBuf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteFile {
+    description: String,
+    compose: Vec<PathBuf>,
+    services: Vec<String>,
+    bootstrap: String,
+    #[serde(default)]
+    ready: BTreeMap<String, String>,
+    #[serde(default)]
+    client: BTreeMap<String, Scalar>,
+    #[serde(default)]
+    images: BTreeMap<String, serde_yaml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    description: String,
+    #[serde(default)]
+    compose: Option<Vec<PathBuf>>,
+    #[serde(default)]
+    services: Vec<String>,
+    #[serde(default)]
+    own_broker: bool,
+    bootstrap: String,
+    #[serde(default)]
+    ready: BTreeMap<String, String>,
+    #[serde(default)]
+    client: BTreeMap<String, Scalar>,
+    #[serde(default)]
+    tls: Option<TlsSpec>,
+    #[serde(default)]
+    setup: Vec<Step>,
+    #[serde(default)]
+    teardown: Vec<Step>,
+}
+
+/// A client property value: YAML writes `linger.ms: 5` as a number, Kafka wants a string.
+struct Scalar(String);
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string, number or boolean")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn scalars(map: BTreeMap<String, Scalar>) -> BTreeMap<String, String> {
+    map.into_iter().map(|(k, v)| (k, v.0)).collect()
+}
+
+/// Reads and parses a YAML file; errors name the file, and serde_yaml's message names the key
+/// and the line.
+fn read_yaml<T: for<'de> Deserialize<'de>>(file: &Path) -> Result<T> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    serde_yaml::from_str(&text).map_err(|e| match e.location() {
+        Some(loc) => anyhow::anyhow!("{}:{}:{}: {e}", file.display(), loc.line(), loc.column()),
+        None => anyhow::anyhow!("{}: {e}", file.display()),
+    })
+}
+
+/// Makes `path` absolute against the current directory and removes `.` and `..` lexically.
+pub fn absolute(path: &Path) -> Result<PathBuf> {
+    let abs = std::path::absolute(path)
+        .with_context(|| format!("cannot make {} absolute", path.display()))?;
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+/// Resolves Compose paths relative to the file naming them and checks they exist.
+fn resolve_compose(file: &Path, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let base = file.parent().unwrap_or(Path::new("."));
+    paths
+        .iter()
+        .map(|p| {
+            let resolved = absolute(&base.join(p))?;
+            if !resolved.is_file() {
+                bail!(
+                    "{}: compose file {} not found (looked for {})",
+                    file.display(),
+                    p.display(),
+                    resolved.display()
+                );
+            }
+            Ok(resolved)
+        })
+        .collect()
+}
+
+fn check_endpoint(file: &Path, key: &str, value: &str) -> Result<()> {
+    let ok = value
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    if !ok {
+        bail!(
+            "{}: {key}: {value:?} is not a host:port endpoint",
+            file.display()
+        );
+    }
+    Ok(())
+}
+
+impl Suite {
+    /// Loads `<dir>/suite.yaml`.
+    pub fn load(dir: &Path) -> Result<Suite> {
+        let dir = absolute(dir)?;
+        if !dir.is_dir() {
+            bail!(
+                "suite directory {} (SCENARIOS) does not exist",
+                dir.display()
+            );
+        }
+        let file = dir.join(SUITE_FILE);
+        if !file.is_file() {
+            bail!("suite file {} is missing", file.display());
+        }
+        let raw: SuiteFile = read_yaml(&file)?;
+        check_endpoint(&file, "bootstrap", &raw.bootstrap)?;
+        for (service, endpoint) in &raw.ready {
+            check_endpoint(&file, &format!("ready.{service}"), endpoint)?;
+        }
+        Ok(Suite {
+            compose: resolve_compose(&file, &raw.compose)?,
+            dir,
+            file,
+            description: raw.description,
+            services: raw.services,
+            bootstrap: raw.bootstrap,
+            ready: raw.ready,
+            client: scalars(raw.client),
+            images: raw.images,
+        })
+    }
+}
+
+impl Scenario {
+    /// Loads `<dir>/scenario.yaml` of a scenario of `suite`.
+    pub fn load(suite: &Suite, found: &ScenarioDir) -> Result<Scenario> {
+        let dir = absolute(&found.dir)?;
+        let file = dir.join(SCENARIO_FILE);
+        if !file.is_file() {
+            bail!(
+                "scenario {}: file {} is missing",
+                found.name,
+                file.display()
+            );
+        }
+        let raw: ScenarioFile = read_yaml(&file)?;
+        check_endpoint(&file, "bootstrap", &raw.bootstrap)?;
+        for (service, endpoint) in &raw.ready {
+            check_endpoint(&file, &format!("ready.{service}"), endpoint)?;
+        }
+        if let Some(tls) = &raw.tls {
+            if tls.hosts.is_empty() {
+                bail!("{}: tls.hosts must name at least one host", file.display());
+            }
+        }
+        for (i, step) in raw.setup.iter().chain(&raw.teardown).enumerate() {
+            let Step::Exec { service, command } = step;
+            if service.is_empty() || command.is_empty() {
+                bail!(
+                    "{}: step {} ({step}) needs a service and a non-empty command",
+                    file.display(),
+                    i + 1
+                );
+            }
+        }
+        let compose = match &raw.compose {
+            Some(paths) => resolve_compose(&file, paths)?,
+            None => suite.compose.clone(),
+        };
+        Ok(Scenario {
+            name: found.name.clone(),
+            dir,
+            file,
+            description: raw.description,
+            compose,
+            services: raw.services,
+            own_broker: raw.own_broker,
+            bootstrap: raw.bootstrap,
+            ready: raw.ready,
+            client: scalars(raw.client),
+            tls: raw.tls,
+            setup: raw.setup,
+            teardown: raw.teardown,
+        })
+    }
+}
+
+/// True for a scenario directory name: two digits, a dash, and a non-empty rest.
+pub fn is_numbered(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() > 3 && b[0].is_ascii_digit() && b[1].is_ascii_digit() && b[2] == b'-'
+}
+
+/// Numbered directories directly under `suite_dir`, sorted by name; everything else is ignored.
+pub fn discover(suite_dir: &Path) -> Result<Vec<ScenarioDir>> {
+    let entries = std::fs::read_dir(suite_dir).with_context(|| {
+        format!(
+            "cannot read suite directory {} (SCENARIOS)",
+            suite_dir.display()
+        )
+    })?;
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry
+            .with_context(|| format!("cannot read suite directory {}", suite_dir.display()))?;
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if is_numbered(&name) && entry.path().is_dir() {
+            found.push(ScenarioDir {
+                name,
+                dir: entry.path(),
+            });
+        }
+    }
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(found)
+}
+
+/// The `TEST` pattern anchored to match a whole directory name.
+pub fn test_regex(test: &str) -> Result<Regex> {
+    Regex::new(&format!("^(?:{test})$"))
+        .map_err(|e| anyhow::anyhow!("TEST={test:?} is not a valid regular expression: {e}"))
+}
+
+/// The scenarios whose whole name matches `test`; an error when none does.
+pub fn select(found: &[ScenarioDir], test: &str) -> Result<Vec<ScenarioDir>> {
+    let re = test_regex(test)?;
+    let selected: Vec<ScenarioDir> = found
+        .iter()
+        .filter(|s| re.is_match(&s.name))
+        .cloned()
+        .collect();
+    if selected.is_empty() {
+        let names: Vec<&str> = found.iter().map(|s| s.name.as_str()).collect();
+        if names.is_empty() {
+            bail!(
+                "TEST={test:?} selects no scenario: the suite has no numbered scenario directories"
+            );
+        }
+        bail!(
+            "TEST={test:?} selects no scenario (the pattern must match the whole name); scenarios: {}",
+            names.join(", ")
+        );
+    }
+    Ok(selected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    /// A suite with a shared Compose file and the given scenario files.
+    fn suite(scenarios: &[(&str, &str)]) -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        write(&root.path().join("compose/base.yaml"), "services: {}\n");
+        write(
+            &root.path().join("suite/suite.yaml"),
+            "description: Test suite\ncompose: [../compose/base.yaml]\nservices: [broker]\nbootstrap: broker:9092\n",
+        );
+        for (name, text) in scenarios {
+            write(
+                &root.path().join("suite").join(name).join(SCENARIO_FILE),
+                text,
+            );
+        }
+        root
+    }
+
+    fn names(found: &[ScenarioDir]) -> Vec<&str> {
+        found.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    const MINIMAL: &str = "description: d\nbootstrap: broker:9092\n";
+
+    #[test]
+    fn discovery_sorts_numbered_directories_and_ignores_the_rest() {
+        let root = suite(&[("02-b", MINIMAL), ("01-a", MINIMAL), ("10-c", MINIMAL)]);
+        let dir = root.path().join("suite");
+        fs::create_dir(dir.join("notes")).unwrap();
+        fs::create_dir(dir.join("1-short")).unwrap();
+        fs::create_dir(dir.join("03-")).unwrap();
+        fs::write(dir.join("04-file"), "").unwrap();
+        assert_eq!(names(&discover(&dir).unwrap()), ["01-a", "02-b", "10-c"]);
+    }
+
+    #[test]
+    fn selection_matches_whole_names() {
+        let root = suite(&[("01-x", MINIMAL), ("02-y", MINIMAL), ("10-x", MINIMAL)]);
+        let found = discover(&root.path().join("suite")).unwrap();
+        assert_eq!(names(&select(&found, "01.*").unwrap()), ["01-x"]);
+        assert_eq!(names(&select(&found, ".*-x").unwrap()), ["01-x", "10-x"]);
+        assert_eq!(
+            names(&select(&found, "[0-9][0-9]-.*").unwrap()),
+            ["01-x", "02-y", "10-x"]
+        );
+        // Alternation stays inside the anchors.
+        assert_eq!(
+            names(&select(&found, "01-x|02-y").unwrap()),
+            ["01-x", "02-y"]
+        );
+        let err = select(&found, "0").unwrap_err().to_string();
+        assert!(err.contains("TEST=\"0\""), "{err}");
+        assert!(err.contains("01-x, 02-y, 10-x"), "{err}");
+        let err = select(&found, "x").unwrap_err().to_string();
+        assert!(err.contains("selects no scenario"), "{err}");
+    }
+
+    #[test]
+    fn invalid_regex_names_test_and_pattern() {
+        let err = select(&[], "0[").unwrap_err().to_string();
+        assert!(err.contains("TEST=\"0[\""), "{err}");
+        assert!(err.contains("not a valid regular expression"), "{err}");
+    }
+
+    #[test]
+    fn missing_suite_directory_is_named() {
+        let root = tempfile::tempdir().unwrap();
+        let err = Suite::load(&root.path().join("nope"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("nope"), "{err}");
+        assert!(err.contains("does not exist"), "{err}");
+        let err = discover(&root.path().join("nope")).unwrap_err().to_string();
+        assert!(err.contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn suite_and_scenario_load_with_defaults_and_resolved_paths() {
+        let full = r#"description: Through the proxy
+compose: [../../compose/base.yaml, extra.yaml]
+services: [proxy, vault]
+own_broker: true
+bootstrap: proxy:9092
+ready: { proxy: "proxy:9092" }
+client: { security.protocol: SSL, linger.ms: 5, enable.idempotence: false }
+tls: { hosts: [terminator] }
+setup:
+  - exec: { service: vault, command: [vault, write, "transit/keys/${TOPIC}"] }
+teardown:
+  - exec: { service: vault, command: [vault, list] }
+"#;
+        let root = suite(&[("01-min", MINIMAL), ("02-full", full)]);
+        write(
+            &root.path().join("suite/02-full/extra.yaml"),
+            "services: {}\n",
+        );
+        let s = Suite::load(&root.path().join("suite")).unwrap();
+        assert_eq!(s.description, "Test suite");
+        assert_eq!(s.compose, [root.path().join("compose/base.yaml")]);
+        assert_eq!(s.services, ["broker"]);
+        assert!(s.ready.is_empty() && s.client.is_empty() && s.images.is_empty());
+
+        let found = discover(&s.dir).unwrap();
+        let min = Scenario::load(&s, &found[0]).unwrap();
+        assert_eq!(min.name, "01-min");
+        assert_eq!(min.compose, s.compose);
+        assert!(min.services.is_empty() && !min.own_broker && min.tls.is_none());
+        assert!(min.setup.is_empty() && min.teardown.is_empty());
+
+        let full = Scenario::load(&s, &found[1]).unwrap();
+        assert_eq!(
+            full.compose,
+            [
+                root.path().join("compose/base.yaml"),
+                root.path().join("suite/02-full/extra.yaml")
+            ]
+        );
+        assert!(full.own_broker);
+        assert_eq!(full.ready["proxy"], "proxy:9092");
+        assert_eq!(full.client["linger.ms"], "5");
+        assert_eq!(full.client["enable.idempotence"], "false");
+        assert_eq!(full.tls.as_ref().unwrap().hosts, ["terminator"]);
+        assert_eq!(
+            full.setup,
+            [Step::Exec {
+                service: "vault".into(),
+                command: vec![
+                    "vault".into(),
+                    "write".into(),
+                    "transit/keys/${TOPIC}".into()
+                ]
+            }]
+        );
+        assert_eq!(full.teardown.len(), 1);
+    }
+
+    fn load_err(text: &str) -> String {
+        let root = suite(&[("01-bad", text)]);
+        let s = Suite::load(&root.path().join("suite")).unwrap();
+        let found = discover(&s.dir).unwrap();
+        format!("{:#}", Scenario::load(&s, &found[0]).unwrap_err())
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_key() {
+        let err = load_err("description: d\nbootstrap: broker:9092\nservice: [proxy]\n");
+        assert!(err.contains("01-bad/scenario.yaml:3:"), "{err}");
+        assert!(err.contains("unknown field `service`"), "{err}");
+    }
+
+    #[test]
+    fn missing_key_names_file_and_key() {
+        let err = load_err("description: d\nservices: [proxy]\n");
+        assert!(err.contains("01-bad/scenario.yaml:1:"), "{err}");
+        assert!(err.contains("missing field `bootstrap`"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_names_file_line_and_key() {
+        let err = load_err("description: d\nbootstrap: broker:9092\nservices: proxy\n");
+        assert!(err.contains("01-bad/scenario.yaml:3:"), "{err}");
+        assert!(err.contains("services"), "{err}");
+        assert!(err.contains("invalid type"), "{err}");
+        let err = load_err("description: d\nbootstrap: b:1\nown_broker: maybe\n");
+        assert!(err.contains("own_broker"), "{err}");
+    }
+
+    #[test]
+    fn bad_steps_are_errors() {
+        let err = load_err(
+            "description: d\nbootstrap: b:1\nsetup:\n  - exec: { service: v, cmd: [x] }\n",
+        );
+        assert!(err.contains("scenario.yaml:4:"), "{err}");
+        assert!(err.contains("cmd"), "{err}");
+        let err = load_err("description: d\nbootstrap: b:1\nsetup:\n  - shell: x\n");
+        assert!(
+            err.contains("unknown field `shell`, expected `exec`"),
+            "{err}"
+        );
+        let err = load_err("description: d\nbootstrap: b:1\nsetup:\n  - {}\n");
+        assert!(
+            err.contains("scenario.yaml:4:") && err.contains("one of the keys: exec"),
+            "{err}"
+        );
+        let err = load_err(
+            "description: d\nbootstrap: b:1\nsetup:\n  - exec: { service: v, command: [] }\n",
+        );
+        assert!(err.contains("non-empty command"), "{err}");
+    }
+
+    #[test]
+    fn bad_endpoint_and_missing_compose_file_are_named() {
+        let err = load_err("description: d\nbootstrap: broker\n");
+        assert!(
+            err.contains("bootstrap") && err.contains("\"broker\""),
+            "{err}"
+        );
+        let err = load_err("description: d\nbootstrap: b:1\ncompose: [nope.yaml]\n");
+        assert!(
+            err.contains("nope.yaml") && err.contains("not found"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn missing_scenario_file_names_the_expected_path() {
+        let root = suite(&[]);
+        fs::create_dir(root.path().join("suite/01-empty")).unwrap();
+        let s = Suite::load(&root.path().join("suite")).unwrap();
+        let found = discover(&s.dir).unwrap();
+        let err = Scenario::load(&s, &found[0]).unwrap_err().to_string();
+        assert!(err.contains("01-empty/scenario.yaml"), "{err}");
+        assert!(err.contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn suite_file_errors_are_named() {
+        let root = suite(&[]);
+        let file = root.path().join("suite/suite.yaml");
+        fs::write(
+            &file,
+            "description: d\ncompose: []\nservices: []\nbootstrap: b:1\nimages: 3\n",
+        )
+        .unwrap();
+        let err = Suite::load(&root.path().join("suite"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("suite.yaml:5:") && err.contains("images"),
+            "{err}"
+        );
+        fs::remove_file(&file).unwrap();
+        let err = Suite::load(&root.path().join("suite"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("suite.yaml") && err.contains("missing"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn suite_images_are_kept_opaque() {
+        let root = suite(&[]);
+        fs::write(
+            root.path().join("suite/suite.yaml"),
+            "description: d\ncompose: []\nservices: []\nbootstrap: b:1\nimages:\n  tansu:local: { crate: tansu, version: 0.6.0 }\n",
+        )
+        .unwrap();
+        let s = Suite::load(&root.path().join("suite")).unwrap();
+        assert_eq!(s.images["tansu:local"]["crate"], "tansu");
+    }
+}

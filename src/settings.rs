@@ -1,1 +1,424 @@
-//! Placeholder; filled in by its own change.
+//! Run settings: plain data, independent of how they were given (flags, environment, defaults).
+//!
+//! The names, meanings and defaults follow the reference perf-test script so that a command line
+//! such as `TEST=03.* NUM_RECORDS=1e6 perf-tests` means the same thing here.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+/// Default `TEST`: every numbered scenario.
+pub const DEFAULT_TEST: &str = "[0-9][0-9]-.*";
+/// Default `NUM_RECORDS`.
+pub const DEFAULT_NUM_RECORDS: u64 = 10_000_000;
+/// Default `RECORD_SIZE` in bytes.
+pub const DEFAULT_RECORD_SIZE: u64 = 1024;
+/// Default `WARM_UP_NUM_RECORDS_POST_BROKER_START`.
+pub const DEFAULT_WARM_UP_POST_BROKER_START: u64 = 1000;
+/// Default `WARM_UP_NUM_RECORDS_PRE_TEST`.
+pub const DEFAULT_WARM_UP_PRE_TEST: u64 = 1000;
+/// Default `PRODUCER_PROPERTIES`.
+pub const DEFAULT_PRODUCER_PROPERTIES: &str = "acks=all";
+/// Default `THROUGHPUT` (records/s; -1 is unlimited).
+pub const DEFAULT_THROUGHPUT: i64 = -1;
+/// Default `KAFKA_IMAGE`.
+pub const DEFAULT_KAFKA_IMAGE: &str = "apache/kafka-native:3.9.0";
+/// Default `KROXYLICIOUS_IMAGE`.
+pub const DEFAULT_KROXYLICIOUS_IMAGE: &str = "quay.io/kroxylicious/kroxylicious:0.9.0";
+/// Default `KAFKA_TOOL_IMAGE`.
+pub const DEFAULT_KAFKA_TOOL_IMAGE: &str = "quay.io/strimzi/kafka:0.45.0-kafka-3.9.0";
+/// Default `VAULT_IMAGE`.
+pub const DEFAULT_VAULT_IMAGE: &str = "hashicorp/vault:1.15";
+/// Default `SCENARIOS` (the suite directory).
+pub const DEFAULT_SCENARIOS: &str = "scenarios/offline";
+/// Default `RESULTS_DIR`.
+pub const DEFAULT_RESULTS_DIR: &str = "results";
+/// `COMMIT_ID` when the suite is not inside a git checkout.
+pub const UNKNOWN_COMMIT: &str = "unknown";
+
+/// Largest count accepted: far beyond any sensible run, small enough that products such as
+/// records x record size cannot overflow a u64.
+pub const MAX_COUNT: u64 = 1_000_000_000_000_000;
+
+/// Everything a run is parameterised by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Settings {
+    /// Regular expression selecting scenario directories by their whole name.
+    pub test: String,
+    /// Records produced and consumed per measurement.
+    pub num_records: u64,
+    /// Record value size in bytes.
+    pub record_size: u64,
+    /// Warm-up records sent once the run-wide broker is up.
+    pub warm_up_post_broker_start: u64,
+    /// Warm-up records sent through each scenario's endpoint before it is measured.
+    pub warm_up_pre_test: u64,
+    /// Extra producer properties, in the order given.
+    pub producer_properties: Vec<(String, String)>,
+    /// Producer throughput limit in records/s; -1 is unlimited.
+    pub throughput: i64,
+    /// Commit the measured code is at; names the results directory.
+    pub commit_id: String,
+    /// Apache Kafka (native) broker image.
+    pub kafka_image: String,
+    /// Kroxylicious proxy image.
+    pub kroxylicious_image: String,
+    /// Kafka tooling image.
+    pub kafka_tool_image: String,
+    /// HashiCorp Vault image.
+    pub vault_image: String,
+    /// Suite directory holding `suite.yaml` and the numbered scenario directories.
+    pub scenarios: PathBuf,
+    /// Directory the run's results directory is created in.
+    pub results_dir: PathBuf,
+}
+
+impl Default for Settings {
+    /// The documented defaults; `commit_id` is detected from the default suite directory.
+    fn default() -> Self {
+        let scenarios = PathBuf::from(DEFAULT_SCENARIOS);
+        Settings {
+            test: DEFAULT_TEST.to_string(),
+            num_records: DEFAULT_NUM_RECORDS,
+            record_size: DEFAULT_RECORD_SIZE,
+            warm_up_post_broker_start: DEFAULT_WARM_UP_POST_BROKER_START,
+            warm_up_pre_test: DEFAULT_WARM_UP_PRE_TEST,
+            producer_properties: parse_properties(DEFAULT_PRODUCER_PROPERTIES)
+                .expect("default producer properties parse"),
+            throughput: DEFAULT_THROUGHPUT,
+            commit_id: detect_commit_id(&scenarios),
+            kafka_image: DEFAULT_KAFKA_IMAGE.to_string(),
+            kroxylicious_image: DEFAULT_KROXYLICIOUS_IMAGE.to_string(),
+            kafka_tool_image: DEFAULT_KAFKA_TOOL_IMAGE.to_string(),
+            vault_image: DEFAULT_VAULT_IMAGE.to_string(),
+            scenarios,
+            results_dir: PathBuf::from(DEFAULT_RESULTS_DIR),
+        }
+    }
+}
+
+impl Settings {
+    /// Every setting under its environment-variable name, as Compose interpolation sees them.
+    pub fn variables(&self) -> BTreeMap<String, String> {
+        let pairs = [
+            ("TEST", self.test.clone()),
+            ("NUM_RECORDS", self.num_records.to_string()),
+            ("RECORD_SIZE", self.record_size.to_string()),
+            (
+                "WARM_UP_NUM_RECORDS_POST_BROKER_START",
+                self.warm_up_post_broker_start.to_string(),
+            ),
+            (
+                "WARM_UP_NUM_RECORDS_PRE_TEST",
+                self.warm_up_pre_test.to_string(),
+            ),
+            (
+                "PRODUCER_PROPERTIES",
+                format_properties(&self.producer_properties),
+            ),
+            ("THROUGHPUT", self.throughput.to_string()),
+            ("COMMIT_ID", self.commit_id.clone()),
+            ("KAFKA_IMAGE", self.kafka_image.clone()),
+            ("KROXYLICIOUS_IMAGE", self.kroxylicious_image.clone()),
+            ("KAFKA_TOOL_IMAGE", self.kafka_tool_image.clone()),
+            ("VAULT_IMAGE", self.vault_image.clone()),
+            ("SCENARIOS", self.scenarios.display().to_string()),
+            ("RESULTS_DIR", self.results_dir.display().to_string()),
+        ];
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+}
+
+/// Parses a record count: `10000000`, `1_000_000`, `1e6`, `1E6` or `2.5e5`.
+///
+/// The value must be a whole number no larger than [`MAX_COUNT`]; zero only if `allow_zero`.
+/// Errors name the variable and the value.
+pub fn parse_count(var: &str, s: &str, allow_zero: bool) -> Result<u64> {
+    let fail = |why: &str| -> anyhow::Error {
+        anyhow::anyhow!(
+            "{var}={s:?}: {why} (expected a whole number such as 10000000, 1_000_000 or 1e6)"
+        )
+    };
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(fail("empty value"));
+    }
+    if t.starts_with('-') {
+        return Err(fail("negative values are not allowed"));
+    }
+    let (mantissa, exponent) = match t.find(['e', 'E']) {
+        Some(i) => (&t[..i], Some(&t[i + 1..])),
+        None => (t, None),
+    };
+    let (int_part, frac_part) = match mantissa.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (mantissa, ""),
+    };
+    let int_digits = digits(int_part).ok_or_else(|| fail("not a number"))?;
+    let frac_digits = if frac_part.is_empty() && !mantissa.contains('.') {
+        String::new()
+    } else {
+        digits(frac_part).ok_or_else(|| fail("not a number"))?
+    };
+    let exp: u32 = match exponent {
+        None => 0,
+        Some(e) => {
+            let e = digits(e).ok_or_else(|| fail("bad exponent"))?;
+            // Anything with an exponent this large is far beyond MAX_COUNT anyway.
+            if e.len() > 3 {
+                return Err(fail("too large"));
+            }
+            e.parse().map_err(|_| fail("bad exponent"))?
+        }
+    };
+    // value = int_part.frac_part x 10^exp, computed exactly on integers.
+    let frac_len = frac_digits.len() as u32;
+    if frac_len > exp {
+        let dropped = &frac_digits[exp as usize..];
+        if dropped.bytes().any(|b| b != b'0') {
+            return Err(fail("not a whole number"));
+        }
+    }
+    let kept_frac = &frac_digits[..frac_len.min(exp) as usize];
+    let all_digits = format!("{int_digits}{kept_frac}");
+    let scale = exp.saturating_sub(frac_len);
+    let significant = all_digits.trim_start_matches('0');
+    if significant.len() as u32 + scale > 16 {
+        return Err(fail("too large"));
+    }
+    let base: u128 = if significant.is_empty() {
+        0
+    } else {
+        significant.parse().map_err(|_| fail("too large"))?
+    };
+    let value = base
+        .checked_mul(10u128.pow(scale))
+        .ok_or_else(|| fail("too large"))?;
+    if value > MAX_COUNT as u128 {
+        return Err(fail(&format!("too large (the limit is {MAX_COUNT})")));
+    }
+    if value == 0 && !allow_zero {
+        return Err(fail("must be at least 1"));
+    }
+    Ok(value as u64)
+}
+
+/// The decimal digits of `s`, with `_` allowed only between digits; `None` if malformed.
+fn digits(s: &str) -> Option<String> {
+    if s.is_empty() || s.starts_with('_') || s.ends_with('_') || s.contains("__") {
+        return None;
+    }
+    if !s.bytes().all(|b| b.is_ascii_digit() || b == b'_') {
+        return None;
+    }
+    Some(s.replace('_', ""))
+}
+
+/// Parses `THROUGHPUT`: `-1` (unlimited) or a positive count in any form [`parse_count`] accepts.
+pub fn parse_throughput(s: &str) -> Result<i64> {
+    if s.trim() == "-1" {
+        return Ok(-1);
+    }
+    let n = parse_count("THROUGHPUT", s, false)
+        .map_err(|e| anyhow::anyhow!("{e}; use -1 for unlimited"))?;
+    Ok(n as i64)
+}
+
+/// Parses `PRODUCER_PROPERTIES`: space-separated `key=value` entries.
+pub fn parse_properties(s: &str) -> Result<Vec<(String, String)>> {
+    s.split_whitespace()
+        .map(|entry| match entry.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => bail!("PRODUCER_PROPERTIES: malformed entry {entry:?} (expected key=value)"),
+        })
+        .collect()
+}
+
+/// Formats producer properties back into the `PRODUCER_PROPERTIES` form.
+pub fn format_properties(props: &[(String, String)]) -> String {
+    props
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `git rev-parse --short HEAD` in `dir` when it is inside a git checkout, else `unknown`.
+pub fn detect_commit_id(dir: &Path) -> String {
+    // A relative suite directory that does not exist yet still belongs to the current checkout.
+    let dir = if dir.is_dir() { dir } else { Path::new(".") };
+    let output = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .output();
+    match output {
+        Ok(out) if out.status.success() => {
+            let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if id.is_empty() {
+                UNKNOWN_COMMIT.to_string()
+            } else {
+                id
+            }
+        }
+        _ => UNKNOWN_COMMIT.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_in_every_accepted_form() {
+        let cases = [
+            ("10000000", 10_000_000),
+            ("1e6", 1_000_000),
+            ("1E6", 1_000_000),
+            ("2.5e5", 250_000),
+            ("1_000_000", 1_000_000),
+            ("1.0", 1),
+            ("1.50e1", 15),
+            ("1e15", MAX_COUNT),
+            (" 42 ", 42),
+            ("007", 7),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(
+                parse_count("NUM_RECORDS", input, false).unwrap(),
+                expected,
+                "{input}"
+            );
+        }
+        assert_eq!(parse_count("WARM_UP", "0", true).unwrap(), 0);
+        assert_eq!(parse_count("WARM_UP", "0e3", true).unwrap(), 0);
+    }
+
+    #[test]
+    fn counts_rejected_with_variable_and_value() {
+        let cases = [
+            ("1.5", "not a whole number"),
+            ("-1", "negative"),
+            ("abc", "not a number"),
+            ("1e30", "too large"),
+            ("1e16", "too large"),
+            ("1000000000000001", "too large"),
+            ("99999999999999999999999999", "too large"),
+            ("", "empty"),
+            ("   ", "empty"),
+            ("0", "at least 1"),
+            ("0.0e5", "at least 1"),
+            ("1e", "bad exponent"),
+            ("1e-3", "bad exponent"),
+            ("_1", "not a number"),
+            ("1__0", "not a number"),
+            ("1.", "not a number"),
+            ("1,000", "not a number"),
+            ("0x10", "not a number"),
+        ];
+        for (input, why) in cases {
+            let err = parse_count("NUM_RECORDS", input, false)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("NUM_RECORDS"), "{input}: {err}");
+            assert!(err.contains(&format!("{input:?}")), "{input}: {err}");
+            assert!(err.contains(why), "{input}: {err}");
+        }
+    }
+
+    #[test]
+    fn throughput_is_minus_one_or_a_positive_count() {
+        assert_eq!(parse_throughput("-1").unwrap(), -1);
+        assert_eq!(parse_throughput("5e4").unwrap(), 50_000);
+        for bad in ["0", "-2", "x", "1.5"] {
+            let err = parse_throughput(bad).unwrap_err().to_string();
+            assert!(err.contains("THROUGHPUT"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn producer_properties_parse_and_reject_malformed_entries() {
+        assert_eq!(
+            parse_properties("acks=all  linger.ms=5 empty=").unwrap(),
+            vec![
+                ("acks".to_string(), "all".to_string()),
+                ("linger.ms".to_string(), "5".to_string()),
+                ("empty".to_string(), String::new()),
+            ]
+        );
+        assert!(parse_properties("").unwrap().is_empty());
+        for bad in ["acks", "acks=all =x"] {
+            let err = parse_properties(bad).unwrap_err().to_string();
+            assert!(err.contains("PRODUCER_PROPERTIES"), "{err}");
+        }
+        let err = parse_properties("acks=all oops").unwrap_err().to_string();
+        assert!(err.contains("\"oops\""), "{err}");
+    }
+
+    #[test]
+    fn variables_name_every_setting() {
+        let s = Settings {
+            commit_id: "abc1234".into(),
+            producer_properties: parse_properties("acks=1 linger.ms=5").unwrap(),
+            ..Settings::default()
+        };
+        let v = s.variables();
+        let keys: Vec<&str> = v.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "COMMIT_ID",
+                "KAFKA_IMAGE",
+                "KAFKA_TOOL_IMAGE",
+                "KROXYLICIOUS_IMAGE",
+                "NUM_RECORDS",
+                "PRODUCER_PROPERTIES",
+                "RECORD_SIZE",
+                "RESULTS_DIR",
+                "SCENARIOS",
+                "TEST",
+                "THROUGHPUT",
+                "VAULT_IMAGE",
+                "WARM_UP_NUM_RECORDS_POST_BROKER_START",
+                "WARM_UP_NUM_RECORDS_PRE_TEST",
+            ]
+        );
+        assert_eq!(v["PRODUCER_PROPERTIES"], "acks=1 linger.ms=5");
+        assert_eq!(v["NUM_RECORDS"], "10000000");
+        assert_eq!(v["THROUGHPUT"], "-1");
+        assert_eq!(v["COMMIT_ID"], "abc1234");
+        assert_eq!(v["SCENARIOS"], "scenarios/offline");
+    }
+
+    #[test]
+    fn commit_id_outside_a_checkout_is_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(detect_commit_id(dir.path()), UNKNOWN_COMMIT);
+    }
+
+    #[test]
+    fn commit_id_inside_a_checkout_is_the_short_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let ok = Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@example.com")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@example.com")
+                .output()
+                .unwrap();
+            assert!(ok.status.success(), "git {args:?}: {ok:?}");
+            String::from_utf8(ok.stdout).unwrap()
+        };
+        git(&["init", "-q"]);
+        git(&["commit", "-q", "--allow-empty", "-m", "x"]);
+        let head = git(&["rev-parse", "--short", "HEAD"]);
+        std::fs::create_dir(dir.path().join("suite")).unwrap();
+        assert_eq!(detect_commit_id(&dir.path().join("suite")), head.trim());
+    }
+}

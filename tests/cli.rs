@@ -1,0 +1,367 @@
+//! The `perf-tests` binary as a user runs it: flags, environment, defaults, `list`, `run --dry-run`
+//! and exit codes, against suites created in temporary directories.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Every setting's environment variable; cleared so the caller's environment cannot leak in.
+const SETTING_VARS: [&str; 14] = [
+    "TEST",
+    "NUM_RECORDS",
+    "RECORD_SIZE",
+    "WARM_UP_NUM_RECORDS_POST_BROKER_START",
+    "WARM_UP_NUM_RECORDS_PRE_TEST",
+    "PRODUCER_PROPERTIES",
+    "THROUGHPUT",
+    "COMMIT_ID",
+    "KAFKA_IMAGE",
+    "KROXYLICIOUS_IMAGE",
+    "KAFKA_TOOL_IMAGE",
+    "VAULT_IMAGE",
+    "SCENARIOS",
+    "RESULTS_DIR",
+];
+
+fn perf_tests(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    cmd.args(args).current_dir(dir);
+    for var in SETTING_VARS {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("perf-tests starts")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+/// A suite at `<tmp>/scenarios/offline` (the default SCENARIOS) with three scenarios, a
+/// non-numbered directory and a stray file.
+fn suite() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let p = root.path();
+    write(&p.join("compose/base.yaml"), "services: {}\n");
+    write(&p.join("compose/proxy.yaml"), "services: {}\n");
+    write(
+        &p.join("scenarios/offline/suite.yaml"),
+        "description: Temp suite\ncompose: [../../compose/base.yaml]\nservices: [broker]\nbootstrap: broker:9092\nready: { broker: \"broker:9092\" }\n",
+    );
+    write(
+        &p.join("scenarios/offline/01-baseline/scenario.yaml"),
+        "description: Broker alone\nbootstrap: broker:9092\n",
+    );
+    write(
+        &p.join("scenarios/offline/02-proxy/scenario.yaml"),
+        r#"description: Through the proxy
+compose: [../../../compose/base.yaml, ../../../compose/proxy.yaml]
+services: [proxy, vault]
+bootstrap: proxy:9092
+client: { security.protocol: SSL }
+tls: { hosts: [proxy] }
+setup:
+  - exec: { service: vault, command: [vault, write, "transit/keys/${TOPIC}"] }
+teardown:
+  - exec: { service: vault, command: [vault, delete, "transit/keys/${TOPIC}"] }
+"#,
+    );
+    write(
+        &p.join("scenarios/offline/10-own-broker/scenario.yaml"),
+        "description: Its own broker\nservices: [broker2]\nown_broker: true\nbootstrap: broker2:9092\n",
+    );
+    fs::create_dir_all(p.join("scenarios/offline/templates")).unwrap();
+    write(&p.join("scenarios/offline/03-file"), "not a directory\n");
+    root
+}
+
+/// The value a dry run reports for a setting.
+fn setting(plan: &str, var: &str) -> String {
+    let prefix = format!("  {var}=");
+    plan.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("{var} not in plan:\n{plan}"))
+        .to_string()
+}
+
+#[test]
+fn help_shows_every_setting_with_env_name_and_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = perf_tests(dir.path(), &["--help"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    // Help wraps lines; compare with whitespace runs collapsed.
+    let help = stdout(&out)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for var in SETTING_VARS {
+        assert!(help.contains(&format!("[env: {var}=")), "{var} in\n{help}");
+    }
+    for default in [
+        "[default: [0-9][0-9]-.*]",
+        "[default: 10000000]",
+        "[default: 1024]",
+        "[default: acks=all]",
+        "[default: -1]",
+        "apache/kafka-native:3.9.0",
+        "quay.io/kroxylicious/kroxylicious:0.9.0",
+        "quay.io/strimzi/kafka:0.45.0-kafka-3.9.0",
+        "hashicorp/vault:1.15",
+        "[default: scenarios/offline]",
+        "[default: results]",
+    ] {
+        assert!(help.contains(default), "{default} in\n{help}");
+    }
+    assert!(help.contains("run") && help.contains("list"), "{help}");
+}
+
+#[test]
+fn flag_beats_env_beats_default() {
+    let root = suite();
+    let dry = |args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["run", "--dry-run"];
+        all.extend_from_slice(args);
+        let out = perf_tests(root.path(), &all, env);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let plan = dry(&[], &[]);
+    assert_eq!(setting(&plan, "NUM_RECORDS"), "10000000");
+    assert_eq!(setting(&plan, "RECORD_SIZE"), "1024");
+    assert_eq!(setting(&plan, "PRODUCER_PROPERTIES"), "acks=all");
+    assert_eq!(setting(&plan, "THROUGHPUT"), "-1");
+    assert_eq!(setting(&plan, "WARM_UP_NUM_RECORDS_PRE_TEST"), "1000");
+    // The temporary directory is not a git checkout.
+    assert_eq!(setting(&plan, "COMMIT_ID"), "unknown");
+
+    let env = [
+        ("NUM_RECORDS", "1e6"),
+        ("RECORD_SIZE", "2_048"),
+        ("PRODUCER_PROPERTIES", "acks=1 linger.ms=5"),
+        ("THROUGHPUT", "2.5e4"),
+        ("WARM_UP_NUM_RECORDS_PRE_TEST", "0"),
+        ("COMMIT_ID", "feedbee"),
+        ("KAFKA_IMAGE", "kafka:env"),
+    ];
+    let plan = dry(&[], &env);
+    assert_eq!(setting(&plan, "NUM_RECORDS"), "1000000");
+    assert_eq!(setting(&plan, "RECORD_SIZE"), "2048");
+    assert_eq!(setting(&plan, "PRODUCER_PROPERTIES"), "acks=1 linger.ms=5");
+    assert_eq!(setting(&plan, "THROUGHPUT"), "25000");
+    assert_eq!(setting(&plan, "WARM_UP_NUM_RECORDS_PRE_TEST"), "0");
+    assert_eq!(setting(&plan, "COMMIT_ID"), "feedbee");
+    assert_eq!(setting(&plan, "KAFKA_IMAGE"), "kafka:env");
+
+    let plan = dry(
+        &[
+            "--num-records",
+            "1E3",
+            "--commit-id",
+            "c0ffee",
+            "--throughput",
+            "-1",
+        ],
+        &env,
+    );
+    assert_eq!(setting(&plan, "NUM_RECORDS"), "1000");
+    assert_eq!(setting(&plan, "COMMIT_ID"), "c0ffee");
+    assert_eq!(setting(&plan, "THROUGHPUT"), "-1");
+    // Untouched by flags: still from the environment.
+    assert_eq!(setting(&plan, "RECORD_SIZE"), "2048");
+
+    // Settings may also precede the command.
+    let out = perf_tests(
+        root.path(),
+        &["--num-records", "7", "run", "--dry-run"],
+        &env,
+    );
+    assert_eq!(setting(&stdout(&out), "NUM_RECORDS"), "7");
+}
+
+#[test]
+fn bad_settings_are_usage_errors_naming_variable_and_value() {
+    let root = suite();
+    for (var, value) in [
+        ("NUM_RECORDS", "1.5"),
+        ("NUM_RECORDS", "0"),
+        ("RECORD_SIZE", "-1"),
+        ("RECORD_SIZE", "abc"),
+        ("NUM_RECORDS", "1e30"),
+        ("WARM_UP_NUM_RECORDS_POST_BROKER_START", "x"),
+        ("THROUGHPUT", "0"),
+    ] {
+        let out = perf_tests(root.path(), &["run", "--dry-run"], &[(var, value)]);
+        assert_eq!(out.status.code(), Some(2), "{var}={value}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(var) && err.contains(value),
+            "{var}={value}: {err}"
+        );
+    }
+    let out = perf_tests(
+        root.path(),
+        &["list"],
+        &[("PRODUCER_PROPERTIES", "acks=all nonsense")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("PRODUCER_PROPERTIES") && err.contains("nonsense"),
+        "{err}"
+    );
+
+    let out = perf_tests(root.path(), &["no-such-command"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn list_marks_what_test_selects() {
+    let root = suite();
+    let out = perf_tests(root.path(), &["list"], &[("TEST", "0.*")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let suite_dir = root.path().join("scenarios/offline");
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "Suite {}: Temp suite\n\
+             TEST=0.* selects 2 of 3 scenarios (marked *)\n\
+             * 01-baseline    Broker alone\n\
+             * 02-proxy       Through the proxy\n\
+             \x20 10-own-broker  Its own broker\n",
+            suite_dir.display()
+        )
+    );
+    // A pattern that selects nothing still lists the suite.
+    let out = perf_tests(root.path(), &["list"], &[("TEST", "0")]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("selects 0 of 3"), "{}", stdout(&out));
+}
+
+#[test]
+fn selection_is_by_whole_name() {
+    let root = suite();
+    let selected = |test: &str| {
+        let out = perf_tests(root.path(), &["run", "--dry-run"], &[("TEST", test)]);
+        (out.status.code(), stdout(&out), stderr(&out))
+    };
+    let (code, plan, _) = selected("01.*");
+    assert_eq!(code, Some(0));
+    assert!(
+        plan.contains("Selected scenarios (TEST=01.*): 01-baseline\n"),
+        "{plan}"
+    );
+    let (_, plan, _) = selected(".*-.*o.*");
+    assert!(plan.contains("): 02-proxy, 10-own-broker\n"), "{plan}");
+    let (code, _, err) = selected("0");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("TEST=\"0\" selects no scenario"), "{err}");
+    assert!(
+        err.contains("01-baseline, 02-proxy, 10-own-broker"),
+        "{err}"
+    );
+    let (code, _, err) = selected("(");
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("TEST=\"(\"") && err.contains("regular expression"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dry_run_prints_the_resolved_plan() {
+    let root = suite();
+    let out = perf_tests(
+        root.path(),
+        &["run", "--dry-run"],
+        &[("TEST", "02-proxy|10-.*"), ("COMMIT_ID", "abc")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let plan = stdout(&out);
+    let base = root.path().join("compose/base.yaml");
+    let proxy = root.path().join("compose/proxy.yaml");
+    for expected in [
+        "Selected scenarios (TEST=02-proxy|10-.*): 02-proxy, 10-own-broker".to_string(),
+        format!("Run-wide:\n  compose: {}\n  services: broker\n  bootstrap: broker:9092\n  ready: broker at broker:9092\n", base.display()),
+        format!("Scenario 02-proxy: Through the proxy\n    compose: {}, {}\n    services: proxy, vault\n    run-wide services: used\n    bootstrap: proxy:9092\n    topic: perf-tests-02-proxy\n", base.display(), proxy.display()),
+        "    client: security.protocol=SSL\n    tls hosts: proxy\n".to_string(),
+        "      - exec in vault: [\"vault\", \"write\", \"transit/keys/perf-tests-02-proxy\"]".to_string(),
+        "      - exec in vault: [\"vault\", \"delete\", \"transit/keys/perf-tests-02-proxy\"]".to_string(),
+        "Scenario 10-own-broker: Its own broker\n".to_string(),
+        "    run-wide services: not used (own broker)\n".to_string(),
+    ] {
+        assert!(plan.contains(&expected), "missing {expected:?} in\n{plan}");
+    }
+    assert!(!plan.contains("01-baseline"), "{plan}");
+    // A dry run writes no results.
+    assert!(!root.path().join("results").exists());
+}
+
+#[test]
+fn bare_form_means_run() {
+    let root = suite();
+    // A configuration error proves the bare form plans a run: exit 2 and the selection error.
+    let out = perf_tests(root.path(), &[], &[("TEST", "99.*")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("TEST=\"99.*\" selects no scenario"),
+        "{}",
+        stderr(&out)
+    );
+    let out = perf_tests(root.path(), &[], &[("NUM_RECORDS", "1.5")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("NUM_RECORDS=\"1.5\""),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn scenario_file_errors_name_file_line_and_key() {
+    let root = suite();
+    write(
+        &root.path().join("scenarios/offline/02-proxy/scenario.yaml"),
+        "description: d\nbootstrap: proxy:9092\nservics: [proxy]\n",
+    );
+    let out = perf_tests(root.path(), &["run", "--dry-run"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("02-proxy/scenario.yaml:3:"), "{err}");
+    assert!(err.contains("unknown field `servics`"), "{err}");
+
+    write(
+        &root.path().join("scenarios/offline/02-proxy/scenario.yaml"),
+        "description: d\nbootstrap: proxy:9092\nsetup:\n  - exec: { service: v, command: [\"${NOPE}\"] }\n",
+    );
+    let out = perf_tests(root.path(), &["run", "--dry-run"], &[("TEST", "02.*")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("02-proxy/scenario.yaml") && err.contains("${NOPE}"),
+        "{err}"
+    );
+
+    fs::remove_file(root.path().join("scenarios/offline/02-proxy/scenario.yaml")).unwrap();
+    let out = perf_tests(root.path(), &["list"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("02-proxy/scenario.yaml is missing"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = perf_tests(root.path(), &["list"], &[("SCENARIOS", "nowhere")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("nowhere"), "{}", stderr(&out));
+}
