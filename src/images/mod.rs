@@ -1,0 +1,3 @@
+//! Container images the runner builds itself.
+
+pub mod scratch;
