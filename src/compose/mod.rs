@@ -294,6 +294,9 @@ fn parse_file(path: &Path, variables: &Variables) -> Result<ParsedFile> {
         std::fs::read_to_string(path).with_context(|| format!("cannot read Compose file {f}"))?;
     let mut doc: serde_yaml::Value =
         serde_yaml::from_str(&text).with_context(|| format!("{f}: invalid YAML"))?;
+    // YAML merge keys (`<<: *anchor`), common with `x-` extension blocks.
+    doc.apply_merge()
+        .with_context(|| format!("{f}: invalid YAML merge key"))?;
     let mut unset = Vec::new();
     interpolate::interpolate_value(&mut doc, variables, &mut Vec::new(), &mut unset)
         .with_context(|| format!("{f}: interpolation failed"))?;

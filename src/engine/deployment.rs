@@ -17,6 +17,9 @@ use crate::compose::{Condition, Project, Service};
 const LOG_TAIL: usize = 40;
 /// How often container state is polled while waiting.
 const POLL: Duration = Duration::from_millis(200);
+/// A service without a healthcheck counts as up once it has kept running this long, so a
+/// container that dies right after starting is reported instead of passed.
+const SETTLE: Duration = Duration::from_millis(600);
 
 /// A project's containers and networks on the engine, created for one run.
 #[derive(Debug)]
@@ -128,7 +131,7 @@ impl Deployment {
             }
             let service = self.project.services[svc].clone();
             for (dep, cond) in &service.depends_on {
-                self.wait_for(dep, *cond, deadline, timeout)
+                self.wait_for(dep, *cond, deadline, timeout, Duration::ZERO)
                     .await
                     .with_context(|| format!("service \"{svc}\" depends on \"{dep}\""))?;
             }
@@ -151,7 +154,7 @@ impl Deployment {
             } else {
                 Condition::ServiceHealthy
             };
-            self.wait_for(svc, cond, deadline, timeout).await?;
+            self.wait_for(svc, cond, deadline, timeout, SETTLE).await?;
         }
         Ok(())
     }
@@ -341,17 +344,19 @@ impl Deployment {
     }
 
     /// Waits until `svc` satisfies `cond`. `ServiceHealthy` on a container without a
-    /// healthcheck means running.
+    /// healthcheck means running for at least `settle`.
     async fn wait_for(
         &self,
         svc: &str,
         cond: Condition,
         deadline: Instant,
         timeout: Duration,
+        settle: Duration,
     ) -> Result<()> {
         let Some(id) = self.containers.get(svc) else {
             bail!("service \"{svc}\" is not up");
         };
+        let mut running_since: Option<Instant> = None;
         loop {
             let info = self
                 .engine
@@ -388,7 +393,13 @@ impl Deployment {
                     None
                 }
                 Condition::ServiceHealthy => match health {
-                    None if status == ContainerStateStatusEnum::RUNNING => return Ok(()),
+                    None if status == ContainerStateStatusEnum::RUNNING => {
+                        let since = *running_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= settle {
+                            return Ok(());
+                        }
+                        None
+                    }
                     Some(HealthStatusEnum::HEALTHY) => return Ok(()),
                     Some(HealthStatusEnum::UNHEALTHY) => Some("became unhealthy".to_string()),
                     _ => None,
