@@ -32,10 +32,16 @@ fn unsupported_service_key_names_file_service_and_key() {
         "x.yaml",
         "services:\n  proxy:\n    image: p\n    deploy:\n      replicas: 2\n",
     );
-    let err = format!("{:#}", compose::load(&[f.clone()], &BTreeMap::new()).unwrap_err());
+    let err = format!(
+        "{:#}",
+        compose::load(std::slice::from_ref(&f), &BTreeMap::new()).unwrap_err()
+    );
     assert_eq!(
         err,
-        format!("{}: service \"proxy\": unsupported key \"deploy\"", f.display())
+        format!(
+            "{}: service \"proxy\": unsupported key \"deploy\"",
+            f.display()
+        )
     );
 }
 
@@ -44,13 +50,25 @@ fn other_invalid_input_is_refused_with_its_location() {
     let e = load_err("services: {}\nvolumes:\n  data: {}\n", &[]);
     assert!(e.contains("unsupported top-level key \"volumes\""), "{e}");
     let e = load_err("services:\n  a:\n    image: i\n    healthcheck:\n      test: [CMD, x]\n      intervall: 1s\n", &[]);
-    assert!(e.contains("service \"a\": key \"healthcheck\"") && e.contains("intervall"), "{e}");
+    assert!(
+        e.contains("service \"a\": key \"healthcheck\"") && e.contains("intervall"),
+        "{e}"
+    );
     let e = load_err("services:\n  a:\n    image: i\n    healthcheck:\n      test: [CMD, x]\n      interval: soon\n", &[]);
-    assert!(e.contains("service \"a\": healthcheck: invalid duration \"soon\""), "{e}");
-    let e = load_err("services:\n  a:\n    image: i\n    volumes: [data:/data]\n", &[]);
+    assert!(
+        e.contains("service \"a\": healthcheck: invalid duration \"soon\""),
+        "{e}"
+    );
+    let e = load_err(
+        "services:\n  a:\n    image: i\n    volumes: [data:/data]\n",
+        &[],
+    );
     assert!(e.contains("named volumes are not supported"), "{e}");
     let e = load_err("services:\n  a:\n    image: i\n    depends_on: [b]\n", &[]);
-    assert!(e.contains("depends_on unknown service \"b\" (known: a)"), "{e}");
+    assert!(
+        e.contains("depends_on unknown service \"b\" (known: a)"),
+        "{e}"
+    );
     let e = load_err("services:\n  a:\n    image: i\n    networks: [back]\n", &[]);
     assert!(e.contains("network \"back\" is not declared"), "{e}");
     let e = load_err("services:\n  a:\n    command: x\n", &[]);
@@ -67,7 +85,10 @@ fn missing_required_variable_names_file_variable_and_message() {
         "x.yaml",
         "services:\n  kafka:\n    image: ${PERF_TESTS_UNSET_IMAGE:?set KAFKA_IMAGE to a Kafka image}\n",
     );
-    let err = format!("{:#}", compose::load(&[f.clone()], &BTreeMap::new()).unwrap_err());
+    let err = format!(
+        "{:#}",
+        compose::load(std::slice::from_ref(&f), &BTreeMap::new()).unwrap_err()
+    );
     assert!(err.contains(&f.display().to_string()), "{err}");
     assert!(err.contains("services.kafka.image"), "{err}");
     assert!(err.contains("PERF_TESTS_UNSET_IMAGE"), "{err}");
@@ -247,8 +268,14 @@ networks:
     let proxy = &p.services["proxy"];
     assert!(proxy.healthcheck.as_ref().unwrap().is_disabled());
     assert_eq!(proxy.depends_on["broker"], Condition::ServiceHealthy);
-    assert_eq!(proxy.depends_on["init"], Condition::ServiceCompletedSuccessfully);
-    assert_eq!(p.services["init"].depends_on["broker"], Condition::ServiceStarted);
+    assert_eq!(
+        proxy.depends_on["init"],
+        Condition::ServiceCompletedSuccessfully
+    );
+    assert_eq!(
+        p.services["init"].depends_on["broker"],
+        Condition::ServiceStarted
+    );
     assert_eq!(
         p.images().into_iter().collect::<Vec<_>>(),
         ["kafka", "proxy", "tools"]
@@ -257,7 +284,10 @@ networks:
         p.service_closure(&["proxy".to_string()]).unwrap(),
         ["broker", "init", "proxy"]
     );
-    let e = p.service_closure(&["nope".to_string()]).unwrap_err().to_string();
+    let e = p
+        .service_closure(&["nope".to_string()])
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "unknown service \"nope\" (known: broker, init, proxy)");
 }
 
@@ -290,6 +320,9 @@ fn dependency_cycles_are_refused() {
         "services:\n  a:\n    image: i\n    depends_on: [b]\n  b:\n    image: i\n    depends_on: [a]\n",
     );
     let p = compose::load(&[f], &BTreeMap::new()).unwrap();
-    let e = p.service_closure(&["a".to_string()]).unwrap_err().to_string();
+    let e = p
+        .service_closure(&["a".to_string()])
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "dependency cycle: a -> b -> a");
 }

@@ -47,7 +47,13 @@ fn unique(prefix: &str) -> String {
 /// Host binaries packaged into the test image: a shell for CMD-SHELL checks and a few tools.
 fn tools_files() -> Vec<ScratchFile> {
     let mut files = vec![ScratchFile::new("/bin/dash", "/bin/sh")];
-    for p in ["/bin/sleep", "/bin/cat", "/usr/bin/test", "/usr/bin/getent", "/bin/ls"] {
+    for p in [
+        "/bin/sleep",
+        "/bin/cat",
+        "/usr/bin/test",
+        "/usr/bin/getent",
+        "/bin/ls",
+    ] {
         files.push(ScratchFile::new(p, p));
     }
     files
@@ -64,7 +70,11 @@ async fn tools_image(engine: &Engine) -> String {
         .collect::<Vec<_>>()
         .join(",");
     let key = format!("{:x}", fnv(&key));
-    if image_label(engine, TOOLS_IMAGE, CONTENT_LABEL).await.unwrap() == Some(key.clone()) {
+    if image_label(engine, TOOLS_IMAGE, CONTENT_LABEL)
+        .await
+        .unwrap()
+        == Some(key.clone())
+    {
         return TOOLS_IMAGE.to_string();
     }
     let labels = BTreeMap::from([(CONTENT_LABEL.to_string(), key)]);
@@ -173,7 +183,9 @@ async fn two_services_come_up_in_order_and_go_down_leaving_nothing() {
         let project = compose::load(&[file], &vars).unwrap();
         let name = unique("updown");
         let mut d = Deployment::new(&engine, project, &name);
-        d.up(&strings(&["app"]), Duration::from_secs(60)).await.unwrap();
+        d.up(&strings(&["app"]), Duration::from_secs(60))
+            .await
+            .unwrap();
 
         let broker = engine
             .docker()
@@ -186,7 +198,10 @@ async fn two_services_come_up_in_order_and_go_down_leaving_nothing() {
             .await
             .unwrap();
         let health = broker.state.unwrap().health.unwrap();
-        assert_eq!(health.status, Some(bollard::models::HealthStatusEnum::HEALTHY));
+        assert_eq!(
+            health.status,
+            Some(bollard::models::HealthStatusEnum::HEALTHY)
+        );
         let first_ok = health
             .log
             .unwrap()
@@ -208,18 +223,29 @@ async fn two_services_come_up_in_order_and_go_down_leaving_nothing() {
 
         // exec: exit code and both streams; the service name resolves on the network.
         let out = d
-            .exec("app", &strings(&["/bin/sh", "-c", "echo out; echo err >&2; exit 3"]))
+            .exec(
+                "app",
+                &strings(&["/bin/sh", "-c", "echo out; echo err >&2; exit 3"]),
+            )
             .await
             .unwrap();
-        assert_eq!((out.exit_code, out.stdout.as_str(), out.stderr.as_str()), (3, "out\n", "err\n"));
-        let out = d.exec("app", &strings(&["/usr/bin/getent", "hosts", "broker"])).await.unwrap();
+        assert_eq!(
+            (out.exit_code, out.stdout.as_str(), out.stderr.as_str()),
+            (3, "out\n", "err\n")
+        );
+        let out = d
+            .exec("app", &strings(&["/usr/bin/getent", "hosts", "broker"]))
+            .await
+            .unwrap();
         assert_eq!(out.exit_code, 0, "{out:?}");
         assert!(out.stdout.contains("broker"), "{out:?}");
         assert!(d.logs("broker", 10).await.unwrap().contains("broker ready"));
 
         // A second up keeps running services as they are.
         let broker_id = d.container_id("broker").unwrap().to_string();
-        d.up(&strings(&["app"]), Duration::from_secs(30)).await.unwrap();
+        d.up(&strings(&["app"]), Duration::from_secs(30))
+            .await
+            .unwrap();
         assert_eq!(d.container_id("broker"), Some(broker_id.as_str()));
 
         // down of one service leaves the other; down_all leaves nothing.
@@ -259,10 +285,17 @@ services:
             .await
             .unwrap_err();
         let msg = format!("{err:#}");
-        assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "took {:?}",
+            started.elapsed()
+        );
         assert!(msg.contains("service \"sick\""), "{msg}");
         assert!(msg.contains("did not become healthy within 3s"), "{msg}");
-        assert!(msg.contains("starting up") && msg.contains("cannot open port"), "{msg}");
+        assert!(
+            msg.contains("starting up") && msg.contains("cannot open port"),
+            "{msg}"
+        );
         assert!(msg.contains("probe-says-no"), "{msg}");
         assert!(d.container_id("sick").is_none());
         assert_eq!(run_resources(&engine).await, (vec![], vec![]));
@@ -289,12 +322,19 @@ services:
         let mut d = Deployment::new(&engine, project, &unique("exits"));
         let err = format!(
             "{:#}",
-            d.up(&strings(&["crash"]), Duration::from_secs(60)).await.unwrap_err()
+            d.up(&strings(&["crash"]), Duration::from_secs(60))
+                .await
+                .unwrap_err()
         );
-        assert!(err.contains("exited with code 4") && err.contains("bad config"), "{err}");
+        assert!(
+            err.contains("exited with code 4") && err.contains("bad config"),
+            "{err}"
+        );
         let err = format!(
             "{:#}",
-            d.up(&strings(&["ghost"]), Duration::from_secs(60)).await.unwrap_err()
+            d.up(&strings(&["ghost"]), Duration::from_secs(60))
+                .await
+                .unwrap_err()
         );
         assert!(err.contains("perf-tests-test/no-such-image:1"), "{err}");
         assert!(err.contains("service \"ghost\""), "{err}");
@@ -367,11 +407,20 @@ networks:
 #[tokio::test]
 async fn scratch_image_carries_labels_and_runs_a_host_binary() {
     with_run("scratch", |engine| async move {
-        let labels = image_label(&engine, TOOLS_IMAGE, CONTENT_LABEL).await.unwrap();
+        let labels = image_label(&engine, TOOLS_IMAGE, CONTENT_LABEL)
+            .await
+            .unwrap();
         assert!(labels.is_some());
-        assert_eq!(image_label(&engine, TOOLS_IMAGE, "no.such.label").await.unwrap(), None);
         assert_eq!(
-            image_label(&engine, "perf-tests-test/absent:1", "x").await.unwrap(),
+            image_label(&engine, TOOLS_IMAGE, "no.such.label")
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            image_label(&engine, "perf-tests-test/absent:1", "x")
+                .await
+                .unwrap(),
             None
         );
         // ls needs more than libc (libselinux, libpcre2): the closure must be complete.
@@ -405,7 +454,11 @@ async fn remove_all_managed_removes_leftovers_and_nothing_else() {
     engine
         .docker()
         .create_container(
-            Some(CreateContainerOptionsBuilder::default().name(&bystander).build()),
+            Some(
+                CreateContainerOptionsBuilder::default()
+                    .name(&bystander)
+                    .build(),
+            ),
             ContainerCreateBody {
                 image: Some(TOOLS_IMAGE.to_string()),
                 cmd: Some(strings(&["/bin/sleep", "600"])),

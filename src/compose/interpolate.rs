@@ -104,7 +104,9 @@ pub fn interpolate(input: &str, vars: &Variables, unset: &mut Vec<String>) -> Re
         } else {
             let len = after
                 .char_indices()
-                .find(|(i, c)| !(c.is_ascii_alphanumeric() || *c == '_') || (*i == 0 && c.is_ascii_digit()))
+                .find(|(i, c)| {
+                    !(c.is_ascii_alphanumeric() || *c == '_') || (*i == 0 && c.is_ascii_digit())
+                })
                 .map(|(i, _)| i)
                 .unwrap_or(after.len());
             if len == 0 {
@@ -312,7 +314,10 @@ mod tests {
         let e = run("${UNSET:?set it please}").unwrap_err().to_string();
         assert!(e.contains("UNSET") && e.contains("set it please"), "{e}");
         let e = run("${EMPTY:?must not be empty}").unwrap_err().to_string();
-        assert!(e.contains("EMPTY") && e.contains("must not be empty"), "{e}");
+        assert!(
+            e.contains("EMPTY") && e.contains("must not be empty"),
+            "{e}"
+        );
         let e = run("${UNSET?gone}").unwrap_err().to_string();
         assert!(e.contains("UNSET") && e.contains("gone"), "{e}");
     }

@@ -115,12 +115,15 @@ pub struct Healthcheck {
     /// `["CMD", ...]`, `["CMD-SHELL", cmd]` or `["NONE"]`.
     pub test: Vec<String>,
     /// Time between checks.
+    #[serde(serialize_with = "human_duration")]
     pub interval: Option<Duration>,
     /// Time a check may take.
+    #[serde(serialize_with = "human_duration")]
     pub timeout: Option<Duration>,
     /// Consecutive failures before unhealthy.
     pub retries: Option<u32>,
     /// Grace period after start.
+    #[serde(serialize_with = "human_duration")]
     pub start_period: Option<Duration>,
 }
 
@@ -128,6 +131,14 @@ impl Healthcheck {
     /// True when the check is switched off (`disable: true` or `test: ["NONE"]`).
     pub fn is_disabled(&self) -> bool {
         self.test.first().map(String::as_str) == Some("NONE")
+    }
+}
+
+/// Durations print as written in Compose files (`300ms`, `1.5s`) in `compose config`.
+fn human_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_str(&format!("{d:?}")),
+        None => s.serialize_none(),
     }
 }
 
@@ -343,9 +354,11 @@ fn parse_file(path: &Path, variables: &Variables) -> Result<ParsedFile> {
                 }
             }
             "configs" => {
-                let map: BTreeMap<String, ConfigDef> = serde_yaml::from_value(value)
-                    .with_context(|| {
-                        format!("{f}: top-level \"configs\" (only `name: {{file: path}}` is supported)")
+                let map: BTreeMap<String, ConfigDef> =
+                    serde_yaml::from_value(value).with_context(|| {
+                        format!(
+                            "{f}: top-level \"configs\" (only `name: {{file: path}}` is supported)"
+                        )
                     })?;
                 for (n, def) in map {
                     parsed.configs.insert(n, resolve(&dir, &def.file));

@@ -14,7 +14,12 @@ use super::{resolve, BindMount, Condition, Healthcheck, Network, PortMapping, Se
 
 /// Rewrites bind-mount sources to absolute paths against the file's directory, so that files
 /// from different directories can be merged.
-pub(super) fn absolutize_volumes(f: &str, svc: &str, raw: &mut RawService, dir: &Path) -> Result<()> {
+pub(super) fn absolutize_volumes(
+    f: &str,
+    svc: &str,
+    raw: &mut RawService,
+    dir: &Path,
+) -> Result<()> {
     let Some(volumes) = raw.volumes.as_mut() else {
         return Ok(());
     };
@@ -42,7 +47,10 @@ pub(super) fn absolutize_volumes(f: &str, svc: &str, raw: &mut RawService, dir: 
             }
             VolumeSpec::Long(l) => {
                 if l.kind != "bind" {
-                    bail!("{f}: service \"{svc}\": volume type \"{}\" is not supported (only bind)", l.kind);
+                    bail!(
+                        "{f}: service \"{svc}\": volume type \"{}\" is not supported (only bind)",
+                        l.kind
+                    );
                 }
                 l.source = resolve(dir, &l.source).display().to_string();
             }
@@ -116,7 +124,8 @@ pub(super) fn service(
             .collect();
     }
     for p in raw.ports.unwrap_or_default() {
-        s.ports.push(parse_port(&p).map_err(|e| ctx(format!("ports: {e}")))?);
+        s.ports
+            .push(parse_port(&p).map_err(|e| ctx(format!("ports: {e}")))?);
     }
     for v in raw.volumes.unwrap_or_default() {
         s.mounts.push(match v {
@@ -310,8 +319,9 @@ fn parse_port(p: &PortSpec) -> Result<PortMapping> {
         bail!("\"{text}\": protocol must be tcp or udp");
     }
     let port = |s: &str| -> Result<u16> {
-        s.parse::<u16>()
-            .map_err(|_| anyhow::anyhow!("\"{text}\": \"{s}\" is not a port number (ranges are not supported)"))
+        s.parse::<u16>().map_err(|_| {
+            anyhow::anyhow!("\"{text}\": \"{s}\" is not a port number (ranges are not supported)")
+        })
     };
     let parts: Vec<&str> = spec.split(':').collect();
     let (host_ip, host_port, container) = match parts.as_slice() {
@@ -416,7 +426,12 @@ mod tests {
         let p = |s: &str| parse_port(&PortSpec::Short(s.into()));
         assert_eq!(
             p("9092").unwrap(),
-            PortMapping { host_ip: None, host_port: None, container_port: 9092, protocol: "tcp".into() }
+            PortMapping {
+                host_ip: None,
+                host_port: None,
+                container_port: 9092,
+                protocol: "tcp".into()
+            }
         );
         assert_eq!(p("19092:9092").unwrap().host_port, Some(19092));
         let full = p("127.0.0.1:8080:80/udp").unwrap();
@@ -426,7 +441,10 @@ mod tests {
         assert_eq!(full.protocol, "udp");
         assert!(p("8000-8010:80").is_err());
         assert!(p("80/sctp").is_err());
-        assert_eq!(parse_port(&PortSpec::Number(80)).unwrap().container_port, 80);
+        assert_eq!(
+            parse_port(&PortSpec::Number(80)).unwrap().container_port,
+            80
+        );
     }
 
     #[test]

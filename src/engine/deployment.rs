@@ -97,7 +97,9 @@ impl Deployment {
         let closure = self.project.service_closure(services)?;
         let deadline = Instant::now() + timeout;
         let mut created = Created::default();
-        let result = self.up_inner(&closure, deadline, timeout, &mut created).await;
+        let result = self
+            .up_inner(&closure, deadline, timeout, &mut created)
+            .await;
         if result.is_err() {
             for svc in created.services.iter().rev() {
                 if let Some(id) = self.containers.remove(svc) {
@@ -177,7 +179,11 @@ impl Deployment {
                 );
             }
             Err(e) if is_not_found(&e) => {}
-            Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot inspect network {engine_name}"))),
+            Err(e) => {
+                return Err(
+                    anyhow::Error::new(e).context(format!("cannot inspect network {engine_name}"))
+                )
+            }
         }
         let mut labels: HashMap<String, String> = self
             .project
@@ -253,7 +259,11 @@ impl Deployment {
             .map(|(n, a)| (n.clone(), a.clone()))
             .unwrap_or_else(|| ("default".to_string(), Vec::new()));
         let endpoint = |aliases: &Vec<String>| EndpointSettings {
-            aliases: Some(std::iter::once(svc.clone()).chain(aliases.iter().cloned()).collect()),
+            aliases: Some(
+                std::iter::once(svc.clone())
+                    .chain(aliases.iter().cloned())
+                    .collect(),
+            ),
             ..Default::default()
         };
         let first_engine_net = self.network_name(&first_net);
@@ -477,7 +487,10 @@ impl Deployment {
     /// The last `tail` log lines of a service.
     pub async fn logs(&self, service: &str, tail: usize) -> Result<String> {
         let Some(id) = self.containers.get(service) else {
-            bail!("service \"{service}\" is not up in deployment {}", self.name);
+            bail!(
+                "service \"{service}\" is not up in deployment {}",
+                self.name
+            );
         };
         self.engine.container_logs(id, tail).await
     }
@@ -485,7 +498,10 @@ impl Deployment {
     /// Runs `cmd` inside the running container of `service`.
     pub async fn exec(&self, service: &str, cmd: &[String]) -> Result<ExecOutput> {
         let Some(id) = self.containers.get(service) else {
-            bail!("service \"{service}\" is not up in deployment {}", self.name);
+            bail!(
+                "service \"{service}\" is not up in deployment {}",
+                self.name
+            );
         };
         self.engine
             .exec_in(id, cmd)

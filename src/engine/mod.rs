@@ -62,13 +62,12 @@ impl Engine {
             )
         };
         let docker = Docker::connect_with_defaults().map_err(|e| unreachable(&e))?;
-        let docker = match tokio::time::timeout(Duration::from_secs(15), docker.negotiate_version())
-            .await
-        {
-            Ok(Ok(d)) => d,
-            Ok(Err(e)) => return Err(unreachable(&e)),
-            Err(_) => return Err(unreachable(&"no answer within 15 s")),
-        };
+        let docker =
+            match tokio::time::timeout(Duration::from_secs(15), docker.negotiate_version()).await {
+                Ok(Ok(d)) => d,
+                Ok(Err(e)) => return Err(unreachable(&e)),
+                Err(_) => return Err(unreachable(&"no answer within 15 s")),
+            };
         Ok(Engine {
             docker,
             run_id: run_id.to_string(),
@@ -119,7 +118,9 @@ impl Engine {
         if let Ok(found) = self.docker.inspect_image(image).await {
             return Ok(found.id.unwrap_or_default());
         }
-        let opts = CreateImageOptionsBuilder::default().from_image(image).build();
+        let opts = CreateImageOptionsBuilder::default()
+            .from_image(image)
+            .build();
         let mut pull = self.docker.create_image(Some(opts), None, None);
         while let Some(item) = pull.next().await {
             if let Err(e) = item {
@@ -184,7 +185,9 @@ impl Engine {
         let networks = self
             .docker
             .list_networks(Some(
-                ListNetworksOptionsBuilder::default().filters(&filters).build(),
+                ListNetworksOptionsBuilder::default()
+                    .filters(&filters)
+                    .build(),
             ))
             .await
             .context("cannot list networks")?;
@@ -227,7 +230,9 @@ fn is_gone(e: &bollard::errors::Error) -> bool {
         bollard::errors::Error::DockerResponseServerError {
             status_code,
             message,
-        } => *status_code == 404 || (*status_code == 409 && message.contains("already in progress")),
+        } => {
+            *status_code == 404 || (*status_code == 409 && message.contains("already in progress"))
+        }
         _ => false,
     }
 }

@@ -1,12 +1,12 @@
 //! Commands inside running containers (`exec`) and one-off containers.
 
 use anyhow::{Context, Result};
+use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::models::{ContainerCreateBody, EndpointSettings, HostConfig, NetworkingConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, LogsOptionsBuilder, WaitContainerOptionsBuilder,
 };
-use bollard::container::LogOutput;
 use futures_util::StreamExt;
 use std::collections::HashMap;
 
@@ -209,7 +209,9 @@ impl Engine {
         out.exit_code = match waiting.next().await {
             Some(Ok(r)) => r.status_code,
             Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
-            Some(Err(e)) => return Err(anyhow::Error::new(e).context(format!("waiting for {name}"))),
+            Some(Err(e)) => {
+                return Err(anyhow::Error::new(e).context(format!("waiting for {name}")))
+            }
             None => anyhow::bail!("waiting for {name}: the engine closed the stream"),
         };
         Ok(out)

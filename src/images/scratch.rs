@@ -48,7 +48,8 @@ pub fn library_closure(binary: &Path) -> Result<Vec<ScratchFile>> {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
-        if stdout.contains("not a dynamic executable") || stderr.contains("not a dynamic executable")
+        if stdout.contains("not a dynamic executable")
+            || stderr.contains("not a dynamic executable")
         {
             return Ok(Vec::new());
         }
@@ -99,7 +100,8 @@ pub fn with_libraries(files: &[ScratchFile]) -> Result<Vec<ScratchFile>> {
 fn is_elf(path: &Path) -> Result<bool> {
     use std::io::Read;
     let mut magic = [0u8; 4];
-    let mut f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     Ok(f.read_exact(&mut magic).is_ok() && magic == *b"\x7fELF")
 }
 
@@ -107,7 +109,10 @@ fn is_elf(path: &Path) -> Result<bool> {
 fn build_context(files: &[ScratchFile], entrypoint: &[String]) -> Result<Vec<u8>> {
     let mut dockerfile = String::from("FROM scratch\nCOPY rootfs/ /\n");
     if !entrypoint.is_empty() {
-        dockerfile.push_str(&format!("ENTRYPOINT {}\n", serde_json::to_string(entrypoint)?));
+        dockerfile.push_str(&format!(
+            "ENTRYPOINT {}\n",
+            serde_json::to_string(entrypoint)?
+        ));
     }
     let mut tar = tar::Builder::new(Vec::new());
     let mut header = tar::Header::new_gnu();
@@ -184,7 +189,11 @@ pub async fn build_scratch_image(
     if let Some(err) = error {
         // A failed build may have left the tag on a partial image: drop it and dangling layers.
         let _ = docker
-            .remove_image(tag, Some(RemoveImageOptionsBuilder::default().force(true).build()), None)
+            .remove_image(
+                tag,
+                Some(RemoveImageOptionsBuilder::default().force(true).build()),
+                None,
+            )
             .await;
         bail!("building image {tag} failed: {err}\n{}", log.trim_end());
     }
@@ -226,7 +235,10 @@ mod tests {
         let paths: Vec<_> = libs.iter().map(|l| l.image_path.as_str()).collect();
         assert_eq!(
             paths,
-            vec!["/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"]
+            vec![
+                "/lib/x86_64-linux-gnu/libc.so.6",
+                "/lib64/ld-linux-x86-64.so.2"
+            ]
         );
         assert!(parse_ldd("\tlibfoo.so.1 => not found\n").is_err());
         assert!(parse_ldd("\tstatically linked\n").unwrap().is_empty());
@@ -242,7 +254,11 @@ mod tests {
 
     #[test]
     fn context_holds_dockerfile_and_files() {
-        let files = vec![ScratchFile { host_path: "/bin/sleep".into(), image_path: "/bin/sleep".into(), mode: Some(0o755) }];
+        let files = vec![ScratchFile {
+            host_path: "/bin/sleep".into(),
+            image_path: "/bin/sleep".into(),
+            mode: Some(0o755),
+        }];
         let ctx = build_context(&files, &["/bin/sleep".to_string()]).unwrap();
         let mut ar = tar::Archive::new(ctx.as_slice());
         let names: Vec<String> = ar
@@ -251,10 +267,6 @@ mod tests {
             .map(|e| e.unwrap().path().unwrap().display().to_string())
             .collect();
         assert_eq!(names, vec!["Dockerfile", "rootfs/bin/sleep"]);
-        assert!(build_context(
-            &[ScratchFile::new("/bin/sleep", "/../x")],
-            &[]
-        )
-        .is_err());
+        assert!(build_context(&[ScratchFile::new("/bin/sleep", "/../x")], &[]).is_err());
     }
 }
