@@ -41,7 +41,14 @@ pub enum Command {
     Run(RunArgs),
     /// List the suite's scenarios and whether TEST selects them (marked *)
     List,
-    // Commands still to come each get their variant here: Clean, Images, Workload, Compose.
+    /// Build or list the images the suite needs (no registry: images are made here)
+    #[command(subcommand)]
+    Images(crate::images::cli::ImagesCommand),
+    /// Remove every container and network perf-tests runs left on the engine, and nothing else
+    Clean,
+    /// Realise Compose files through the Docker Engine API (config, up, down)
+    #[command(subcommand)]
+    Compose(crate::compose::cli::ComposeCommand),
 }
 
 /// Options of `run`.
@@ -186,6 +193,36 @@ pub fn main() -> i32 {
     match cli.command.unwrap_or(Command::Run(RunArgs::default())) {
         Command::Run(args) => run(&settings, &args),
         Command::List => list(&settings),
+        Command::Images(cmd) => block_on(crate::images::cli::execute(cmd, &settings)),
+        Command::Clean => block_on(crate::compose::cli::clean()),
+        Command::Compose(cmd) => block_on(crate::compose::cli::execute(cmd)),
+    }
+}
+
+/// Runs an async command to completion and maps its error to a message and exit code.
+fn block_on(fut: impl std::future::Future<Output = anyhow::Result<i32>>) -> i32 {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    match runtime.block_on(fut) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit_code_of(&e)
+        }
+    }
+}
+
+/// 130 for an interrupted run (the shell convention for SIGINT), 1 otherwise.
+fn exit_code_of(e: &anyhow::Error) -> i32 {
+    if e.downcast_ref::<crate::engine::Interrupted>().is_some() {
+        130
+    } else {
+        EXIT_FAILURE
     }
 }
 
@@ -211,15 +248,17 @@ fn run(settings: &Settings, args: &RunArgs) -> i32 {
     let started = chrono::Utc::now();
     let outcome = runtime.block_on(runner::run(settings, &plan));
     let ended = chrono::Utc::now();
-    let scenario_results = match outcome {
+    let output = match outcome {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e:#}");
-            return EXIT_FAILURE;
+            return exit_code_of(&e);
         }
     };
     let host = results::HostFacts::collect(runtime.block_on(results::docker_engine_version()));
-    let info = results::RunInfo::new(settings, &plan.suite.dir, host, started, ended);
+    let mut info = results::RunInfo::new(settings, &plan.suite.dir, host, started, ended);
+    info.run_id = output.run_id;
+    let scenario_results = output.results;
     finish(
         &settings.results_dir,
         &info,

@@ -79,6 +79,8 @@ pub async fn docker_engine_version() -> Option<String> {
 /// Everything about a run except its per-scenario results.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunInfo {
+    /// Label value of every engine resource the run created.
+    pub run_id: String,
     /// Every setting of the run.
     pub settings: Settings,
     /// Version of perf-tests.
@@ -105,6 +107,7 @@ impl RunInfo {
         ended_at: DateTime<Utc>,
     ) -> RunInfo {
         RunInfo {
+            run_id: String::new(),
             settings: settings.clone(),
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             host,

@@ -52,11 +52,19 @@ struct Prepared {
     run_wide: Vec<String>,
 }
 
+/// What a run produced: its id (the label of everything it created) and one result per scenario.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    pub run_id: String,
+    pub results: Vec<ScenarioResult>,
+}
+
 /// Runs every planned scenario and returns their results (the caller reports and saves them).
-pub async fn run(settings: &Settings, plan: &Plan) -> Result<Vec<ScenarioResult>> {
+pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
     let run_id = new_run_id();
     let engine = Engine::connect(&run_id).await?;
-    engine::interruptible(&engine, run_with(&engine, &run_id, settings, plan)).await
+    let results = engine::interruptible(&engine, run_with(&engine, &run_id, settings, plan)).await?;
+    Ok(RunOutput { run_id, results })
 }
 
 async fn run_with(
@@ -113,7 +121,7 @@ async fn prepare(engine: &Engine, settings: &Settings, plan: &Plan, dir: &Path) 
     let needed = project.service_closure(&services)?;
     let images: BTreeSet<String> = needed
         .iter()
-        .filter_map(|s| project.services.get(s).and_then(|s| s.image.clone()))
+        .filter_map(|s| project.services.get(s).map(|s| s.image.clone()))
         .collect();
 
     let recipes = recipe::parse_recipes(&plan.suite.file, &plan.suite.images)?;
@@ -164,7 +172,7 @@ async fn ensure_pulled(engine: &Engine, settings: &Settings, images: &[&String])
             continue;
         }
         phase(&format!("pulling {image}"));
-        if let Err(e) = engine.pull(image).await {
+        if let Err(e) = engine.ensure_image(image).await {
             missing.push(format!("  {image} ({}): {e:#}", chosen_by(settings, image)));
         }
     }
@@ -333,7 +341,7 @@ impl<'a> Workload<'a> {
         Workload {
             engine,
             image: &prepared.workload_image,
-            network: deployment.network_name(),
+            network: deployment.network_name("default"),
             binds,
             client: args,
         }
@@ -350,6 +358,7 @@ impl<'a> Workload<'a> {
             binds: self.binds.clone(),
             network: Some(self.network.clone()),
             name_hint: name.to_string(),
+            ..Default::default()
         };
         let out = self
             .engine

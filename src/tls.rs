@@ -58,7 +58,8 @@ pub fn generate(dir: &Path, hosts: &[String]) -> Result<TlsFiles> {
     let ca_key = new_key()?;
     let mut ca = X509::builder()?;
     ca.set_version(2)?;
-    ca.set_serial_number(&serial()?)?;
+    let ca_serial = serial()?;
+    ca.set_serial_number(&ca_serial)?;
     let ca_name = name("perf-tests run CA")?;
     ca.set_subject_name(&ca_name)?;
     ca.set_issuer_name(&ca_name)?;
@@ -79,8 +80,10 @@ pub fn generate(dir: &Path, hosts: &[String]) -> Result<TlsFiles> {
     let key = new_key()?;
     let mut cert = X509::builder()?;
     cert.set_version(2)?;
-    cert.set_serial_number(&serial()?)?;
-    cert.set_subject_name(&name(&hosts[0])?)?;
+    let cert_serial = serial()?;
+    cert.set_serial_number(&cert_serial)?;
+    let subject = name(&hosts[0])?;
+    cert.set_subject_name(&subject)?;
     cert.set_issuer_name(ca.subject_name())?;
     cert.set_pubkey(&key)?;
     cert.set_not_before(&*Asn1Time::days_from_now(0)?)?;

@@ -20,8 +20,8 @@ use crate::engine::Engine;
 pub const FINGERPRINT_LABEL: &str = "io.perf-tests.fingerprint";
 
 /// One way of making an image.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Recipe {
     /// `cargo install` a crate from crates.io and package one of its binaries.
     Crate(CrateRecipe),
@@ -46,6 +46,27 @@ pub struct DebianRecipe {
     pub bin: PathBuf,
 }
 
+/// A recipe as written: a map with exactly one of its kinds (serde_yaml reads enums only from
+/// YAML tags, so the one-key map is read through this struct).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecipeFile {
+    #[serde(rename = "crate")]
+    krate: Option<CrateRecipe>,
+    debian: Option<DebianRecipe>,
+}
+
+impl TryFrom<RecipeFile> for Recipe {
+    type Error = anyhow::Error;
+    fn try_from(f: RecipeFile) -> Result<Recipe> {
+        match (f.krate, f.debian) {
+            (Some(c), None) => Ok(Recipe::Crate(c)),
+            (None, Some(d)) => Ok(Recipe::Debian(d)),
+            _ => bail!("exactly one of `crate` and `debian` must be given"),
+        }
+    }
+}
+
 /// An image reference with the recipe that makes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImageRecipe {
@@ -61,12 +82,15 @@ pub fn parse_recipes(
     images
         .iter()
         .map(|(image, value)| {
-            let recipe: Recipe = serde_yaml::from_value(value.clone()).with_context(|| {
-                format!(
-                    "{}: images.\"{image}\": not a valid recipe (expected `crate: {{name, version, features, bin}}` or `debian: {{package, bin}}`)",
-                    file.display()
-                )
-            })?;
+            let recipe = serde_yaml::from_value::<RecipeFile>(value.clone())
+                .map_err(anyhow::Error::from)
+                .and_then(Recipe::try_from)
+                .with_context(|| {
+                    format!(
+                        "{}: images.\"{image}\": not a valid recipe (expected `crate: {{name, version, features, bin}}` or `debian: {{package, bin}}`)",
+                        file.display()
+                    )
+                })?;
             Ok(ImageRecipe {
                 image: image.clone(),
                 recipe,
@@ -299,7 +323,7 @@ pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Resul
     scratch::build_scratch_image(
         engine,
         &image,
-        &[ScratchFile::binary(&bin, &image_path)],
+        &[ScratchFile::new(&bin, &image_path)],
         vec![image_path.clone()],
         labels,
     )

@@ -50,7 +50,7 @@ pub async fn ensure_for(engine: &Engine, exe: &Path) -> Result<String> {
     scratch::build_scratch_image(
         engine,
         &tag,
-        &[ScratchFile::binary(exe, IMAGE_PATH)],
+        &[ScratchFile::new(exe, IMAGE_PATH)],
         vec![IMAGE_PATH.to_string()],
         labels,
     )

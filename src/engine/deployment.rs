@@ -1,0 +1,515 @@
+//! A Compose project realised on the engine for one run: networks, containers, health.
+
+use anyhow::{bail, Context, Result};
+use bollard::models::{
+    ContainerCreateBody, ContainerStateStatusEnum, EndpointSettings, HealthConfig,
+    HealthStatusEnum, HostConfig, NetworkConnectRequest, NetworkCreateRequest, NetworkingConfig,
+    PortBinding,
+};
+use bollard::query_parameters::CreateContainerOptionsBuilder;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use super::{is_not_found, Engine, ExecOutput, LABEL_PROJECT, LABEL_RUN, LABEL_SERVICE};
+use crate::compose::{Condition, Project, Service};
+
+/// How many log lines a failure report shows.
+const LOG_TAIL: usize = 40;
+/// How often container state is polled while waiting.
+const POLL: Duration = Duration::from_millis(200);
+/// A service without a healthcheck counts as up once it has kept running this long, so a
+/// container that dies right after starting is reported instead of passed.
+const SETTLE: Duration = Duration::from_millis(600);
+
+/// A project's containers and networks on the engine, created for one run.
+#[derive(Debug)]
+pub struct Deployment {
+    engine: Engine,
+    project: Project,
+    name: String,
+    /// Compose network name → engine network name, for networks this deployment created.
+    networks: BTreeMap<String, String>,
+    /// Service → container id, for containers this deployment created and still has.
+    containers: BTreeMap<String, String>,
+    /// Image reference → image id, for every image used.
+    image_ids: BTreeMap<String, String>,
+}
+
+/// What `up` created in one call, so a failure can undo exactly that.
+#[derive(Default)]
+struct Created {
+    networks: Vec<String>,
+    services: Vec<String>,
+}
+
+impl Deployment {
+    /// A deployment of `project` named `name` (the prefix of its containers and networks).
+    pub fn new(engine: &Engine, project: Project, name: &str) -> Deployment {
+        Deployment {
+            engine: engine.clone(),
+            project,
+            name: crate::compose::sanitize_name(name),
+            networks: BTreeMap::new(),
+            containers: BTreeMap::new(),
+            image_ids: BTreeMap::new(),
+        }
+    }
+
+    /// The project being deployed.
+    pub fn project(&self) -> &Project {
+        &self.project
+    }
+
+    /// The deployment name (prefix of container and network names).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Engine name of a Compose network, e.g. `default` → `<name>_default`.
+    pub fn network_name(&self, compose_network: &str) -> String {
+        format!("{}_{compose_network}", self.name)
+    }
+
+    /// Engine name of the container of `service`.
+    pub fn container_name(&self, service: &str) -> String {
+        self.project
+            .services
+            .get(service)
+            .and_then(|s| s.container_name.clone())
+            .unwrap_or_else(|| format!("{}-{service}", self.name))
+    }
+
+    /// Container id of a running service of this deployment.
+    pub fn container_id(&self, service: &str) -> Option<&str> {
+        self.containers.get(service).map(String::as_str)
+    }
+
+    /// Image reference → image id of every image this deployment has used.
+    pub fn image_ids(&self) -> BTreeMap<String, String> {
+        self.image_ids.clone()
+    }
+
+    /// Brings up `services` and their dependencies in dependency order, honouring `depends_on`
+    /// conditions, and waits until each is healthy (or running, without a healthcheck) within
+    /// `timeout`. Services already up in this deployment are kept. On failure the error carries
+    /// the failing service's logs and health-check output, and what this call created is removed.
+    pub async fn up(&mut self, services: &[String], timeout: Duration) -> Result<()> {
+        let closure = self.project.service_closure(services)?;
+        let deadline = Instant::now() + timeout;
+        let mut created = Created::default();
+        let result = self
+            .up_inner(&closure, deadline, timeout, &mut created)
+            .await;
+        if result.is_err() {
+            for svc in created.services.iter().rev() {
+                if let Some(id) = self.containers.remove(svc) {
+                    let _ = self.engine.remove_container(&id).await;
+                }
+            }
+            for net in &created.networks {
+                if let Some(engine_name) = self.networks.remove(net) {
+                    let _ = self.engine.remove_network(&engine_name).await;
+                }
+            }
+        }
+        result
+    }
+
+    async fn up_inner(
+        &mut self,
+        closure: &[String],
+        deadline: Instant,
+        timeout: Duration,
+        created: &mut Created,
+    ) -> Result<()> {
+        for net in self.project.networks_of(closure) {
+            if self.ensure_network(&net).await? {
+                created.networks.push(net);
+            }
+        }
+        for svc in closure {
+            if self.containers.contains_key(svc) {
+                continue;
+            }
+            let service = self.project.services[svc].clone();
+            for (dep, cond) in &service.depends_on {
+                self.wait_for(dep, *cond, deadline, timeout, Duration::ZERO)
+                    .await
+                    .with_context(|| format!("service \"{svc}\" depends on \"{dep}\""))?;
+            }
+            let id = self.create_container(&service).await?;
+            self.containers.insert(svc.clone(), id.clone());
+            created.services.push(svc.clone());
+            self.engine
+                .docker
+                .start_container(&id, None)
+                .await
+                .with_context(|| format!("cannot start service \"{svc}\""))?;
+        }
+        for svc in &created.services {
+            let needs_completion = closure.iter().any(|other| {
+                self.project.services[other].depends_on.get(svc)
+                    == Some(&Condition::ServiceCompletedSuccessfully)
+            });
+            let cond = if needs_completion {
+                Condition::ServiceCompletedSuccessfully
+            } else {
+                Condition::ServiceHealthy
+            };
+            self.wait_for(svc, cond, deadline, timeout, SETTLE).await?;
+        }
+        Ok(())
+    }
+
+    /// Creates the engine network for a Compose network unless it exists. Returns true if created.
+    async fn ensure_network(&mut self, net: &str) -> Result<bool> {
+        if self.networks.contains_key(net) {
+            return Ok(false);
+        }
+        let engine_name = self.network_name(net);
+        match self.engine.docker.inspect_network(&engine_name, None).await {
+            Ok(existing) => {
+                let labels = existing.labels.unwrap_or_default();
+                if labels.get(LABEL_RUN).map(String::as_str) == Some(self.engine.run_id()) {
+                    // Shared with another deployment of the same run: use it, leave it to its owner.
+                    return Ok(false);
+                }
+                bail!(
+                    "network {engine_name} already exists and was not created by this run; remove it (`perf-tests clean` removes networks left by earlier runs)"
+                );
+            }
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => {
+                return Err(
+                    anyhow::Error::new(e).context(format!("cannot inspect network {engine_name}"))
+                )
+            }
+        }
+        let mut labels: HashMap<String, String> = self
+            .project
+            .networks
+            .get(net)
+            .map(|n| n.labels.clone().into_iter().collect())
+            .unwrap_or_default();
+        labels.extend(self.engine.run_labels());
+        labels.insert(LABEL_PROJECT.to_string(), self.name.clone());
+        self.engine
+            .docker
+            .create_network(NetworkCreateRequest {
+                name: engine_name.clone(),
+                driver: Some("bridge".to_string()),
+                labels: Some(labels),
+                ..Default::default()
+            })
+            .await
+            .with_context(|| format!("cannot create network {engine_name}"))?;
+        self.networks.insert(net.to_string(), engine_name);
+        Ok(true)
+    }
+
+    async fn create_container(&mut self, service: &Service) -> Result<String> {
+        let svc = &service.name;
+        let image_id = self
+            .engine
+            .ensure_image(&service.image)
+            .await
+            .with_context(|| format!("service \"{svc}\""))?;
+        self.image_ids.insert(service.image.clone(), image_id);
+
+        let mut labels: HashMap<String, String> = service.labels.clone().into_iter().collect();
+        labels.extend(self.engine.run_labels());
+        labels.insert(LABEL_SERVICE.to_string(), svc.clone());
+        labels.insert(LABEL_PROJECT.to_string(), self.name.clone());
+
+        let mut port_bindings: HashMap<String, Option<Vec<PortBinding>>> = HashMap::new();
+        for p in &service.ports {
+            port_bindings
+                .entry(format!("{}/{}", p.container_port, p.protocol))
+                .or_insert_with(|| Some(Vec::new()))
+                .get_or_insert_with(Vec::new)
+                .push(PortBinding {
+                    host_ip: p.host_ip.clone(),
+                    host_port: Some(p.host_port.map(|h| h.to_string()).unwrap_or_default()),
+                });
+        }
+        let binds: Vec<String> = service
+            .mounts
+            .iter()
+            .map(|m| {
+                let mut b = format!("{}:{}", m.source.display(), m.target);
+                if m.read_only {
+                    b.push_str(":ro");
+                }
+                b
+            })
+            .collect();
+        let tmpfs: HashMap<String, String> = service
+            .tmpfs
+            .iter()
+            .map(|t| match t.split_once(':') {
+                Some((p, o)) => (p.to_string(), o.to_string()),
+                None => (t.clone(), String::new()),
+            })
+            .collect();
+
+        // The engine attaches one network at creation; the others are connected before start.
+        let mut nets = service.networks.iter();
+        let (first_net, first_aliases) = nets
+            .next()
+            .map(|(n, a)| (n.clone(), a.clone()))
+            .unwrap_or_else(|| ("default".to_string(), Vec::new()));
+        let endpoint = |aliases: &Vec<String>| EndpointSettings {
+            aliases: Some(
+                std::iter::once(svc.clone())
+                    .chain(aliases.iter().cloned())
+                    .collect(),
+            ),
+            ..Default::default()
+        };
+        let first_engine_net = self.network_name(&first_net);
+
+        let body = ContainerCreateBody {
+            image: Some(service.image.clone()),
+            hostname: Some(service.hostname.clone().unwrap_or_else(|| svc.clone())),
+            user: service.user.clone(),
+            env: Some(service.environment.clone()),
+            cmd: service.command.clone(),
+            entrypoint: service.entrypoint.clone(),
+            working_dir: service.working_dir.clone(),
+            labels: Some(labels),
+            healthcheck: service.healthcheck.as_ref().map(|h| HealthConfig {
+                test: Some(h.test.clone()),
+                interval: h.interval.map(nanos),
+                timeout: h.timeout.map(nanos),
+                retries: h.retries.map(i64::from),
+                start_period: h.start_period.map(nanos),
+                start_interval: None,
+            }),
+            exposed_ports: if port_bindings.is_empty() {
+                None
+            } else {
+                Some(port_bindings.keys().cloned().collect())
+            },
+            host_config: Some(HostConfig {
+                binds: Some(binds),
+                port_bindings: Some(port_bindings),
+                security_opt: if service.security_opt.is_empty() {
+                    None
+                } else {
+                    Some(service.security_opt.clone())
+                },
+                tmpfs: if tmpfs.is_empty() { None } else { Some(tmpfs) },
+                network_mode: Some(first_engine_net.clone()),
+                ..Default::default()
+            }),
+            networking_config: Some(NetworkingConfig {
+                endpoints_config: Some(HashMap::from([(
+                    first_engine_net,
+                    endpoint(&first_aliases),
+                )])),
+            }),
+            ..Default::default()
+        };
+        let name = self.container_name(svc);
+        let created = match self
+            .engine
+            .docker
+            .create_container(
+                Some(CreateContainerOptionsBuilder::default().name(&name).build()),
+                body,
+            )
+            .await
+        {
+            Ok(c) => c,
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409,
+                message,
+            }) => bail!(
+                "cannot create container {name} for service \"{svc}\": {message}; a container of that name is left from an earlier run? `perf-tests clean` removes those"
+            ),
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("cannot create container {name} for service \"{svc}\"")))
+            }
+        };
+        for (net, aliases) in nets {
+            let connect = self
+                .engine
+                .docker
+                .connect_network(
+                    &self.network_name(net),
+                    NetworkConnectRequest {
+                        container: created.id.clone(),
+                        endpoint_config: Some(endpoint(aliases)),
+                    },
+                )
+                .await;
+            if let Err(e) = connect {
+                let _ = self.engine.remove_container(&created.id).await;
+                return Err(anyhow::Error::new(e)
+                    .context(format!("cannot connect service \"{svc}\" to network {net}")));
+            }
+        }
+        Ok(created.id)
+    }
+
+    /// Waits until `svc` satisfies `cond`. `ServiceHealthy` on a container without a
+    /// healthcheck means running for at least `settle`.
+    async fn wait_for(
+        &self,
+        svc: &str,
+        cond: Condition,
+        deadline: Instant,
+        timeout: Duration,
+        settle: Duration,
+    ) -> Result<()> {
+        let Some(id) = self.containers.get(svc) else {
+            bail!("service \"{svc}\" is not up");
+        };
+        let mut running_since: Option<Instant> = None;
+        loop {
+            let info = self
+                .engine
+                .docker
+                .inspect_container(id, None)
+                .await
+                .with_context(|| format!("cannot inspect service \"{svc}\""))?;
+            let state = info.state.unwrap_or_default();
+            let status = state.status.unwrap_or(ContainerStateStatusEnum::EMPTY);
+            let exit_code = state.exit_code.unwrap_or(0);
+            let health = state
+                .health
+                .as_ref()
+                .and_then(|h| h.status)
+                .filter(|s| !matches!(s, HealthStatusEnum::NONE | HealthStatusEnum::EMPTY));
+            let exited = matches!(
+                status,
+                ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD
+            );
+            let failure = match cond {
+                Condition::ServiceCompletedSuccessfully if exited => {
+                    if exit_code == 0 {
+                        return Ok(());
+                    }
+                    Some(format!("exited with code {exit_code}"))
+                }
+                Condition::ServiceCompletedSuccessfully => None,
+                Condition::ServiceStarted if exited && exit_code == 0 => return Ok(()),
+                _ if exited => Some(format!("exited with code {exit_code}")),
+                Condition::ServiceStarted => {
+                    if status == ContainerStateStatusEnum::RUNNING {
+                        return Ok(());
+                    }
+                    None
+                }
+                Condition::ServiceHealthy => match health {
+                    None if status == ContainerStateStatusEnum::RUNNING => {
+                        let since = *running_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= settle {
+                            return Ok(());
+                        }
+                        None
+                    }
+                    Some(HealthStatusEnum::HEALTHY) => return Ok(()),
+                    Some(HealthStatusEnum::UNHEALTHY) => Some("became unhealthy".to_string()),
+                    _ => None,
+                },
+            };
+            let failure = failure.or_else(|| {
+                (Instant::now() >= deadline).then(|| {
+                    let goal = match cond {
+                        Condition::ServiceStarted => "start",
+                        Condition::ServiceHealthy if health.is_some() => "become healthy",
+                        Condition::ServiceHealthy => "start",
+                        Condition::ServiceCompletedSuccessfully => "complete",
+                    };
+                    format!("did not {goal} within {timeout:?}")
+                })
+            });
+            if let Some(reason) = failure {
+                let health_log = state
+                    .health
+                    .and_then(|h| h.log)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|r| {
+                        format!(
+                            "exit {}: {}",
+                            r.exit_code.unwrap_or(-1),
+                            r.output.unwrap_or_default().trim_end()
+                        )
+                    })
+                    .collect::<Vec<_>>();
+                let logs = self
+                    .engine
+                    .container_logs(id, LOG_TAIL)
+                    .await
+                    .unwrap_or_else(|e| format!("(logs unavailable: {e})"));
+                let mut msg = format!(
+                    "service \"{svc}\" (container {}) {reason}\n--- last {LOG_TAIL} log lines ---\n{}",
+                    self.container_name(svc),
+                    logs.trim_end()
+                );
+                if !health_log.is_empty() {
+                    msg.push_str("\n--- last health checks ---\n");
+                    msg.push_str(&health_log.join("\n"));
+                }
+                bail!(msg);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Stops and removes the containers of `services` (those this deployment has).
+    pub async fn down(&mut self, services: &[String]) -> Result<()> {
+        for svc in services {
+            if let Some(id) = self.containers.remove(svc) {
+                self.engine
+                    .remove_container(&id)
+                    .await
+                    .with_context(|| format!("cannot remove service \"{svc}\""))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes every container and network this deployment created.
+    pub async fn down_all(&mut self) -> Result<()> {
+        let services: Vec<String> = self.containers.keys().cloned().collect();
+        self.down(&services).await?;
+        let networks = std::mem::take(&mut self.networks);
+        for engine_name in networks.values() {
+            self.engine.remove_network(engine_name).await?;
+        }
+        Ok(())
+    }
+
+    /// The last `tail` log lines of a service.
+    pub async fn logs(&self, service: &str, tail: usize) -> Result<String> {
+        let Some(id) = self.containers.get(service) else {
+            bail!(
+                "service \"{service}\" is not up in deployment {}",
+                self.name
+            );
+        };
+        self.engine.container_logs(id, tail).await
+    }
+
+    /// Runs `cmd` inside the running container of `service`.
+    pub async fn exec(&self, service: &str, cmd: &[String]) -> Result<ExecOutput> {
+        let Some(id) = self.containers.get(service) else {
+            bail!(
+                "service \"{service}\" is not up in deployment {}",
+                self.name
+            );
+        };
+        self.engine
+            .exec_in(id, cmd)
+            .await
+            .with_context(|| format!("exec in service \"{service}\""))
+    }
+}
+
+fn nanos(d: Duration) -> i64 {
+    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+}

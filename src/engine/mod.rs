@@ -1,0 +1,249 @@
+//! The Docker engine behind a narrow interface: connect, deploy a Compose project, exec,
+//! one-off containers, label-based cleanup and Ctrl-C handling.
+//!
+//! Every container and network created here carries `io.perf-tests.run=<run id>` and
+//! `io.perf-tests.managed=true`, so teardown, interruption and `perf-tests clean` remove exactly
+//! what the runner made.
+
+mod deployment;
+mod interrupt;
+mod oneoff;
+
+pub use deployment::Deployment;
+pub use interrupt::{interruptible, Interrupted};
+pub use oneoff::{ExecOutput, OneOff};
+
+use anyhow::{bail, Context, Result};
+use bollard::query_parameters::{
+    CreateImageOptionsBuilder, ListContainersOptionsBuilder, ListNetworksOptionsBuilder,
+    LogsOptionsBuilder, RemoveContainerOptionsBuilder,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Label carrying the run id on every container and network the runner creates.
+pub const LABEL_RUN: &str = "io.perf-tests.run";
+/// Label marking every resource the runner creates (for `perf-tests clean`).
+pub const LABEL_MANAGED: &str = "io.perf-tests.managed";
+/// Label carrying the Compose service name of a container.
+pub const LABEL_SERVICE: &str = "io.perf-tests.service";
+/// Label carrying the deployment (project) name.
+pub const LABEL_PROJECT: &str = "io.perf-tests.project";
+
+/// A connection to the Docker engine, tied to one run id.
+#[derive(Clone)]
+pub struct Engine {
+    docker: Docker,
+    run_id: String,
+    host: String,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("host", &self.host)
+            .field("run_id", &self.run_id)
+            .finish()
+    }
+}
+
+impl Engine {
+    /// Connects as `DOCKER_HOST` says (or the local socket) and negotiates the API version.
+    pub async fn connect(run_id: &str) -> Result<Engine> {
+        let host = std::env::var("DOCKER_HOST")
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "unix:///var/run/docker.sock".to_string());
+        let unreachable = |e: &dyn std::fmt::Display| {
+            anyhow::anyhow!(
+                "cannot reach the Docker engine at {host}: {e}; is it running? set DOCKER_HOST to use another engine"
+            )
+        };
+        let docker = Docker::connect_with_defaults().map_err(|e| unreachable(&e))?;
+        let docker =
+            match tokio::time::timeout(Duration::from_secs(15), docker.negotiate_version()).await {
+                Ok(Ok(d)) => d,
+                Ok(Err(e)) => return Err(unreachable(&e)),
+                Err(_) => return Err(unreachable(&"no answer within 15 s")),
+            };
+        Ok(Engine {
+            docker,
+            run_id: run_id.to_string(),
+            host,
+        })
+    }
+
+    /// The underlying client, for modules that build on this one (image building).
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+
+    /// The run id every resource is labelled with.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Where the engine is (`DOCKER_HOST` or the default socket).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// Engine version and API version, e.g. `20.10.24 (API 1.41)`.
+    pub async fn version(&self) -> Result<String> {
+        let v = self
+            .docker
+            .version()
+            .await
+            .context("cannot query the Docker engine version")?;
+        Ok(format!(
+            "{} (API {})",
+            v.version.unwrap_or_else(|| "unknown".into()),
+            v.api_version.unwrap_or_else(|| "unknown".into())
+        ))
+    }
+
+    /// The labels every resource of this run carries.
+    pub fn run_labels(&self) -> HashMap<String, String> {
+        HashMap::from([
+            (LABEL_RUN.to_string(), self.run_id.clone()),
+            (LABEL_MANAGED.to_string(), "true".to_string()),
+        ])
+    }
+
+    /// The image id of `image`: the local image if present, else pulled. The error names the
+    /// image; callers add which setting chose it.
+    pub async fn ensure_image(&self, image: &str) -> Result<String> {
+        if let Ok(found) = self.docker.inspect_image(image).await {
+            return Ok(found.id.unwrap_or_default());
+        }
+        let opts = CreateImageOptionsBuilder::default()
+            .from_image(image)
+            .build();
+        let mut pull = self.docker.create_image(Some(opts), None, None);
+        while let Some(item) = pull.next().await {
+            if let Err(e) = item {
+                bail!("image {image} is not available locally and could not be pulled: {e}");
+            }
+        }
+        let found = self
+            .docker
+            .inspect_image(image)
+            .await
+            .with_context(|| format!("image {image} was pulled but cannot be inspected"))?;
+        Ok(found.id.unwrap_or_default())
+    }
+
+    /// The last `tail` lines of a container's stdout and stderr, interleaved.
+    pub async fn container_logs(&self, container: &str, tail: usize) -> Result<String> {
+        let opts = LogsOptionsBuilder::default()
+            .stdout(true)
+            .stderr(true)
+            .tail(&tail.to_string())
+            .build();
+        let mut stream = self.docker.logs(container, Some(opts));
+        let mut out = String::new();
+        while let Some(item) = stream.next().await {
+            out.push_str(&item?.to_string());
+        }
+        Ok(out)
+    }
+
+    /// Removes every container and network labelled with `run_id`. Returns how many were removed.
+    pub async fn remove_run(&self, run_id: &str) -> Result<usize> {
+        self.remove_labelled(&format!("{LABEL_RUN}={run_id}")).await
+    }
+
+    /// Removes every container and network the runner ever created (`io.perf-tests.managed=true`),
+    /// whatever run left them. Nothing without that label is touched.
+    pub async fn remove_all_managed(&self) -> Result<usize> {
+        self.remove_labelled(&format!("{LABEL_MANAGED}=true")).await
+    }
+
+    /// Removes containers, then networks, matching a `key=value` label filter.
+    pub(crate) async fn remove_labelled(&self, label: &str) -> Result<usize> {
+        let filters = HashMap::from([("label", vec![label])]);
+        let containers = self
+            .docker
+            .list_containers(Some(
+                ListContainersOptionsBuilder::default()
+                    .all(true)
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await
+            .context("cannot list containers")?;
+        let mut removed = 0;
+        for c in containers {
+            if let Some(id) = c.id {
+                if self.remove_container(&id).await? {
+                    removed += 1;
+                }
+            }
+        }
+        let networks = self
+            .docker
+            .list_networks(Some(
+                ListNetworksOptionsBuilder::default()
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await
+            .context("cannot list networks")?;
+        for n in networks {
+            if let Some(id) = n.id {
+                if self.remove_network(&id).await? {
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Force-removes a container; `false` if it was already gone.
+    pub(crate) async fn remove_container(&self, id: &str) -> Result<bool> {
+        let opts = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        match self.docker.remove_container(id, Some(opts)).await {
+            Ok(()) => Ok(true),
+            Err(e) if is_gone(&e) => Ok(false),
+            Err(e) => Err(anyhow::Error::new(e).context(format!("cannot remove container {id}"))),
+        }
+    }
+
+    /// Removes a network; `false` if it was already gone.
+    pub(crate) async fn remove_network(&self, id: &str) -> Result<bool> {
+        match self.docker.remove_network(id).await {
+            Ok(()) => Ok(true),
+            Err(e) if is_gone(&e) => Ok(false),
+            Err(e) => Err(anyhow::Error::new(e).context(format!("cannot remove network {id}"))),
+        }
+    }
+}
+
+/// "No such container", or a removal already under way elsewhere.
+fn is_gone(e: &bollard::errors::Error) -> bool {
+    match e {
+        bollard::errors::Error::DockerResponseServerError {
+            status_code,
+            message,
+        } => {
+            *status_code == 404 || (*status_code == 409 && message.contains("already in progress"))
+        }
+        _ => false,
+    }
+}
+
+/// True when the engine answered 404 (no such object).
+fn is_not_found(e: &bollard::errors::Error) -> bool {
+    matches!(
+        e,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
+}

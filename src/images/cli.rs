@@ -1,0 +1,51 @@
+//! `perf-tests images …`: build or list the images a suite needs.
+
+use anyhow::Result;
+use clap::Subcommand;
+
+use super::recipe::{self, Outcome};
+use crate::engine::Engine;
+use crate::scenario::Suite;
+use crate::settings::Settings;
+
+/// Image commands.
+#[derive(Debug, Subcommand)]
+pub enum ImagesCommand {
+    /// Build every image the suite has a recipe for (skips up-to-date images) and the workload image
+    Build {
+        /// Rebuild even when an image is up to date
+        #[arg(long)]
+        force: bool,
+    },
+    /// List the suite's image recipes and whether each image is on the engine
+    List,
+}
+
+/// Runs an image command for the suite `settings.scenarios` names.
+pub async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
+    let suite = Suite::load(&settings.scenarios)?;
+    let recipes = recipe::parse_recipes(&suite.file, &suite.images)?;
+    let engine = Engine::connect(&crate::runner::new_run_id()).await?;
+    match cmd {
+        ImagesCommand::Build { force } => {
+            for r in &recipes {
+                let outcome = recipe::ensure(&engine, r, force).await?;
+                let what = match outcome {
+                    Outcome::Built => "built",
+                    Outcome::UpToDate => "up to date",
+                };
+                println!("{what:>10}  {}", r.describe());
+            }
+            let workload = super::workload::ensure(&engine).await?;
+            println!("{:>10}  {workload} (this executable)", "ready");
+        }
+        ImagesCommand::List => {
+            for r in &recipes {
+                let present = recipe::image_labels(&engine, &r.image).await?.is_some();
+                let state = if present { "present" } else { "missing" };
+                println!("{state:>8}  {}", r.describe());
+            }
+        }
+    }
+    Ok(0)
+}

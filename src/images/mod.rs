@@ -1,0 +1,7 @@
+//! Container images the runner builds itself: recipes for the suites, the workload image, and
+//! the scratch packager both use.
+
+pub mod cli;
+pub mod recipe;
+pub mod scratch;
+pub mod workload;

@@ -1,0 +1,584 @@
+//! Against the real Docker engine: images built here from host binaries, no registry.
+
+use bollard::models::ContainerCreateBody;
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, ListNetworksOptionsBuilder,
+    RemoveContainerOptionsBuilder,
+};
+use futures_util::FutureExt;
+use perf_tests::compose;
+use perf_tests::engine::{Deployment, Engine, OneOff};
+use perf_tests::images::scratch::{build_scratch_image, image_label, ScratchFile};
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const TOOLS_IMAGE: &str = "perf-tests-test/tools:latest";
+const CONTENT_LABEL: &str = "io.perf-tests.test-content";
+/// Engine tests hold this lock shared; the test of `remove_all_managed` holds it exclusively,
+/// because that operation removes every managed resource on the engine.
+const LOCK_PATH: &str = "/tmp/perf-tests-engine-tests.lock";
+
+fn lock(exclusive: bool) -> std::fs::File {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(LOCK_PATH)
+        .unwrap();
+    if exclusive {
+        f.lock().unwrap();
+    } else {
+        f.lock_shared().unwrap();
+    }
+    f
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}-{}-{:x}", std::process::id(), nanos % 0xffff_ffff)
+}
+
+/// Host binaries packaged into the test image: a shell for CMD-SHELL checks and a few tools.
+fn tools_files() -> Vec<ScratchFile> {
+    let mut files = vec![ScratchFile::new("/bin/dash", "/bin/sh")];
+    for p in [
+        "/bin/sleep",
+        "/bin/cat",
+        "/usr/bin/test",
+        "/usr/bin/getent",
+        "/bin/ls",
+    ] {
+        files.push(ScratchFile::new(p, p));
+    }
+    files
+}
+
+/// Builds the tools image unless an image with the same content key exists.
+async fn tools_image(engine: &Engine) -> String {
+    let key = tools_files()
+        .iter()
+        .map(|f| {
+            let m = std::fs::metadata(&f.host_path).unwrap();
+            format!("{}:{}:{:?}", f.image_path, m.len(), m.modified().unwrap())
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    let key = format!("{:x}", fnv(&key));
+    if image_label(engine, TOOLS_IMAGE, CONTENT_LABEL)
+        .await
+        .unwrap()
+        == Some(key.clone())
+    {
+        return TOOLS_IMAGE.to_string();
+    }
+    let labels = BTreeMap::from([(CONTENT_LABEL.to_string(), key)]);
+    build_scratch_image(engine, TOOLS_IMAGE, &tools_files(), vec![], labels)
+        .await
+        .unwrap();
+    TOOLS_IMAGE.to_string()
+}
+
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
+}
+
+/// Runs `body` with an engine for a fresh run id; whatever happens, removes that run's
+/// resources afterwards and then asserts none remain.
+async fn with_run<F, Fut>(prefix: &str, body: F)
+where
+    F: FnOnce(Engine) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let _lock = lock(false);
+    let run_id = unique(prefix);
+    let engine = Engine::connect(&run_id).await.unwrap();
+    tools_image(&engine).await;
+    let outcome = AssertUnwindSafe(body(engine.clone())).catch_unwind().await;
+    engine.remove_run(&run_id).await.unwrap();
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn labelled(engine: &Engine, label: &str) -> (Vec<String>, Vec<String>) {
+    let filters = HashMap::from([("label", vec![label])]);
+    let containers = engine
+        .docker()
+        .list_containers(Some(
+            ListContainersOptionsBuilder::default()
+                .all(true)
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .unwrap()
+        .into_iter()
+        .flat_map(|c| c.names.unwrap_or_default())
+        .collect();
+    let networks = engine
+        .docker()
+        .list_networks(Some(
+            ListNetworksOptionsBuilder::default()
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|n| n.name)
+        .collect();
+    (containers, networks)
+}
+
+async fn run_resources(engine: &Engine) -> (Vec<String>, Vec<String>) {
+    labelled(engine, &format!("io.perf-tests.run={}", engine.run_id())).await
+}
+
+fn write_compose(dir: &Path, yaml: &str) -> PathBuf {
+    let path = dir.join("compose.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+const TWO_SERVICES: &str = r#"
+services:
+  broker:
+    image: perf-tests-test/tools:latest
+    # Becomes healthy only after a delay, so the dependant must really wait.
+    command: ["/bin/sh", "-c", "sleep 1; : > /tmp/ready; echo broker ready; exec sleep 600"]
+    tmpfs: /tmp
+    healthcheck:
+      test: ["CMD-SHELL", "test -f /tmp/ready"]
+      interval: 300ms
+      timeout: 2s
+      retries: 50
+  app:
+    image: ${APP_IMAGE:?set APP_IMAGE}
+    command: ["/bin/sleep", "600"]
+    environment:
+      GREETING: hello ${WHO:-world}
+    depends_on:
+      broker:
+        condition: service_healthy
+"#;
+
+#[tokio::test]
+async fn two_services_come_up_in_order_and_go_down_leaving_nothing() {
+    with_run("updown", |engine| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let file = write_compose(dir.path(), TWO_SERVICES);
+        let vars = BTreeMap::from([("APP_IMAGE".to_string(), TOOLS_IMAGE.to_string())]);
+        let project = compose::load(&[file], &vars).unwrap();
+        let name = unique("updown");
+        let mut d = Deployment::new(&engine, project, &name);
+        d.up(&strings(&["app"]), Duration::from_secs(60))
+            .await
+            .unwrap();
+
+        let broker = engine
+            .docker()
+            .inspect_container(d.container_id("broker").unwrap(), None)
+            .await
+            .unwrap();
+        let app = engine
+            .docker()
+            .inspect_container(d.container_id("app").unwrap(), None)
+            .await
+            .unwrap();
+        let health = broker.state.unwrap().health.unwrap();
+        assert_eq!(
+            health.status,
+            Some(bollard::models::HealthStatusEnum::HEALTHY)
+        );
+        let first_ok = health
+            .log
+            .unwrap()
+            .into_iter()
+            .find(|r| r.exit_code == Some(0))
+            .unwrap()
+            .end
+            .unwrap();
+        let app_started = app.state.unwrap().started_at.unwrap();
+        let t = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap();
+        assert!(
+            t(&app_started) >= t(&first_ok),
+            "app started at {app_started}, before broker was healthy at {first_ok}"
+        );
+        assert_eq!(app.name.as_deref(), Some(format!("/{name}-app").as_str()));
+        let env = app.config.unwrap().env.unwrap();
+        assert!(env.contains(&"GREETING=hello world".to_string()), "{env:?}");
+        assert_eq!(d.image_ids().len(), 1);
+
+        // exec: exit code and both streams; the service name resolves on the network.
+        let out = d
+            .exec(
+                "app",
+                &strings(&["/bin/sh", "-c", "echo out; echo err >&2; exit 3"]),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (out.exit_code, out.stdout.as_str(), out.stderr.as_str()),
+            (3, "out\n", "err\n")
+        );
+        let out = d
+            .exec("app", &strings(&["/usr/bin/getent", "hosts", "broker"]))
+            .await
+            .unwrap();
+        assert_eq!(out.exit_code, 0, "{out:?}");
+        assert!(out.stdout.contains("broker"), "{out:?}");
+        assert!(d.logs("broker", 10).await.unwrap().contains("broker ready"));
+
+        // A second up keeps running services as they are.
+        let broker_id = d.container_id("broker").unwrap().to_string();
+        d.up(&strings(&["app"]), Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(d.container_id("broker"), Some(broker_id.as_str()));
+
+        // down of one service leaves the other; down_all leaves nothing.
+        d.down(&strings(&["app"])).await.unwrap();
+        assert!(d.container_id("app").is_none());
+        let (containers, networks) = run_resources(&engine).await;
+        assert_eq!(containers, vec![format!("/{name}-broker")]);
+        assert_eq!(networks, vec![format!("{name}_default")]);
+        d.down_all().await.unwrap();
+        assert_eq!(run_resources(&engine).await, (vec![], vec![]));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn unhealthy_service_times_out_with_its_logs_and_is_removed() {
+    with_run("unhealthy", |engine| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let file = write_compose(
+            dir.path(),
+            r#"
+services:
+  sick:
+    image: perf-tests-test/tools:latest
+    command: ["/bin/sh", "-c", "echo starting up; echo cannot open port >&2; exec sleep 600"]
+    healthcheck:
+      test: "echo probe-says-no; exit 1"
+      interval: 200ms
+      retries: 1000
+"#,
+        );
+        let project = compose::load(&[file], &BTreeMap::new()).unwrap();
+        let mut d = Deployment::new(&engine, project, &unique("unhealthy"));
+        let started = Instant::now();
+        let err = d
+            .up(&strings(&["sick"]), Duration::from_secs(3))
+            .await
+            .unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert!(msg.contains("service \"sick\""), "{msg}");
+        assert!(msg.contains("did not become healthy within 3s"), "{msg}");
+        assert!(
+            msg.contains("starting up") && msg.contains("cannot open port"),
+            "{msg}"
+        );
+        assert!(msg.contains("probe-says-no"), "{msg}");
+        assert!(d.container_id("sick").is_none());
+        assert_eq!(run_resources(&engine).await, (vec![], vec![]));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn service_that_exits_fails_fast_and_missing_image_is_named() {
+    with_run("exits", |engine| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let file = write_compose(
+            dir.path(),
+            r#"
+services:
+  crash:
+    image: perf-tests-test/tools:latest
+    command: ["/bin/sh", "-c", "echo bad config; exit 4"]
+  ghost:
+    image: perf-tests-test/no-such-image:1
+"#,
+        );
+        let project = compose::load(&[file], &BTreeMap::new()).unwrap();
+        let mut d = Deployment::new(&engine, project, &unique("exits"));
+        let err = format!(
+            "{:#}",
+            d.up(&strings(&["crash"]), Duration::from_secs(60))
+                .await
+                .unwrap_err()
+        );
+        assert!(
+            err.contains("exited with code 4") && err.contains("bad config"),
+            "{err}"
+        );
+        let err = format!(
+            "{:#}",
+            d.up(&strings(&["ghost"]), Duration::from_secs(60))
+                .await
+                .unwrap_err()
+        );
+        assert!(err.contains("perf-tests-test/no-such-image:1"), "{err}");
+        assert!(err.contains("service \"ghost\""), "{err}");
+        assert_eq!(run_resources(&engine).await, (vec![], vec![]));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn oneoff_streams_stderr_captures_stdout_and_resolves_services() {
+    with_run("oneoff", |engine| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let file = write_compose(
+            dir.path(),
+            r#"
+services:
+  broker:
+    image: perf-tests-test/tools:latest
+    command: ["/bin/sleep", "600"]
+    networks:
+      perfnet:
+        aliases: [kafka]
+networks:
+  perfnet:
+    driver: bridge
+"#,
+        );
+        let project = compose::load(&[file], &BTreeMap::new()).unwrap();
+        let mut d = Deployment::new(&engine, project, &unique("oneoff"));
+        d.up(&strings(&["broker"]), Duration::from_secs(30)).await.unwrap();
+        let mounted = dir.path().join("input.txt");
+        std::fs::write(&mounted, "from the host\n").unwrap();
+        let mut progress = Vec::new();
+        let out = engine
+            .run_oneoff(
+                OneOff {
+                    image: TOOLS_IMAGE.to_string(),
+                    cmd: strings(&[
+                        "/bin/sh",
+                        "-c",
+                        "getent hosts broker kafka; cat /in/input.txt; echo \"$MODE\"; echo step-1 >&2; sleep 0.2; echo step-2 >&2; exit 7",
+                    ]),
+                    env: strings(&["MODE=produce"]),
+                    binds: vec![format!("{}:/in:ro", dir.path().display())],
+                    network: Some(d.network_name("perfnet")),
+                    name_hint: "workload".to_string(),
+                    ..Default::default()
+                },
+                |line| progress.push(line.to_string()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.exit_code, 7, "{out:?}");
+        assert_eq!(progress, vec!["step-1", "step-2"]);
+        assert_eq!(out.stderr, "step-1\nstep-2\n");
+        let lines: Vec<&str> = out.stdout.lines().collect();
+        assert_eq!(lines.len(), 4, "{out:?}");
+        assert!(lines[0].ends_with("broker") || lines[0].contains("broker"), "{out:?}");
+        assert!(lines[1].contains("kafka"), "{out:?}");
+        assert_eq!(&lines[2..], &["from the host", "produce"]);
+        // Only the service remains: the one-off container was removed.
+        let (containers, _) = run_resources(&engine).await;
+        assert_eq!(containers.len(), 1, "{containers:?}");
+        d.down_all().await.unwrap();
+        assert_eq!(run_resources(&engine).await, (vec![], vec![]));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn scratch_image_carries_labels_and_runs_a_host_binary() {
+    with_run("scratch", |engine| async move {
+        let labels = image_label(&engine, TOOLS_IMAGE, CONTENT_LABEL)
+            .await
+            .unwrap();
+        assert!(labels.is_some());
+        assert_eq!(
+            image_label(&engine, TOOLS_IMAGE, "no.such.label")
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            image_label(&engine, "perf-tests-test/absent:1", "x")
+                .await
+                .unwrap(),
+            None
+        );
+        // ls needs more than libc (libselinux, libpcre2): the closure must be complete.
+        let out = engine
+            .run_oneoff(
+                OneOff {
+                    image: TOOLS_IMAGE.to_string(),
+                    entrypoint: Some(strings(&["/bin/ls"])),
+                    cmd: strings(&["/bin"]),
+                    name_hint: "ls".to_string(),
+                    ..Default::default()
+                },
+                |_| {},
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.exit_code, 0, "{out:?}");
+        let listed: Vec<&str> = out.stdout.lines().collect();
+        assert_eq!(listed, vec!["cat", "ls", "sh", "sleep"]);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn remove_all_managed_removes_leftovers_and_nothing_else() {
+    let _lock = lock(true);
+    let engine = Engine::connect(&unique("clean")).await.unwrap();
+    tools_image(&engine).await;
+    // An unrelated container without labels: must survive.
+    let bystander = unique("bystander");
+    engine
+        .docker()
+        .create_container(
+            Some(
+                CreateContainerOptionsBuilder::default()
+                    .name(&bystander)
+                    .build(),
+            ),
+            ContainerCreateBody {
+                image: Some(TOOLS_IMAGE.to_string()),
+                cmd: Some(strings(&["/bin/sleep", "600"])),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let outcome = AssertUnwindSafe(async {
+        // What a killed run would leave: a deployment that was never taken down.
+        let dir = tempfile::tempdir().unwrap();
+        let file = write_compose(
+            dir.path(),
+            "services:\n  left:\n    image: perf-tests-test/tools:latest\n    command: [\"/bin/sleep\", \"600\"]\n",
+        );
+        let project = compose::load(&[file], &BTreeMap::new()).unwrap();
+        let mut d = Deployment::new(&engine, project, &unique("leftover"));
+        d.up(&strings(&["left"]), Duration::from_secs(30)).await.unwrap();
+        std::mem::forget(d);
+        let (c, n) = labelled(&engine, "io.perf-tests.managed=true").await;
+        assert!(!c.is_empty() && !n.is_empty());
+
+        let removed = engine.remove_all_managed().await.unwrap();
+        assert!(removed >= 2, "removed {removed}");
+        assert_eq!(
+            labelled(&engine, "io.perf-tests.managed=true").await,
+            (vec![], vec![])
+        );
+        // Idempotent.
+        assert_eq!(engine.remove_all_managed().await.unwrap(), 0);
+        engine
+            .docker()
+            .inspect_container(&bystander, None)
+            .await
+            .expect("the unlabelled container must survive");
+    })
+    .catch_unwind()
+    .await;
+    engine
+        .docker()
+        .remove_container(
+            &bystander,
+            Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+        )
+        .await
+        .unwrap();
+    if let Err(p) = outcome {
+        std::panic::resume_unwind(p);
+    }
+}
+
+#[tokio::test]
+async fn sigint_during_up_exits_promptly_and_leaves_nothing() {
+    with_run("sigint", |engine| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let file = write_compose(
+            dir.path(),
+            r#"
+services:
+  never:
+    image: perf-tests-test/tools:latest
+    command: ["/bin/sleep", "600"]
+    healthcheck:
+      test: ["CMD", "/bin/sh", "-c", "exit 1"]
+      interval: 1s
+      retries: 1000
+"#,
+        );
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+            .args(["compose", "up", "-f"])
+            .arg(&file)
+            .args(["--run-id", engine.run_id(), "--project"])
+            .arg(unique("sigint"))
+            .args(["--timeout", "5m", "never"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the container exists, so the interrupt lands while waiting for health.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while run_resources(&engine).await.0.is_empty() {
+            assert!(Instant::now() < deadline, "the container never appeared");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let status = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let sent = Instant::now();
+        let code = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if sent.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                panic!("still running 10 s after SIGINT");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        assert_eq!(code.code(), Some(130), "{stderr}");
+        assert!(stderr.contains("interrupted"), "{stderr}");
+        assert_eq!(run_resources(&engine).await, (vec![], vec![]));
+    })
+    .await;
+}
+
+#[test]
+fn unreachable_engine_gives_one_clear_error() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+        .args(["compose", "down", "--run-id", "nothing"])
+        .env("DOCKER_HOST", "tcp://127.0.0.1:1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot reach the Docker engine at tcp://127.0.0.1:1")
+            && stderr.contains("DOCKER_HOST"),
+        "{stderr}"
+    );
+}
