@@ -236,7 +236,16 @@ fn run(settings: &Settings, args: &RunArgs) -> i32 {
     };
     if args.dry_run {
         print!("{}", plan.render(settings));
-        return EXIT_OK;
+        return match runner::describe_services(settings, &plan) {
+            Ok(services) => {
+                print!("{services}");
+                EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                EXIT_USAGE
+            }
+        };
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

@@ -109,15 +109,7 @@ async fn prepare(engine: &Engine, settings: &Settings, plan: &Plan, dir: &Path) 
     let vars = variables(settings, &tls_dir);
     let project = compose::load(&compose_files(plan), &vars)?;
 
-    let run_wide: Vec<String> = if plan.scenarios.iter().any(|p| !p.scenario.own_broker) {
-        plan.suite.services.clone()
-    } else {
-        Vec::new()
-    };
-    let mut services: Vec<String> = run_wide.clone();
-    for p in &plan.scenarios {
-        services.extend(p.scenario.services.iter().cloned());
-    }
+    let (run_wide, services) = services_of(plan);
     let needed = project.service_closure(&services)?;
     let images: BTreeSet<String> = needed
         .iter()
@@ -143,6 +135,66 @@ async fn prepare(engine: &Engine, settings: &Settings, plan: &Plan, dir: &Path) 
         tls_dir,
         run_wide,
     })
+}
+
+/// The Compose side of the plan for `--dry-run`: every service the run would start, its image
+/// and command, resolved from the Compose files with the run's variables. Touches no engine.
+pub fn describe_services(settings: &Settings, plan: &Plan) -> Result<String> {
+    let vars = variables(settings, &std::env::temp_dir().join("perf-tests-RUN_ID").join("tls"));
+    let project = compose::load(&compose_files(plan), &vars)?;
+    let (run_wide, services) = services_of(plan);
+    let needed = project.service_closure(&services)?;
+    let mut out = String::from("Services (resolved from the Compose files):\n");
+    for name in &needed {
+        let s = &project.services[name];
+        let scope = if run_wide.contains(name) {
+            "run-wide".to_string()
+        } else {
+            let users: Vec<&str> = plan
+                .scenarios
+                .iter()
+                .filter(|p| {
+                    project
+                        .service_closure(&p.scenario.services)
+                        .map(|c| c.contains(name))
+                        .unwrap_or(false)
+                })
+                .map(|p| p.scenario.name.as_str())
+                .collect();
+            users.join(", ")
+        };
+        out.push_str(&format!("  {name} [{scope}]\n    image: {}\n", s.image));
+        if let Some(cmd) = &s.command {
+            out.push_str(&format!("    command: {}\n", cmd.join(" ")));
+        }
+        for m in &s.mounts {
+            let ro = if m.read_only { " (read-only)" } else { "" };
+            out.push_str(&format!(
+                "    mount: {} -> {}{ro}\n",
+                m.source.display(),
+                m.target
+            ));
+        }
+        if !s.depends_on.is_empty() {
+            let deps: Vec<String> = s.depends_on.iter().map(|(d, c)| format!("{d} ({c:?})")).collect();
+            out.push_str(&format!("    depends on: {}\n", deps.join(", ")));
+        }
+    }
+    Ok(out)
+}
+
+/// The run-wide services (when any selected scenario uses them) and every service the run needs.
+fn services_of(plan: &Plan) -> (Vec<String>, Vec<String>) {
+    let run_wide: Vec<String> = if plan.scenarios.iter().any(|p| !p.scenario.own_broker) {
+        plan.suite.services.clone()
+    } else {
+        Vec::new()
+    };
+    let mut services = run_wide.clone();
+    for p in &plan.scenarios {
+        services.extend(p.scenario.services.iter().cloned());
+    }
+    (run_wide, services)
 }
 
 /// The interpolation variables: the settings under their environment names, plus the run's own.
