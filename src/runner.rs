@@ -433,8 +433,8 @@ impl<'a> Workload<'a> {
                 "probe".into(),
                 "--bootstrap".into(),
                 endpoint.into(),
-                "--timeout".into(),
-                format!("{}s", READY_TIMEOUT.as_secs()),
+                "--timeout-s".into(),
+                READY_TIMEOUT.as_secs().to_string(),
             ],
         )
         .await
@@ -478,11 +478,11 @@ impl<'a> Workload<'a> {
             settings.throughput.to_string(),
             "--warm-up-records".into(),
             settings.warm_up_pre_test.to_string(),
-            "--consume-timeout".into(),
-            format!("{}s", CONSUME_TIMEOUT.as_secs()),
+            "--consume-timeout-s".into(),
+            CONSUME_TIMEOUT.as_secs().to_string(),
         ];
         for (k, v) in &settings.producer_properties {
-            args.push("--producer-property".into());
+            args.push("--property".into());
             args.push(format!("{k}={v}"));
         }
         let stdout = self.call("measure", args).await?;

@@ -33,8 +33,22 @@ async fn leftovers(run_id: &str) -> (usize, usize) {
     (containers.len(), networks.len())
 }
 
+/// Held shared, like every engine test, so the test of `perf-tests clean` (which takes it
+/// exclusively) never removes this run's containers.
+fn engine_lock() -> std::fs::File {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/perf-tests-engine-tests.lock")
+        .unwrap();
+    f.lock_shared().unwrap();
+    f
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn default_suite_runs_end_to_end_and_leaves_nothing() {
+    let _lock = engine_lock();
     let results = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
         .current_dir(repo())
