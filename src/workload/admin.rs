@@ -1,0 +1,174 @@
+//! Topic administration the measurement needs: create, wait until visible, count, delete.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::types::RDKafkaErrorCode;
+
+use super::client::Quiet;
+use super::properties::client_config;
+
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A topic to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicSpec {
+    pub name: String,
+    pub partitions: i32,
+    pub replication_factor: i32,
+}
+
+impl TopicSpec {
+    /// One partition, one replica.
+    pub fn new(name: impl Into<String>) -> Self {
+        TopicSpec {
+            name: name.into(),
+            partitions: 1,
+            replication_factor: 1,
+        }
+    }
+}
+
+/// Administrative connection to one bootstrap endpoint.
+pub struct Admin {
+    bootstrap: String,
+    admin: AdminClient<Quiet>,
+    /// Metadata and watermark queries go through a group-less consumer.
+    metadata: Arc<BaseConsumer<Quiet>>,
+}
+
+impl Admin {
+    /// Creates the clients (no request is made yet).
+    pub fn connect(bootstrap: &str, client: &[(String, String)]) -> Result<Admin> {
+        let (config, _) = client_config(bootstrap, &[], &[client])?;
+        Ok(Admin {
+            bootstrap: bootstrap.to_string(),
+            admin: config
+                .create_with_context(Quiet::default())
+                .context("creating the Kafka admin client")?,
+            metadata: Arc::new(
+                config
+                    .create_with_context(Quiet::default())
+                    .context("creating the Kafka metadata client")?,
+            ),
+        })
+    }
+
+    /// Creates the topic unless it exists, then waits until its metadata is visible.
+    pub async fn create_topic(&self, spec: &TopicSpec, timeout: Duration) -> Result<()> {
+        let new = NewTopic::new(
+            &spec.name,
+            spec.partitions,
+            TopicReplication::Fixed(spec.replication_factor),
+        );
+        let options = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
+        let results = self
+            .admin
+            .create_topics([&new], &options)
+            .await
+            .with_context(|| self.failure(&format!("creating topic `{}`", spec.name)))?;
+        for r in results {
+            match r {
+                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((name, code)) => bail!(
+                    "creating topic `{name}` ({} partitions, replication factor {}) through {}: {code}",
+                    spec.partitions,
+                    spec.replication_factor,
+                    self.bootstrap
+                ),
+            }
+        }
+        self.wait_visible(&spec.name, timeout).await
+    }
+
+    /// Waits until the topic's metadata shows its partitions without error.
+    pub async fn wait_visible(&self, topic: &str, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let last = match self.partitions(topic).await {
+                Ok(n) if n > 0 => return Ok(()),
+                Ok(_) => "no partitions yet".to_string(),
+                Err(e) => format!("{e:#}"),
+            };
+            if Instant::now() >= deadline {
+                bail!(
+                    "topic `{topic}` not visible through {} after {:.1} s: {last}",
+                    self.bootstrap,
+                    timeout.as_secs_f64()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Deletes the topic; a topic that does not exist is not an error.
+    pub async fn delete_topic(&self, topic: &str) -> Result<()> {
+        let options = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
+        let results = self
+            .admin
+            .delete_topics(&[topic], &options)
+            .await
+            .with_context(|| self.failure(&format!("deleting topic `{topic}`")))?;
+        for r in results {
+            match r {
+                Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+                Err((name, code)) => {
+                    bail!("deleting topic `{name}` through {}: {code}", self.bootstrap)
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records in the topic: sum over partitions of high minus low watermark.
+    pub async fn end_offsets(&self, topic: &str) -> Result<u64> {
+        let client = self.metadata.clone();
+        let topic_owned = topic.to_string();
+        let result = tokio::task::spawn_blocking(move || -> Result<u64> {
+            let partitions = partition_ids(&client, &topic_owned)?;
+            let mut total = 0u64;
+            for p in partitions {
+                let (low, high) = client
+                    .fetch_watermarks(&topic_owned, p, REQUEST_TIMEOUT)
+                    .with_context(|| format!("watermarks of partition {p}"))?;
+                total += (high - low).max(0) as u64;
+            }
+            Ok(total)
+        })
+        .await
+        .context("watermark task panicked")?;
+        result.with_context(|| self.failure(&format!("counting the records of topic `{topic}`")))
+    }
+
+    async fn partitions(&self, topic: &str) -> Result<usize> {
+        let client = self.metadata.clone();
+        let topic = topic.to_string();
+        tokio::task::spawn_blocking(move || partition_ids(&client, &topic).map(|p| p.len()))
+            .await
+            .context("metadata task panicked")?
+    }
+
+    fn failure(&self, what: &str) -> String {
+        format!(
+            "{what} through {}{}",
+            self.bootstrap,
+            self.admin.inner().context().last_error.suffix()
+        )
+    }
+}
+
+fn partition_ids(client: &BaseConsumer<Quiet>, topic: &str) -> Result<Vec<i32>> {
+    let metadata = client.fetch_metadata(Some(topic), REQUEST_TIMEOUT)?;
+    let t = metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic)
+        .ok_or_else(|| anyhow!("topic `{topic}` missing from the metadata"))?;
+    if let Some(e) = t.error() {
+        bail!("topic `{topic}`: {}", RDKafkaErrorCode::from(e));
+    }
+    Ok(t.partitions().iter().map(|p| p.id()).collect())
+}
