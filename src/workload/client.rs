@@ -8,31 +8,51 @@ use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::ConsumerContext;
 use rdkafka::error::KafkaError;
 
-/// The last error librdkafka reported, if any.
+/// The last error and the last warning log line librdkafka reported, if any.
 #[derive(Debug, Default)]
-pub struct LastError(Mutex<Option<String>>);
+pub struct LastError {
+    error: Mutex<Option<String>>,
+    log: Mutex<Option<String>>,
+}
+
+fn store(slot: &Mutex<Option<String>>, message: String) {
+    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+}
+
+fn load(slot: &Mutex<Option<String>>) -> Option<String> {
+    slot.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
 
 impl LastError {
     /// Remembers an error message, replacing the previous one.
     pub fn set(&self, message: String) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+        store(&self.error, message);
     }
 
     /// The last error message, if any.
     pub fn get(&self) -> Option<String> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        load(&self.error)
     }
 
-    /// " (last client error: …)" or nothing, to append to a failure message.
+    /// " (last client error: …; last client log: …)" or nothing, to append to a failure.
     pub fn suffix(&self) -> String {
-        self.get()
-            .map(|e| format!(" (last client error: {e})"))
-            .unwrap_or_default()
+        let parts: Vec<String> = [
+            load(&self.error).map(|e| format!("last client error: {e}")),
+            load(&self.log).map(|l| format!("last client log: {l}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join("; "))
+        }
     }
 
     pub(crate) fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
         if (level as i32) <= (RDKafkaLogLevel::Warning as i32) {
-            self.set(format!("{fac}: {message}"));
+            store(&self.log, format!("{fac}: {message}"));
         }
     }
 

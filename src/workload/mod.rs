@@ -96,6 +96,8 @@ pub async fn measure_with_progress(
     spec: &MeasureSpec,
     progress: impl FnMut(Progress),
 ) -> Result<Measurement> {
+    // Refuse bad properties before touching the broker.
+    properties::client_config(&spec.bootstrap, &[], &[&spec.client, &spec.properties])?;
     let admin = Admin::connect(&spec.bootstrap, &spec.client)?;
     let topic = TopicSpec {
         name: spec.topic.clone(),

@@ -40,7 +40,13 @@ pub async fn probe(bootstrap: &str, client: &[(String, String)], timeout: Durati
                     timeout.as_secs_f64()
                 );
             }
-            std::thread::sleep(Duration::from_millis(100).min(remaining));
+            // Polling serves librdkafka's log and error events, which name the cause.
+            let pause = Duration::from_millis(100).min(remaining);
+            let paused = Instant::now();
+            if let Some(Err(e)) = consumer.poll(pause) {
+                consumer.context().last_error.set(e.to_string());
+            }
+            std::thread::sleep(pause.saturating_sub(paused.elapsed()));
         }
     })
     .await

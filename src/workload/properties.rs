@@ -7,6 +7,7 @@
 //! after translation is refused when the configuration is built, naming the key.
 
 use anyhow::{anyhow, bail, Context, Result};
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::error::KafkaError;
 use rdkafka::ClientConfig;
 
@@ -210,6 +211,9 @@ pub fn client_config(
     layers: &[&[(String, String)]],
 ) -> Result<(ClientConfig, Vec<String>)> {
     let mut config = ClientConfig::new();
+    // rdkafka derives librdkafka's log level from the `log` crate, which is off without a
+    // logger; warnings are needed so that failures can name their cause.
+    config.set_log_level(RDKafkaLogLevel::Warning);
     config.set("bootstrap.servers", bootstrap);
     for (k, v) in fixed {
         config.set(*k, *v);
