@@ -1,12 +1,15 @@
 //! Topic administration the measurement needs: create, wait until visible, count, delete.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use super::client::Quiet;
 use super::properties::client_config;
@@ -36,6 +39,7 @@ impl TopicSpec {
 pub struct Admin {
     bootstrap: String,
     admin: AdminClient<Quiet>,
+    config: ClientConfig,
     /// Metadata and watermark queries go through a group-less consumer.
     metadata: Arc<BaseConsumer<Quiet>>,
 }
@@ -46,6 +50,7 @@ impl Admin {
         let (config, _) = client_config(bootstrap, &[], &[client])?;
         Ok(Admin {
             bootstrap: bootstrap.to_string(),
+            config: config.clone(),
             admin: config
                 .create_with_context(Quiet::default())
                 .context("creating the Kafka admin client")?,
@@ -123,20 +128,28 @@ impl Admin {
         Ok(())
     }
 
-    /// Records in the topic: sum over partitions of high minus low watermark.
+    /// Records in the topic: sum over partitions of end offset minus low watermark.
+    ///
+    /// The end offset is the listed high watermark, confirmed by reading from just before it
+    /// to the partition end: some brokers (Tansu 0.6) list the last batch's base offset + 1,
+    /// which would undercount; a correct broker answers the read with a single record.
     pub async fn end_offsets(&self, topic: &str) -> Result<u64> {
         let client = self.metadata.clone();
+        let config = self.config.clone();
         let topic_owned = topic.to_string();
         let result = tokio::task::spawn_blocking(move || -> Result<u64> {
-            let partitions = partition_ids(&client, &topic_owned)?;
-            let mut total = 0u64;
-            for p in partitions {
+            let mut marks = Vec::new();
+            for p in partition_ids(&client, &topic_owned)? {
                 let (low, high) = client
                     .fetch_watermarks(&topic_owned, p, REQUEST_TIMEOUT)
                     .with_context(|| format!("watermarks of partition {p}"))?;
-                total += (high - low).max(0) as u64;
+                marks.push((p, low, high));
             }
-            Ok(total)
+            let ends = read_to_end(&config, &topic_owned, &marks)?;
+            Ok(marks
+                .iter()
+                .map(|(p, low, _)| (ends[p] - low).max(0) as u64)
+                .sum())
         })
         .await
         .context("watermark task panicked")?;
@@ -174,6 +187,58 @@ impl Admin {
             self.admin.inner().context().last_error.suffix()
         )
     }
+}
+
+/// End offset per partition: the larger of the listed high watermark and the offset after
+/// the last record found reading from just before it until the partition's end.
+fn read_to_end(
+    config: &ClientConfig,
+    topic: &str,
+    marks: &[(i32, i64, i64)],
+) -> Result<HashMap<i32, i64>> {
+    let mut ends: HashMap<i32, i64> = marks.iter().map(|(p, _, high)| (*p, *high)).collect();
+    let mut list = TopicPartitionList::new();
+    for (p, low, high) in marks {
+        if high > low {
+            list.add_partition_offset(topic, *p, Offset::Offset(high - 1))?;
+        }
+    }
+    if list.count() == 0 {
+        return Ok(ends);
+    }
+    let mut config = config.clone();
+    // librdkafka needs a group id to assign partitions; assigning joins no group.
+    config
+        .set(
+            "group.id",
+            format!("perf-tests-end-offsets-{}", super::unique_suffix()),
+        )
+        .set("enable.partition.eof", "true")
+        .set("enable.auto.commit", "false");
+    let reader: BaseConsumer<Quiet> = config
+        .create_with_context(Quiet::default())
+        .context("creating the end-offset reader")?;
+    reader.assign(&list)?;
+    let mut pending: HashSet<i32> = list.elements().iter().map(|e| e.partition()).collect();
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    let mut last_error = String::from("no answer");
+    while !pending.is_empty() {
+        match reader.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                let end = ends.entry(m.partition()).or_insert(0);
+                *end = (*end).max(m.offset() + 1);
+            }
+            Some(Err(KafkaError::PartitionEOF(p))) => {
+                pending.remove(&p);
+            }
+            Some(Err(e)) => last_error = e.to_string(),
+            None => {}
+        }
+        if Instant::now() >= deadline {
+            bail!("reading partitions {pending:?} of topic `{topic}` to their end: {last_error}");
+        }
+    }
+    Ok(ends)
 }
 
 fn partition_ids(client: &BaseConsumer<Quiet>, topic: &str) -> Result<Vec<i32>> {
