@@ -258,6 +258,12 @@ impl Throttler {
     }
 }
 
+/// Latencies in µs, 3 significant figures, up to an hour. Fixed bounds: an auto-resizing
+/// histogram's `saturating_record` clamps to its initial tiny range.
+fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
 /// A payload of uppercase letters, as the Java tool makes when given no payload file.
 fn payload(size: usize) -> Vec<u8> {
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15
@@ -289,7 +295,7 @@ fn produce_blocking(
         origin,
         record_size: cfg.record_size,
         tally: Mutex::new(Tally {
-            histogram: Histogram::new(3).expect("3 significant figures is valid"),
+            histogram: latency_histogram(),
             acked: 0,
             failed: 0,
             first_failure: None,
@@ -429,6 +435,18 @@ mod tests {
         }
         let rate = sent as f64 / start.elapsed().as_secs_f64();
         assert!((rate - 5000.0).abs() < 250.0, "rate {rate}");
+    }
+
+    #[test]
+    fn latency_histogram_keeps_millisecond_values() {
+        let mut h = latency_histogram();
+        for us in [100u64, 3_000, 3_500, 4_000, 250_000] {
+            h.saturating_record(us);
+        }
+        let p50 = h.value_at_quantile(0.5);
+        assert!((3_500..3_505).contains(&p50), "{p50}");
+        assert!(h.max() >= 250_000 && h.max() < 250_300, "{}", h.max());
+        assert!(h.min() <= 100);
     }
 
     #[test]
