@@ -21,10 +21,13 @@ pub enum WorkloadCommand {
         /// Kafka bootstrap endpoint, host:port.
         #[arg(long)]
         bootstrap: String,
+        /// Topic to create, measure on and delete.
         #[arg(long)]
         topic: String,
+        /// Records to produce and consume.
         #[arg(long)]
         num_records: u64,
+        /// Bytes per record value.
         #[arg(long, default_value_t = 1024)]
         record_size: usize,
         /// Target records/s; -1 is unlimited.
@@ -42,8 +45,10 @@ pub enum WorkloadCommand {
         /// Seconds without a record after which the consumer fails.
         #[arg(long, default_value_t = 60.0)]
         consume_timeout_s: f64,
+        /// Partitions of the created topic.
         #[arg(long, default_value_t = 1)]
         partitions: i32,
+        /// Replication factor of the created topic.
         #[arg(long, default_value_t = 1)]
         replication_factor: i32,
         /// Leave the topic in place at the end.
@@ -52,19 +57,25 @@ pub enum WorkloadCommand {
     },
     /// Produce and consume records on a throw-away topic to warm a broker.
     WarmBroker {
+        /// Kafka bootstrap endpoint, host:port.
         #[arg(long)]
         bootstrap: String,
+        /// Records to produce and consume.
         #[arg(long, default_value_t = 1000)]
         num_records: u64,
+        /// Property for every client, key=value; repeatable.
         #[arg(long = "client-property", value_parser = parse_pair)]
         client_properties: Vec<(String, String)>,
     },
     /// Wait until the endpoint answers a Kafka metadata request.
     Probe {
+        /// Kafka bootstrap endpoint, host:port.
         #[arg(long)]
         bootstrap: String,
+        /// Property for the probing client, key=value; repeatable.
         #[arg(long = "client-property", value_parser = parse_pair)]
         client_properties: Vec<(String, String)>,
+        /// Seconds to keep trying.
         #[arg(long, default_value_t = 60.0)]
         timeout_s: f64,
     },
