@@ -168,14 +168,20 @@ async fn producer_progress_is_reported_in_windows() {
     admin.delete_topic(&t).await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_producer_property_is_refused_by_name() {
-    let broker = Broker::start().await;
-    let mut spec = MeasureSpec::new(&broker.bootstrap, topic("badprop"), 10);
-    spec.warm_up_records = 0;
+#[tokio::test]
+async fn unknown_producer_property_is_refused_by_name_before_any_request() {
+    // Nothing listens there: a refusal this fast means no topic creation was attempted.
+    let bootstrap = format!("127.0.0.1:{}", free_port());
+    let mut spec = MeasureSpec::new(&bootstrap, topic("badprop"), 10);
     spec.properties.push(("linger.msec".into(), "5".into()));
+    let started = Instant::now();
     let err = measure(&spec).await.expect_err("unknown property");
     assert!(format!("{err:#}").contains("linger.msec"), "{err:#}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

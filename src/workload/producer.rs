@@ -18,6 +18,9 @@ use super::properties::client_config;
 use crate::model::ProducerResult;
 
 const MIB: f64 = 1024.0 * 1024.0;
+
+// Send instants travel as nanoseconds in a usize; 32 bits would wrap after 4 s.
+const _: () = assert!(usize::BITS >= 64);
 /// How often a progress line is emitted, as the Java tool does.
 pub const REPORT_INTERVAL: Duration = Duration::from_secs(5);
 
