@@ -49,6 +49,9 @@ pub enum Command {
     /// Realise Compose files through the Docker Engine API (config, up, down)
     #[command(subcommand)]
     Compose(crate::compose::cli::ComposeCommand),
+    /// Run one workload step against a Kafka endpoint (the runner runs this in a container)
+    #[command(subcommand)]
+    Workload(crate::workload::cli::WorkloadCommand),
 }
 
 /// Options of `run`.
@@ -196,6 +199,7 @@ pub fn main() -> i32 {
         Command::Images(cmd) => block_on(crate::images::cli::execute(cmd, &settings)),
         Command::Clean => block_on(crate::compose::cli::clean()),
         Command::Compose(cmd) => block_on(crate::compose::cli::execute(cmd)),
+        Command::Workload(cmd) => block_on(crate::workload::cli::execute(cmd)),
     }
 }
 

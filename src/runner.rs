@@ -486,6 +486,6 @@ impl<'a> Workload<'a> {
             args.push(format!("{k}={v}"));
         }
         let stdout = self.call("measure", args).await?;
-        crate::workload::parse_result_line(&stdout)
+        crate::workload::cli::parse_result_line(&stdout)
     }
 }

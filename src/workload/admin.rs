@@ -1,0 +1,255 @@
+//! Topic administration the measurement needs: create, wait until visible, count, delete.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+
+use super::client::Quiet;
+use super::properties::client_config;
+
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A topic to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicSpec {
+    pub name: String,
+    pub partitions: i32,
+    pub replication_factor: i32,
+}
+
+impl TopicSpec {
+    /// One partition, one replica.
+    pub fn new(name: impl Into<String>) -> Self {
+        TopicSpec {
+            name: name.into(),
+            partitions: 1,
+            replication_factor: 1,
+        }
+    }
+}
+
+/// Administrative connection to one bootstrap endpoint.
+pub struct Admin {
+    bootstrap: String,
+    admin: AdminClient<Quiet>,
+    config: ClientConfig,
+    /// Metadata and watermark queries go through a group-less consumer.
+    metadata: Arc<BaseConsumer<Quiet>>,
+}
+
+impl Admin {
+    /// Creates the clients (no request is made yet).
+    pub fn connect(bootstrap: &str, client: &[(String, String)]) -> Result<Admin> {
+        let (config, _) = client_config(bootstrap, &[], &[client])?;
+        Ok(Admin {
+            bootstrap: bootstrap.to_string(),
+            config: config.clone(),
+            admin: config
+                .create_with_context(Quiet::default())
+                .context("creating the Kafka admin client")?,
+            metadata: Arc::new(
+                config
+                    .create_with_context(Quiet::default())
+                    .context("creating the Kafka metadata client")?,
+            ),
+        })
+    }
+
+    /// Creates the topic unless it exists, then waits until its metadata is visible.
+    pub async fn create_topic(&self, spec: &TopicSpec, timeout: Duration) -> Result<()> {
+        let new = NewTopic::new(
+            &spec.name,
+            spec.partitions,
+            TopicReplication::Fixed(spec.replication_factor),
+        );
+        let options = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
+        let results = self
+            .admin
+            .create_topics([&new], &options)
+            .await
+            .with_context(|| self.failure(&format!("creating topic `{}`", spec.name)))?;
+        for r in results {
+            match r {
+                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((name, code)) => bail!(
+                    "creating topic `{name}` ({} partitions, replication factor {}) through {}: {code}",
+                    spec.partitions,
+                    spec.replication_factor,
+                    self.bootstrap
+                ),
+            }
+        }
+        self.wait_visible(&spec.name, timeout).await
+    }
+
+    /// Waits until the topic's metadata shows its partitions without error.
+    pub async fn wait_visible(&self, topic: &str, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let last = match self.partitions(topic).await {
+                Ok(n) if n > 0 => return Ok(()),
+                Ok(_) => "no partitions yet".to_string(),
+                Err(e) => format!("{e:#}"),
+            };
+            if Instant::now() >= deadline {
+                bail!(
+                    "topic `{topic}` not visible through {} after {:.1} s: {last}",
+                    self.bootstrap,
+                    timeout.as_secs_f64()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Deletes the topic; a topic that does not exist is not an error.
+    pub async fn delete_topic(&self, topic: &str) -> Result<()> {
+        let options = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
+        let results = self
+            .admin
+            .delete_topics(&[topic], &options)
+            .await
+            .with_context(|| self.failure(&format!("deleting topic `{topic}`")))?;
+        for r in results {
+            match r {
+                Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+                Err((name, code)) => {
+                    bail!("deleting topic `{name}` through {}: {code}", self.bootstrap)
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records in the topic: sum over partitions of end offset minus low watermark.
+    ///
+    /// The end offset is the listed high watermark, confirmed by reading from just before it
+    /// to the partition end: some brokers (Tansu 0.6) list the last batch's base offset + 1,
+    /// which would undercount; a correct broker answers the read with a single record.
+    pub async fn end_offsets(&self, topic: &str) -> Result<u64> {
+        let client = self.metadata.clone();
+        let config = self.config.clone();
+        let topic_owned = topic.to_string();
+        let result = tokio::task::spawn_blocking(move || -> Result<u64> {
+            let mut marks = Vec::new();
+            for p in partition_ids(&client, &topic_owned)? {
+                let (low, high) = client
+                    .fetch_watermarks(&topic_owned, p, REQUEST_TIMEOUT)
+                    .with_context(|| format!("watermarks of partition {p}"))?;
+                marks.push((p, low, high));
+            }
+            let ends = read_to_end(&config, &topic_owned, &marks)?;
+            Ok(marks
+                .iter()
+                .map(|(p, low, _)| (ends[p] - low).max(0) as u64)
+                .sum())
+        })
+        .await
+        .context("watermark task panicked")?;
+        result.with_context(|| self.failure(&format!("counting the records of topic `{topic}`")))
+    }
+
+    /// Names of all topics the endpoint reports.
+    pub async fn topic_names(&self) -> Result<Vec<String>> {
+        let client = self.metadata.clone();
+        let names = tokio::task::spawn_blocking(move || -> Result<Vec<String>> {
+            let metadata = client.fetch_metadata(None, REQUEST_TIMEOUT)?;
+            Ok(metadata
+                .topics()
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect())
+        })
+        .await
+        .context("metadata task panicked")?;
+        names.with_context(|| self.failure("listing topics"))
+    }
+
+    async fn partitions(&self, topic: &str) -> Result<usize> {
+        let client = self.metadata.clone();
+        let topic = topic.to_string();
+        tokio::task::spawn_blocking(move || partition_ids(&client, &topic).map(|p| p.len()))
+            .await
+            .context("metadata task panicked")?
+    }
+
+    fn failure(&self, what: &str) -> String {
+        format!(
+            "{what} through {}{}",
+            self.bootstrap,
+            self.admin.inner().context().last_error.suffix()
+        )
+    }
+}
+
+/// End offset per partition: the larger of the listed high watermark and the offset after
+/// the last record found reading from just before it until the partition's end.
+fn read_to_end(
+    config: &ClientConfig,
+    topic: &str,
+    marks: &[(i32, i64, i64)],
+) -> Result<HashMap<i32, i64>> {
+    let mut ends: HashMap<i32, i64> = marks.iter().map(|(p, _, high)| (*p, *high)).collect();
+    let mut list = TopicPartitionList::new();
+    for (p, low, high) in marks {
+        if high > low {
+            list.add_partition_offset(topic, *p, Offset::Offset(high - 1))?;
+        }
+    }
+    if list.count() == 0 {
+        return Ok(ends);
+    }
+    let mut config = config.clone();
+    // librdkafka needs a group id to assign partitions; assigning joins no group.
+    config
+        .set(
+            "group.id",
+            format!("perf-tests-end-offsets-{}", super::unique_suffix()),
+        )
+        .set("enable.partition.eof", "true")
+        .set("enable.auto.commit", "false");
+    let reader: BaseConsumer<Quiet> = config
+        .create_with_context(Quiet::default())
+        .context("creating the end-offset reader")?;
+    reader.assign(&list)?;
+    let mut pending: HashSet<i32> = list.elements().iter().map(|e| e.partition()).collect();
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    let mut last_error = String::from("no answer");
+    while !pending.is_empty() {
+        match reader.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                let end = ends.entry(m.partition()).or_insert(0);
+                *end = (*end).max(m.offset() + 1);
+            }
+            Some(Err(KafkaError::PartitionEOF(p))) => {
+                pending.remove(&p);
+            }
+            Some(Err(e)) => last_error = e.to_string(),
+            None => {}
+        }
+        if Instant::now() >= deadline {
+            bail!("reading partitions {pending:?} of topic `{topic}` to their end: {last_error}");
+        }
+    }
+    Ok(ends)
+}
+
+fn partition_ids(client: &BaseConsumer<Quiet>, topic: &str) -> Result<Vec<i32>> {
+    let metadata = client.fetch_metadata(Some(topic), REQUEST_TIMEOUT)?;
+    let t = metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic)
+        .ok_or_else(|| anyhow!("topic `{topic}` missing from the metadata"))?;
+    if let Some(e) = t.error() {
+        bail!("topic `{topic}`: {}", RDKafkaErrorCode::from(e));
+    }
+    Ok(t.partitions().iter().map(|p| p.id()).collect())
+}

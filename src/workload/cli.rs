@@ -1,0 +1,186 @@
+//! `perf-tests workload …`: the workload as a process, so a runner can launch it inside a
+//! container on the scenario's network and read the result back from its stdout.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use super::producer::summary_line;
+use super::properties::parse_pair;
+use super::{measure, probe, warm_broker, MeasureSpec};
+use crate::model::Measurement;
+
+/// Prefix of the one stdout line that carries the structured result.
+pub const RESULT_PREFIX: &str = "PERF-TESTS-RESULT ";
+
+/// Workload steps.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum WorkloadCommand {
+    /// Create a topic, warm the path up, produce, consume, check the counts, delete the topic.
+    Measure {
+        /// Kafka bootstrap endpoint, host:port.
+        #[arg(long)]
+        bootstrap: String,
+        /// Topic to create, measure on and delete.
+        #[arg(long)]
+        topic: String,
+        /// Records to produce and consume.
+        #[arg(long)]
+        num_records: u64,
+        /// Bytes per record value.
+        #[arg(long, default_value_t = 1024)]
+        record_size: usize,
+        /// Target records/s; -1 is unlimited.
+        #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+        throughput: i64,
+        /// Producer property key=value (Java or librdkafka name); repeatable.
+        #[arg(long = "property", value_parser = parse_pair)]
+        properties: Vec<(String, String)>,
+        /// Property for every client (producer, consumer, admin), key=value; repeatable.
+        #[arg(long = "client-property", value_parser = parse_pair)]
+        client_properties: Vec<(String, String)>,
+        /// Records produced and consumed before measuring (not reported).
+        #[arg(long, default_value_t = 1000)]
+        warm_up_records: u64,
+        /// Seconds without a record after which the consumer fails.
+        #[arg(long, default_value_t = 60.0)]
+        consume_timeout_s: f64,
+        /// Partitions of the created topic.
+        #[arg(long, default_value_t = 1)]
+        partitions: i32,
+        /// Replication factor of the created topic.
+        #[arg(long, default_value_t = 1)]
+        replication_factor: i32,
+        /// Leave the topic in place at the end.
+        #[arg(long)]
+        keep_topic: bool,
+    },
+    /// Produce and consume records on a throw-away topic to warm a broker.
+    WarmBroker {
+        /// Kafka bootstrap endpoint, host:port.
+        #[arg(long)]
+        bootstrap: String,
+        /// Records to produce and consume.
+        #[arg(long, default_value_t = 1000)]
+        num_records: u64,
+        /// Property for every client, key=value; repeatable.
+        #[arg(long = "client-property", value_parser = parse_pair)]
+        client_properties: Vec<(String, String)>,
+    },
+    /// Wait until the endpoint answers a Kafka metadata request.
+    Probe {
+        /// Kafka bootstrap endpoint, host:port.
+        #[arg(long)]
+        bootstrap: String,
+        /// Property for the probing client, key=value; repeatable.
+        #[arg(long = "client-property", value_parser = parse_pair)]
+        client_properties: Vec<(String, String)>,
+        /// Seconds to keep trying.
+        #[arg(long, default_value_t = 60.0)]
+        timeout_s: f64,
+    },
+}
+
+fn seconds(name: &str, s: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(s).with_context(|| format!("--{name} {s}: not a duration"))
+}
+
+/// Runs the step: progress on stderr, then one `PERF-TESTS-RESULT <json>` line on stdout.
+pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
+    let json = match cmd {
+        WorkloadCommand::Measure {
+            bootstrap,
+            topic,
+            num_records,
+            record_size,
+            throughput,
+            properties,
+            client_properties,
+            warm_up_records,
+            consume_timeout_s,
+            partitions,
+            replication_factor,
+            keep_topic,
+        } => {
+            let mut spec = MeasureSpec::new(bootstrap, topic, num_records);
+            spec.record_size = record_size;
+            spec.throughput = throughput;
+            if !properties.is_empty() {
+                spec.properties = properties;
+            }
+            spec.client = client_properties;
+            spec.warm_up_records = warm_up_records;
+            spec.consume_timeout = seconds("consume-timeout-s", consume_timeout_s)?;
+            spec.partitions = partitions;
+            spec.replication_factor = replication_factor;
+            spec.delete_topic = !keep_topic;
+            let m = measure(&spec).await?;
+            eprintln!("{}", summary_line(&m.producer));
+            if let Some(problem) = m.integrity.problem() {
+                eprintln!("integrity: counts disagree: {problem}");
+            }
+            serde_json::to_string(&m).context("encoding the measurement")?
+        }
+        WorkloadCommand::WarmBroker {
+            bootstrap,
+            num_records,
+            client_properties,
+        } => {
+            warm_broker(&bootstrap, num_records, &client_properties).await?;
+            "{}".to_string()
+        }
+        WorkloadCommand::Probe {
+            bootstrap,
+            client_properties,
+            timeout_s,
+        } => {
+            probe(
+                &bootstrap,
+                &client_properties,
+                seconds("timeout-s", timeout_s)?,
+            )
+            .await?;
+            "{}".to_string()
+        }
+    };
+    println!("{RESULT_PREFIX}{json}");
+    Ok(0)
+}
+
+/// Reads the measurement back from a `perf-tests workload measure` process's stdout.
+pub fn parse_result_line(stdout: &str) -> Result<Measurement> {
+    let Some(json) = stdout
+        .lines()
+        .rev()
+        .find_map(|l| l.trim_end().strip_prefix(RESULT_PREFIX))
+    else {
+        let tail: Vec<&str> = stdout.lines().rev().take(5).collect();
+        bail!(
+            "the workload printed no `{}` line; its last output lines: {:?}",
+            RESULT_PREFIX.trim_end(),
+            tail.into_iter().rev().collect::<Vec<_>>()
+        );
+    };
+    serde_json::from_str(json).with_context(|| format!("decoding the workload result `{json}`"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_result_line_is_reported_with_the_output_tail() {
+        let err = parse_result_line("starting\nboom: broker gone\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("PERF-TESTS-RESULT") && err.contains("boom: broker gone"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn malformed_result_line_is_an_error() {
+        assert!(parse_result_line("PERF-TESTS-RESULT {\"producer\":1}\n").is_err());
+    }
+}

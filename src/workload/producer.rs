@@ -1,0 +1,475 @@
+//! The produce side, with kafka-producer-perf-test semantics: a fixed random payload, no key,
+//! latency from the send call to the delivery report for every record, optional fixed rate.
+
+use std::fmt;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use hdrhistogram::Histogram;
+use rdkafka::client::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::DeliveryResult;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
+
+use super::client::LastError;
+use super::properties::client_config;
+use crate::model::ProducerResult;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+// Send instants travel as nanoseconds in a usize; 32 bits would wrap after 4 s.
+const _: () = assert!(usize::BITS >= 64);
+/// How often a progress line is emitted, as the Java tool does.
+pub const REPORT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// What to produce and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProduceConfig {
+    pub bootstrap: String,
+    pub topic: String,
+    pub num_records: u64,
+    pub record_size: usize,
+    /// Target records/s; any negative value is unlimited.
+    pub throughput: i64,
+    /// Producer properties (Java or librdkafka names).
+    pub properties: Vec<(String, String)>,
+    /// Client properties shared by every client of the workload (security, client.id …).
+    pub client: Vec<(String, String)>,
+}
+
+/// One reporting window of the producer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Records acknowledged in the window.
+    pub records: u64,
+    pub rec_s: f64,
+    pub mib_s: f64,
+    pub avg_lat_ms: f64,
+    pub max_lat_ms: f64,
+}
+
+impl fmt::Display for Progress {
+    /// The Java tool's progress line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} records sent, {:.1} records/sec ({:.2} MB/sec), {:.1} ms avg latency, {:.1} ms max latency.",
+            self.records, self.rec_s, self.mib_s, self.avg_lat_ms, self.max_lat_ms
+        )
+    }
+}
+
+/// The Java tool's summary line for a finished run.
+pub fn summary_line(r: &ProducerResult) -> String {
+    format!(
+        "{} records sent, {:.1} records/sec ({:.2} MB/sec), {:.2} ms avg latency, {:.2} ms max latency, \
+         {:.0} ms 50th, {:.0} ms 95th, {:.0} ms 99th, {:.0} ms 99.9th.{}",
+        r.sent,
+        r.rate_rec_s,
+        r.rate_mib_s,
+        r.avg_lat_ms,
+        r.max_lat_ms,
+        r.p50_ms,
+        r.p95_ms,
+        r.p99_ms,
+        r.p999_ms,
+        if r.failed > 0 {
+            format!(" {} records FAILED.", r.failed)
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// Produces `num_records` records and measures them; `progress` gets a window every ~5 s.
+pub async fn produce(
+    cfg: &ProduceConfig,
+    mut progress: impl FnMut(Progress),
+) -> Result<ProducerResult> {
+    if cfg.throughput == 0 {
+        bail!("throughput 0 would never send; give a positive rate or -1 for unlimited");
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let cfg_owned = cfg.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        produce_blocking(&cfg_owned, |p| {
+            let _ = tx.send(p);
+        })
+    });
+    while let Some(p) = rx.recv().await {
+        progress(p);
+    }
+    task.await.context("producer task panicked")?
+}
+
+/// Delivery bookkeeping shared between the send loop and the delivery callback.
+struct Tally {
+    histogram: Histogram<u64>,
+    acked: u64,
+    failed: u64,
+    first_failure: Option<String>,
+    lat_sum_us: u64,
+    lat_max_us: u64,
+    last_report: Option<Instant>,
+    window: Window,
+}
+
+struct Window {
+    start: Instant,
+    count: u64,
+    lat_sum_us: u64,
+    lat_max_us: u64,
+}
+
+impl Window {
+    fn new(start: Instant) -> Self {
+        Window {
+            start,
+            count: 0,
+            lat_sum_us: 0,
+            lat_max_us: 0,
+        }
+    }
+}
+
+struct Measuring {
+    /// Send instants travel as nanoseconds since this origin in the delivery opaque.
+    origin: Instant,
+    record_size: usize,
+    tally: Mutex<Tally>,
+    last_error: LastError,
+}
+
+impl ClientContext for Measuring {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        self.last_error.log(level, fac, message);
+    }
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.last_error.error(error, reason);
+    }
+}
+
+impl ProducerContext for Measuring {
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, sent_ns: usize) {
+        let now = Instant::now();
+        let latency_us = (now.duration_since(self.origin).as_nanos() as u64)
+            .saturating_sub(sent_ns as u64)
+            / 1000;
+        let mut t = self.tally.lock().unwrap_or_else(|e| e.into_inner());
+        t.last_report = Some(now);
+        match result {
+            Ok(_) => {
+                t.acked += 1;
+                t.histogram.saturating_record(latency_us);
+                t.lat_sum_us += latency_us;
+                t.lat_max_us = t.lat_max_us.max(latency_us);
+                t.window.count += 1;
+                t.window.lat_sum_us += latency_us;
+                t.window.lat_max_us = t.window.lat_max_us.max(latency_us);
+            }
+            Err((e, _)) => {
+                t.failed += 1;
+                if t.first_failure.is_none() {
+                    t.first_failure = Some(e.to_string());
+                }
+            }
+        }
+    }
+}
+
+impl Measuring {
+    fn reported(&self) -> u64 {
+        let t = self.tally.lock().unwrap_or_else(|e| e.into_inner());
+        t.acked + t.failed
+    }
+
+    /// Closes the current window if it is old enough and returns its numbers.
+    fn take_window(&self, now: Instant) -> Option<Progress> {
+        let mut t = self.tally.lock().unwrap_or_else(|e| e.into_inner());
+        let secs = now.duration_since(t.window.start).as_secs_f64();
+        if secs < REPORT_INTERVAL.as_secs_f64() {
+            return None;
+        }
+        let w = std::mem::replace(&mut t.window, Window::new(now));
+        Some(Progress {
+            records: w.count,
+            rec_s: w.count as f64 / secs,
+            mib_s: w.count as f64 * self.record_size as f64 / MIB / secs,
+            avg_lat_ms: if w.count == 0 {
+                0.0
+            } else {
+                w.lat_sum_us as f64 / w.count as f64 / 1000.0
+            },
+            max_lat_ms: w.lat_max_us as f64 / 1000.0,
+        })
+    }
+}
+
+/// The Java tool's ThroughputThrottler: once the average rate since the start exceeds the
+/// target, wait one record's worth of time, batching waits below 2 ms.
+pub(crate) struct Throttler {
+    target: i64,
+    start: Instant,
+    per_record: Duration,
+    deficit: Duration,
+}
+
+const MIN_SLEEP: Duration = Duration::from_millis(2);
+
+impl Throttler {
+    pub(crate) fn new(target: i64, start: Instant) -> Self {
+        let per_record = if target > 0 {
+            Duration::from_nanos(1_000_000_000 / target as u64)
+        } else {
+            Duration::ZERO
+        };
+        Throttler {
+            target,
+            start,
+            per_record,
+            deficit: Duration::ZERO,
+        }
+    }
+
+    pub(crate) fn should_throttle(&self, so_far: u64, now: Instant) -> bool {
+        if self.target <= 0 {
+            return false;
+        }
+        let secs = now.duration_since(self.start).as_secs_f64();
+        secs > 0.0 && so_far as f64 / secs > self.target as f64
+    }
+
+    /// Waits off the accumulated deficit, spending the time in `wait` (which serves callbacks).
+    pub(crate) fn throttle(&mut self, mut wait: impl FnMut(Duration)) {
+        self.deficit += self.per_record;
+        if self.deficit < MIN_SLEEP {
+            return;
+        }
+        let until = Instant::now() + self.deficit;
+        loop {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            wait(until - now);
+        }
+        self.deficit = Duration::ZERO;
+    }
+}
+
+/// Latencies in µs, 3 significant figures, up to an hour. Fixed bounds: an auto-resizing
+/// histogram's `saturating_record` clamps to its initial tiny range.
+fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
+/// A payload of uppercase letters, as the Java tool makes when given no payload file.
+fn payload(size: usize) -> Vec<u8> {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+    (0..size)
+        .map(|_| {
+            // xorshift64*
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            b'A' + (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u8 % 26
+        })
+        .collect()
+}
+
+fn produce_blocking(
+    cfg: &ProduceConfig,
+    mut progress: impl FnMut(Progress),
+) -> Result<ProducerResult> {
+    let (config, warnings) = client_config(&cfg.bootstrap, &[], &[&cfg.client, &cfg.properties])?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    let origin = Instant::now();
+    let context = Measuring {
+        origin,
+        record_size: cfg.record_size,
+        tally: Mutex::new(Tally {
+            histogram: latency_histogram(),
+            acked: 0,
+            failed: 0,
+            first_failure: None,
+            lat_sum_us: 0,
+            lat_max_us: 0,
+            last_report: None,
+            window: Window::new(origin),
+        }),
+        last_error: LastError::default(),
+    };
+    let producer: BaseProducer<Measuring> = config
+        .create_with_context(context)
+        .context("creating the Kafka producer")?;
+    let payload = payload(cfg.record_size);
+    let topic = cfg.topic.as_str();
+
+    let start = Instant::now();
+    producer.context().tally.lock().unwrap().window = Window::new(start);
+    let mut throttler = Throttler::new(cfg.throughput, start);
+    let report = |now: Instant, progress: &mut dyn FnMut(Progress)| {
+        if let Some(p) = producer.context().take_window(now) {
+            progress(p);
+        }
+    };
+
+    for i in 0..cfg.num_records {
+        let sent_at = Instant::now();
+        let sent_ns = sent_at.duration_since(origin).as_nanos() as usize;
+        let mut record =
+            BaseRecord::<(), [u8], usize>::with_opaque_to(topic, sent_ns).payload(&payload[..]);
+        loop {
+            match producer.send(record) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    // The local queue is full: serve delivery reports, then retry.
+                    record = back;
+                    producer.poll(Duration::from_millis(1));
+                }
+                Err((e, _)) => {
+                    return Err(anyhow!(
+                        "sending record {} of {} to topic `{}` through {}: {e}{}",
+                        i + 1,
+                        cfg.num_records,
+                        topic,
+                        cfg.bootstrap,
+                        producer.context().last_error.suffix()
+                    ))
+                }
+            }
+        }
+        producer.poll(Duration::ZERO);
+        let now = Instant::now();
+        report(now, &mut progress);
+        if throttler.should_throttle(i + 1, now) {
+            throttler.throttle(|d| producer.poll(d));
+        }
+    }
+    while producer.context().reported() < cfg.num_records {
+        producer.poll(Duration::from_millis(50));
+        report(Instant::now(), &mut progress);
+    }
+
+    let t = producer
+        .context()
+        .tally
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if t.acked == 0 && t.failed > 0 {
+        bail!(
+            "no record of {} was delivered to topic `{}` through {}: {}{}",
+            cfg.num_records,
+            topic,
+            cfg.bootstrap,
+            t.first_failure.clone().unwrap_or_default(),
+            producer.context().last_error.suffix()
+        );
+    }
+    if let Some(f) = &t.first_failure {
+        eprintln!(
+            "warning: {} records failed delivery; first failure: {f}",
+            t.failed
+        );
+    }
+    let elapsed_s = t
+        .last_report
+        .map(|last| last.duration_since(start).as_secs_f64())
+        .unwrap_or(0.0);
+    let per_s = |x: f64| if elapsed_s > 0.0 { x / elapsed_s } else { 0.0 };
+    let ms = |us: u64| us as f64 / 1000.0;
+    let h = &t.histogram;
+    Ok(ProducerResult {
+        sent: t.acked,
+        failed: t.failed,
+        rate_rec_s: per_s(t.acked as f64),
+        rate_mib_s: per_s(t.acked as f64 * cfg.record_size as f64 / MIB),
+        avg_lat_ms: if t.acked == 0 {
+            0.0
+        } else {
+            t.lat_sum_us as f64 / t.acked as f64 / 1000.0
+        },
+        max_lat_ms: ms(t.lat_max_us),
+        p50_ms: ms(h.value_at_quantile(0.50)),
+        p95_ms: ms(h.value_at_quantile(0.95)),
+        p99_ms: ms(h.value_at_quantile(0.99)),
+        p999_ms: ms(h.value_at_quantile(0.999)),
+        elapsed_s,
+        target_rec_s: if cfg.throughput > 0 {
+            cfg.throughput as f64
+        } else {
+            -1.0
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_is_uppercase_letters_of_the_size() {
+        let p = payload(1000);
+        assert_eq!(p.len(), 1000);
+        assert!(p.iter().all(|b| b.is_ascii_uppercase()));
+        assert!(p.iter().collect::<std::collections::HashSet<_>>().len() > 10);
+    }
+
+    #[test]
+    fn throttler_holds_the_target_rate() {
+        let start = Instant::now();
+        let mut t = Throttler::new(5000, start);
+        let mut sent = 0u64;
+        while start.elapsed() < Duration::from_millis(600) {
+            sent += 1;
+            if t.should_throttle(sent, Instant::now()) {
+                t.throttle(std::thread::sleep);
+            }
+        }
+        let rate = sent as f64 / start.elapsed().as_secs_f64();
+        assert!((rate - 5000.0).abs() < 250.0, "rate {rate}");
+    }
+
+    #[test]
+    fn latency_histogram_keeps_millisecond_values() {
+        let mut h = latency_histogram();
+        for us in [100u64, 3_000, 3_500, 4_000, 250_000] {
+            h.saturating_record(us);
+        }
+        let p50 = h.value_at_quantile(0.5);
+        assert!((3_500..3_505).contains(&p50), "{p50}");
+        assert!(h.max() >= 250_000 && h.max() < 250_300, "{}", h.max());
+        assert!(h.min() <= 100);
+    }
+
+    #[test]
+    fn unlimited_never_throttles() {
+        let start = Instant::now() - Duration::from_secs(1);
+        assert!(!Throttler::new(-1, start).should_throttle(u64::MAX / 2, Instant::now()));
+    }
+
+    #[test]
+    fn progress_line_has_the_java_format() {
+        let p = Progress {
+            records: 100,
+            rec_s: 20.0,
+            mib_s: 0.02,
+            avg_lat_ms: 1.26,
+            max_lat_ms: 3.0,
+        };
+        assert_eq!(
+            p.to_string(),
+            "100 records sent, 20.0 records/sec (0.02 MB/sec), 1.3 ms avg latency, 3.0 ms max latency."
+        );
+    }
+}

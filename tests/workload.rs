@@ -1,0 +1,312 @@
+//! The workload against a real Kafka-compatible broker (Tansu, in memory).
+
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use perf_tests::workload::cli::parse_result_line;
+use perf_tests::workload::{
+    consume, measure, probe, produce, unique_suffix, warm_broker, Admin, ConsumeConfig,
+    MeasureSpec, ProduceConfig, TopicSpec,
+};
+use support::{free_port, Broker};
+
+fn topic(prefix: &str) -> String {
+    format!("{prefix}-{}", unique_suffix())
+}
+
+fn produce_cfg(bootstrap: &str, topic: &str, num_records: u64, throughput: i64) -> ProduceConfig {
+    ProduceConfig {
+        bootstrap: bootstrap.to_string(),
+        topic: topic.to_string(),
+        num_records,
+        record_size: 256,
+        throughput,
+        properties: vec![("acks".into(), "all".into())],
+        client: Vec::new(),
+    }
+}
+
+fn consume_cfg(
+    bootstrap: &str,
+    topic: &str,
+    group: &str,
+    expected: u64,
+    timeout_s: u64,
+) -> ConsumeConfig {
+    ConsumeConfig {
+        bootstrap: bootstrap.to_string(),
+        topic: topic.to_string(),
+        group_id: group.to_string(),
+        expected,
+        timeout: Duration::from_secs(timeout_s),
+        client: Vec::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn measurement_counts_agree_and_skip_the_warm_up() {
+    let broker = Broker::start().await;
+    let mut spec = MeasureSpec::new(&broker.bootstrap, topic("measure"), 5000);
+    spec.record_size = 512;
+    spec.warm_up_records = 700;
+    spec.consume_timeout = Duration::from_secs(20);
+    let m = measure(&spec).await.expect("measurement");
+
+    assert!(m.integrity.is_ok(), "{:?}", m.integrity);
+    // End offsets count only the measured records, not the 700 warm-up ones.
+    assert_eq!(m.integrity.end_offsets, 5000);
+    assert_eq!(m.integrity.requested, 5000);
+    assert_eq!(m.producer.sent, 5000);
+    assert_eq!(m.producer.failed, 0);
+    assert_eq!(m.consumer.consumed_recs, 5000);
+    assert!((m.consumer.consumed_mib - 5000.0 * 512.0 / 1048576.0).abs() < 1e-9);
+    assert!(m.producer.rate_rec_s > 0.0 && m.producer.elapsed_s > 0.0);
+    assert!(
+        m.producer.p50_ms <= m.producer.p99_ms && m.producer.p99_ms <= m.producer.max_lat_ms + 0.01
+    );
+    assert!(m.producer.avg_lat_ms > 0.0 && m.producer.avg_lat_ms <= m.producer.max_lat_ms);
+    // A broker round trip takes well over 50 µs; a collapsed histogram would report less.
+    assert!(m.producer.p50_ms > 0.05, "{:?}", m.producer);
+    assert!(m.producer.p999_ms >= m.producer.p50_ms);
+    assert!(m.consumer.rebalance_ms > 0.0 && m.consumer.fetch_ms > 0.0);
+    assert_eq!(m.producer.target_rec_s, -1.0);
+
+    // The topic was deleted at the end.
+    let admin = Admin::connect(&broker.bootstrap, &[]).unwrap();
+    let gone = admin
+        .wait_visible(&spec.topic, Duration::from_millis(500))
+        .await;
+    assert!(
+        gone.is_err(),
+        "topic {} still visible after the measurement",
+        spec.topic
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_resumes_after_the_records_it_consumed() {
+    let broker = Broker::start().await;
+    let b = broker.bootstrap.as_str();
+    let t = topic("resume");
+    let admin = Admin::connect(b, &[]).unwrap();
+    admin
+        .create_topic(&TopicSpec::new(&t), Duration::from_secs(20))
+        .await
+        .unwrap();
+    let group = format!("group-{}", unique_suffix());
+
+    let warm = produce(&produce_cfg(b, &t, 300, -1), |_| {}).await.unwrap();
+    assert_eq!(warm.sent, 300);
+    let first = consume(&consume_cfg(b, &t, &group, 300, 20)).await.unwrap();
+    assert_eq!(first.consumed_recs, 300);
+
+    let measured = produce(&produce_cfg(b, &t, 1000, -1), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(measured.sent, 1000);
+    assert_eq!(admin.end_offsets(&t).await.unwrap(), 1300);
+
+    // Had the group re-read the first 300, a 1001st record would be found.
+    let err = consume(&consume_cfg(b, &t, &group, 1001, 3))
+        .await
+        .expect_err("only 1000 records follow the committed offsets");
+    assert!(
+        format!("{err:#}").contains("consumed 1000 of 1001"),
+        "{err:#}"
+    );
+    admin.delete_topic(&t).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixed_throughput_lands_within_five_percent() {
+    let broker = Broker::start().await;
+    let t = topic("rate");
+    let admin = Admin::connect(&broker.bootstrap, &[]).unwrap();
+    admin
+        .create_topic(&TopicSpec::new(&t), Duration::from_secs(20))
+        .await
+        .unwrap();
+    let r = produce(&produce_cfg(&broker.bootstrap, &t, 7000, 2000), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(r.sent, 7000);
+    assert_eq!(r.target_rec_s, 2000.0);
+    let off = (r.rate_rec_s - 2000.0).abs() / 2000.0;
+    assert!(
+        off < 0.05,
+        "rate {} rec/s is {:.1}% off 2000",
+        r.rate_rec_s,
+        off * 100.0
+    );
+    admin.delete_topic(&t).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producer_progress_is_reported_in_windows() {
+    let broker = Broker::start().await;
+    let t = topic("progress");
+    let admin = Admin::connect(&broker.bootstrap, &[]).unwrap();
+    admin
+        .create_topic(&TopicSpec::new(&t), Duration::from_secs(20))
+        .await
+        .unwrap();
+    let mut windows = Vec::new();
+    // 5.5 s at 2000 rec/s: one full 5 s window.
+    let r = produce(&produce_cfg(&broker.bootstrap, &t, 11000, 2000), |p| {
+        windows.push(p)
+    })
+    .await
+    .unwrap();
+    assert_eq!(r.sent, 11000);
+    assert!(!windows.is_empty(), "no progress window in 5.5 s");
+    let w = &windows[0];
+    assert!((w.rec_s - 2000.0).abs() < 200.0, "{w}");
+    assert!(w.max_lat_ms >= w.avg_lat_ms && w.avg_lat_ms > 0.0, "{w}");
+    assert!(w.to_string().ends_with("ms max latency."));
+    admin.delete_topic(&t).await.unwrap();
+}
+
+#[tokio::test]
+async fn unknown_producer_property_is_refused_by_name_before_any_request() {
+    // Nothing listens there: a refusal this fast means no topic creation was attempted.
+    let bootstrap = format!("127.0.0.1:{}", free_port());
+    let mut spec = MeasureSpec::new(&bootstrap, topic("badprop"), 10);
+    spec.properties.push(("linger.msec".into(), "5".into()));
+    let started = Instant::now();
+    let err = measure(&spec).await.expect_err("unknown property");
+    assert!(format!("{err:#}").contains("linger.msec"), "{err:#}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_times_out_cleanly_on_an_empty_topic() {
+    let broker = Broker::start().await;
+    let t = topic("empty");
+    let admin = Admin::connect(&broker.bootstrap, &[]).unwrap();
+    admin
+        .create_topic(&TopicSpec::new(&t), Duration::from_secs(20))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let err = consume(&consume_cfg(&broker.bootstrap, &t, "empty-group", 10, 3))
+        .await
+        .expect_err("nothing to consume");
+    let took = started.elapsed();
+    let msg = format!("{err:#}");
+    assert!(msg.contains("consumed 0 of 10"), "{msg}");
+    assert!(msg.contains(&t) && msg.contains(&broker.bootstrap), "{msg}");
+    assert!(took >= Duration::from_secs(3), "gave up after {took:?}");
+    assert!(
+        took < Duration::from_secs(10),
+        "took {took:?} for a 3 s timeout"
+    );
+    admin.delete_topic(&t).await.unwrap();
+}
+
+#[tokio::test]
+async fn probe_fails_cleanly_on_a_closed_port() {
+    let bootstrap = format!("127.0.0.1:{}", free_port());
+    let started = Instant::now();
+    let err = probe(&bootstrap, &[], Duration::from_secs(2))
+        .await
+        .expect_err("nothing listens there");
+    let took = started.elapsed();
+    let msg = format!("{err:#}");
+    assert!(msg.contains(&bootstrap), "{msg}");
+    assert!(
+        took < Duration::from_secs(5),
+        "took {took:?} for a 2 s timeout"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_broker_leaves_no_topic_behind() {
+    let broker = Broker::start().await;
+    warm_broker(&broker.bootstrap, 500, &[]).await.unwrap();
+    let admin = Admin::connect(&broker.bootstrap, &[]).unwrap();
+    let left = admin.topic_names().await.unwrap();
+    assert!(
+        !left.iter().any(|t| t.starts_with("perf-tests-warm-up-")),
+        "{left:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workload_process_result_line_round_trips() {
+    let broker = Broker::start().await;
+    let t = topic("process");
+    let bootstrap = broker.bootstrap.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+            .args([
+                "workload",
+                "measure",
+                "--bootstrap",
+                &bootstrap,
+                "--topic",
+                &t,
+            ])
+            .args(["--num-records", "2000", "--record-size", "100"])
+            .args(["--warm-up-records", "100", "--consume-timeout-s", "20"])
+            .args(["--property", "acks=-1", "--property", "linger.ms=2"])
+            .output()
+            .expect("running perf-tests workload measure")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "stdout carries only the result: {stdout}"
+    );
+    let m = parse_result_line(&stdout).expect("result line");
+    assert!(m.integrity.is_ok(), "{:?}", m.integrity);
+    assert_eq!(m.consumer.consumed_recs, 2000);
+    assert!((m.consumer.consumed_mib - 2000.0 * 100.0 / 1048576.0).abs() < 1e-9);
+    assert!(stderr.contains("2000 records sent"), "{stderr}");
+
+    let again = format!(
+        "noise\nPERF-TESTS-RESULT {}\n",
+        serde_json::to_string(&m).unwrap()
+    );
+    assert_eq!(parse_result_line(&again).unwrap(), m);
+}
+
+#[tokio::test]
+async fn workload_process_fails_with_a_message_on_a_closed_port() {
+    let bootstrap = format!("127.0.0.1:{}", free_port());
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+            .args([
+                "workload",
+                "probe",
+                "--bootstrap",
+                &bootstrap,
+                "--timeout-s",
+                "1",
+            ])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("did not answer a metadata request"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("PERF-TESTS-RESULT"));
+}
