@@ -54,6 +54,21 @@ pub enum Command {
     Workload(crate::workload::cli::WorkloadCommand),
 }
 
+/// `perf-tests workload …` parsed on its own: the workload runs inside a container and takes
+/// only its own flags, never the run's settings or their environment variables.
+#[derive(Debug, Parser)]
+#[command(name = "perf-tests", max_term_width = 100)]
+struct WorkloadCli {
+    #[command(subcommand)]
+    command: WorkloadOnly,
+}
+
+#[derive(Debug, Subcommand)]
+enum WorkloadOnly {
+    #[command(subcommand)]
+    Workload(crate::workload::cli::WorkloadCommand),
+}
+
 /// Options of `run`.
 #[derive(Debug, Default, Args)]
 pub struct RunArgs {
@@ -185,6 +200,17 @@ impl SettingsArgs {
 
 /// Parses the process arguments, runs the command and returns the process exit code.
 pub fn main() -> i32 {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "workload") {
+        return match WorkloadCli::try_parse() {
+            Ok(WorkloadCli {
+                command: WorkloadOnly::Workload(cmd),
+            }) => block_on(crate::workload::cli::execute(cmd)),
+            Err(e) => {
+                let _ = e.print();
+                e.exit_code()
+            }
+        };
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
