@@ -63,7 +63,8 @@ pub struct RunOutput {
 pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
     let run_id = new_run_id();
     let engine = Engine::connect(&run_id).await?;
-    let results = engine::interruptible(&engine, run_with(&engine, &run_id, settings, plan)).await?;
+    let results =
+        engine::interruptible(&engine, run_with(&engine, &run_id, settings, plan)).await?;
     Ok(RunOutput { run_id, results })
 }
 
@@ -93,7 +94,12 @@ fn phase(what: &str) {
 }
 
 /// Resolves Compose files, makes or finds every image, and packages the workload.
-async fn prepare(engine: &Engine, settings: &Settings, plan: &Plan, dir: &Path) -> Result<Prepared> {
+async fn prepare(
+    engine: &Engine,
+    settings: &Settings,
+    plan: &Plan,
+    dir: &Path,
+) -> Result<Prepared> {
     let tls_dir = dir.join("tls");
     std::fs::create_dir_all(&tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
     let hosts: BTreeSet<String> = plan
@@ -140,7 +146,10 @@ async fn prepare(engine: &Engine, settings: &Settings, plan: &Plan, dir: &Path) 
 /// The Compose side of the plan for `--dry-run`: every service the run would start, its image
 /// and command, resolved from the Compose files with the run's variables. Touches no engine.
 pub fn describe_services(settings: &Settings, plan: &Plan) -> Result<String> {
-    let vars = variables(settings, &std::env::temp_dir().join("perf-tests-RUN_ID").join("tls"));
+    let vars = variables(
+        settings,
+        &std::env::temp_dir().join("perf-tests-RUN_ID").join("tls"),
+    );
     let project = compose::load(&compose_files(plan), &vars)?;
     let (run_wide, services) = services_of(plan);
     let needed = project.service_closure(&services)?;
@@ -176,7 +185,11 @@ pub fn describe_services(settings: &Settings, plan: &Plan) -> Result<String> {
             ));
         }
         if !s.depends_on.is_empty() {
-            let deps: Vec<String> = s.depends_on.iter().map(|(d, c)| format!("{d} ({c:?})")).collect();
+            let deps: Vec<String> = s
+                .depends_on
+                .iter()
+                .map(|(d, c)| format!("{d} ({c:?})"))
+                .collect();
             out.push_str(&format!("    depends on: {}\n", deps.join(", ")));
         }
     }
@@ -294,7 +307,10 @@ async fn run_scenario(
     let t = Instant::now();
     let ctx = |e: anyhow::Error| e.context(format!("scenario {}", sc.name));
     if !sc.services.is_empty() {
-        deployment.up(&sc.services, READY_TIMEOUT).await.map_err(ctx)?;
+        deployment
+            .up(&sc.services, READY_TIMEOUT)
+            .await
+            .map_err(ctx)?;
     }
     let wl = Workload::new(engine, deployment, prepared, &sc.client, sc.tls.is_some());
     for (service, endpoint) in &sc.ready {
@@ -308,7 +324,9 @@ async fn run_scenario(
     phases.up_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
-    run_steps(deployment, "setup", &planned.setup).await.map_err(ctx)?;
+    run_steps(deployment, "setup", &planned.setup)
+        .await
+        .map_err(ctx)?;
     phases.setup_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
@@ -420,7 +438,12 @@ impl<'a> Workload<'a> {
             bail!(
                 "workload `{name}` exited with {}: {}",
                 out.exit_code,
-                out.stderr.lines().rev().take(5).collect::<Vec<_>>().join(" / ")
+                out.stderr
+                    .lines()
+                    .rev()
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .join(" / ")
             );
         }
         Ok(out.stdout)

@@ -139,7 +139,10 @@ mod tests {
         let ca = X509::from_pem(&std::fs::read(&files.ca).unwrap()).unwrap();
         let bundle = std::fs::read(&files.server_bundle).unwrap();
         let cert = X509::from_pem(&bundle).unwrap();
-        assert!(PKey::private_key_from_pem(&bundle).is_ok(), "bundle holds the key");
+        assert!(
+            PKey::private_key_from_pem(&bundle).is_ok(),
+            "bundle holds the key"
+        );
 
         let mut store = X509StoreBuilder::new().unwrap();
         store.add_cert(ca).unwrap();

@@ -53,8 +53,14 @@ fn write(path: &Path, text: &str) {
 fn suite() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     let p = root.path();
-    write(&p.join("compose/base.yaml"), "services: {}\n");
-    write(&p.join("compose/proxy.yaml"), "services: {}\n");
+    write(
+        &p.join("compose/base.yaml"),
+        "services:\n  broker:\n    image: ${KAFKA_IMAGE}\n  broker2:\n    image: ${KAFKA_IMAGE}\n",
+    );
+    write(
+        &p.join("compose/proxy.yaml"),
+        "services:\n  proxy:\n    image: ${KROXYLICIOUS_IMAGE}\n    depends_on: [broker, vault]\n  vault:\n    image: ${VAULT_IMAGE}\n",
+    );
     write(
         &p.join("scenarios/offline/suite.yaml"),
         "description: Temp suite\ncompose: [../../compose/base.yaml]\nservices: [broker]\nbootstrap: broker:9092\nready: { broker: \"broker:9092\" }\n",

@@ -26,7 +26,9 @@ async fn leftovers(run_id: &str) -> (usize, usize) {
         .unwrap();
     let networks = docker
         .list_networks(Some(
-            ListNetworksOptionsBuilder::default().filters(&filter).build(),
+            ListNetworksOptionsBuilder::default()
+                .filters(&filter)
+                .build(),
         ))
         .await
         .unwrap();
@@ -62,7 +64,10 @@ async fn default_suite_runs_end_to_end_and_leaves_nothing() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "run failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        out.status.success(),
+        "run failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
 
     // Both tables, one row per scenario, in order.
     let producer = stdout.find("Producer Results").expect("producer table");
@@ -74,14 +79,21 @@ async fn default_suite_runs_end_to_end_and_leaves_nothing() {
             .filter(|l| l.starts_with("0"))
             .map(|l| l.split_whitespace().next().unwrap())
             .collect();
-        assert_eq!(rows, ["01-no-proxy-baseline", "02-kafka-proxy", "03-tls"], "{table}");
+        assert_eq!(
+            rows,
+            ["01-no-proxy-baseline", "02-kafka-proxy", "03-tls"],
+            "{table}"
+        );
     }
     let sent_column: Vec<&str> = stdout[producer..consumer]
         .lines()
         .filter(|l| l.starts_with("0"))
         .map(|l| l.split_whitespace().nth(1).unwrap())
         .collect();
-    assert!(sent_column.iter().all(|s| *s == RECORDS.to_string()), "{sent_column:?}");
+    assert!(
+        sent_column.iter().all(|s| *s == RECORDS.to_string()),
+        "{sent_column:?}"
+    );
 
     // One run directory holding the run and every scenario, with counts that agree.
     let runs: Vec<_> = std::fs::read_dir(results.path())
@@ -111,5 +123,9 @@ async fn default_suite_runs_end_to_end_and_leaves_nothing() {
     }
 
     let run_id = info["run_id"].as_str().expect("run.json names its run id");
-    assert_eq!(leftovers(run_id).await, (0, 0), "containers/networks left behind");
+    assert_eq!(
+        leftovers(run_id).await,
+        (0, 0),
+        "containers/networks left behind"
+    );
 }

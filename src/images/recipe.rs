@@ -139,10 +139,9 @@ impl ImageRecipe {
     fn by_hand(&self) -> String {
         let make = match &self.recipe {
             Recipe::Crate(c) => format!("{} && perf-tests images build", self.cargo_command(c)),
-            Recipe::Debian(d) => format!(
-                "apt-get install {} && perf-tests images build",
-                d.package
-            ),
+            Recipe::Debian(d) => {
+                format!("apt-get install {} && perf-tests images build", d.package)
+            }
         };
         format!(
             "to make it by hand run `{make}`, or tag an equivalent image you already have as {}",
@@ -246,8 +245,7 @@ impl ImageRecipe {
 
     /// Fingerprint of the recipe and the binary it packages (size and modification time).
     fn fingerprint(&self, bin: &Path) -> Result<String> {
-        let meta =
-            std::fs::metadata(bin).with_context(|| format!("reading {}", bin.display()))?;
+        let meta = std::fs::metadata(bin).with_context(|| format!("reading {}", bin.display()))?;
         let mut h = std::collections::hash_map::DefaultHasher::new();
         format!("{:?}", self.recipe).hash(&mut h);
         meta.len().hash(&mut h);
@@ -328,7 +326,13 @@ pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Resul
         labels,
     )
     .await
-    .with_context(|| format!("image recipe {desc}: packaging {} failed; {}", bin.display(), recipe.by_hand()))?;
+    .with_context(|| {
+        format!(
+            "image recipe {desc}: packaging {} failed; {}",
+            bin.display(),
+            recipe.by_hand()
+        )
+    })?;
     Ok(Outcome::Built)
 }
 
@@ -353,8 +357,14 @@ b/haproxy:2:
         let bad: BTreeMap<String, serde_yaml::Value> =
             serde_yaml::from_str("x/y:1:\n  crate: { name: a, version: 1, bin: a, feature: [] }\n")
                 .unwrap();
-        let err = format!("{:#}", parse_recipes(Path::new("s.yaml"), &bad).unwrap_err());
-        assert!(err.contains("s.yaml") && err.contains("x/y:1") && err.contains("feature"), "{err}");
+        let err = format!(
+            "{:#}",
+            parse_recipes(Path::new("s.yaml"), &bad).unwrap_err()
+        );
+        assert!(
+            err.contains("s.yaml") && err.contains("x/y:1") && err.contains("feature"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -368,6 +378,9 @@ b/haproxy:2:
         };
         let err = r.host_binary().unwrap_err().to_string();
         assert!(err.contains("t/none:1"), "{err}");
-        assert!(err.contains("apt-get install no-such-package-perf-tests"), "{err}");
+        assert!(
+            err.contains("apt-get install no-such-package-perf-tests"),
+            "{err}"
+        );
     }
 }

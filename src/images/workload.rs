@@ -17,8 +17,7 @@ pub const REPOSITORY: &str = "perf-tests/workload";
 const IMAGE_PATH: &str = "/usr/local/bin/perf-tests";
 
 fn content_hash(exe: &Path) -> Result<String> {
-    let mut f =
-        std::fs::File::open(exe).with_context(|| format!("reading {}", exe.display()))?;
+    let mut f = std::fs::File::open(exe).with_context(|| format!("reading {}", exe.display()))?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
