@@ -10,6 +10,7 @@ pub mod engine;
 pub mod images;
 pub mod model;
 pub mod plan;
+pub mod progress;
 pub mod report;
 pub mod results;
 pub mod runner;

@@ -63,6 +63,7 @@ pub struct RunOutput {
 pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
     let run_id = new_run_id();
     let engine = Engine::connect(&run_id).await?;
+    phase(&format!("run {run_id}"));
     let results =
         engine::interruptible(&engine, run_with(&engine, &run_id, settings, plan)).await?;
     Ok(RunOutput { run_id, results })
@@ -80,6 +81,7 @@ async fn run_with(
     let result = run_scenarios(engine, &mut deployment, &prepared, settings, plan).await;
     phase("tearing down");
     let down = deployment.down_all().await;
+    crate::progress::finish();
     let results = result?;
     down?;
     Ok(results)
@@ -90,7 +92,7 @@ fn project_name(run_id: &str) -> String {
 }
 
 fn phase(what: &str) {
-    eprintln!("==> {what}");
+    crate::progress::phase(what);
 }
 
 /// Resolves Compose files, makes or finds every image, and packages the workload.
@@ -125,7 +127,9 @@ async fn prepare(
     let recipes = recipe::parse_recipes(&plan.suite.file, &plan.suite.images)?;
     for r in recipes.iter().filter(|r| images.contains(&r.image)) {
         match recipe::ensure(engine, r, false).await? {
-            recipe::Outcome::Built => eprintln!("built image {}", r.describe()),
+            recipe::Outcome::Built => {
+                crate::progress::println(&format!("built image {}", r.describe()))
+            }
             recipe::Outcome::UpToDate => {}
         }
     }
@@ -347,7 +351,10 @@ async fn run_scenario(
     teardown.map_err(ctx)?;
     down.map_err(ctx)?;
     if let Some(problem) = measurement.integrity.problem() {
-        eprintln!("warning: {}: record counts disagree: {problem}", sc.name);
+        crate::progress::println(&format!(
+            "warning: {}: record counts disagree: {problem}",
+            sc.name
+        ));
     }
     Ok(ScenarioResult {
         name: sc.name.clone(),
@@ -364,7 +371,10 @@ async fn run_steps(deployment: &Deployment, what: &str, steps: &[Step]) -> Resul
     for step in steps {
         match step {
             Step::Exec { service, command } => {
-                eprintln!("{what}: exec in {service}: {}", command.join(" "));
+                crate::progress::detail(&format!(
+                    "{what}: exec in {service}: {}",
+                    command.join(" ")
+                ));
                 let out = deployment.exec(service, command).await?;
                 if out.exit_code != 0 {
                     bail!(
@@ -432,7 +442,7 @@ impl<'a> Workload<'a> {
         };
         let out = self
             .engine
-            .run_oneoff(spec, |line| eprintln!("    {line}"))
+            .run_oneoff(spec, crate::progress::detail)
             .await?;
         if out.exit_code != 0 {
             bail!(

@@ -129,3 +129,63 @@ async fn default_suite_runs_end_to_end_and_leaves_nothing() {
         "containers/networks left behind"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_a_measurement_removes_the_run_and_saves_nothing() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let _lock = engine_lock();
+    let results = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+        .current_dir(repo())
+        .env("TEST", "02.*")
+        .env("NUM_RECORDS", "5e6")
+        .env("RESULTS_DIR", results.path())
+        .env_remove("SCENARIOS")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut run_id = None;
+    // Interrupt once the scenario's own services are up and the workload is producing.
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(id) = line.strip_prefix("==> run ") {
+            run_id = Some(id.trim().to_string());
+        }
+        if line.contains("records sent") || line.starts_with("==> 02-") {
+            break;
+        }
+    }
+    let run_id = run_id.expect("the run announces its id");
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Instant::now();
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(130), "{}", rest.join("\n"));
+    assert_eq!(
+        leftovers(&run_id).await,
+        (0, 0),
+        "containers/networks left behind"
+    );
+    let scratch = std::env::temp_dir().join(format!("perf-tests-{run_id}"));
+    assert!(!scratch.exists(), "{} left behind", scratch.display());
+    assert_eq!(
+        std::fs::read_dir(results.path()).unwrap().count(),
+        0,
+        "an interrupted run writes no results"
+    );
+}

@@ -94,10 +94,19 @@ async fn debian_recipe_builds_runs_and_is_not_rebuilt() {
             bin: PathBuf::from("/usr/bin/env"),
         }),
     };
-    assert_eq!(recipe::ensure(&engine, &r, false).await.unwrap(), Outcome::Built);
+    assert_eq!(
+        recipe::ensure(&engine, &r, false).await.unwrap(),
+        Outcome::Built
+    );
     let started = std::time::Instant::now();
-    assert_eq!(recipe::ensure(&engine, &r, false).await.unwrap(), Outcome::UpToDate);
-    assert!(started.elapsed() < Duration::from_secs(5), "warm check is quick");
+    assert_eq!(
+        recipe::ensure(&engine, &r, false).await.unwrap(),
+        Outcome::UpToDate
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "warm check is quick"
+    );
 
     let out = engine
         .run_oneoff(
@@ -114,10 +123,18 @@ async fn debian_recipe_builds_runs_and_is_not_rebuilt() {
     assert_eq!(out.exit_code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("PROBE=from-scratch"), "{}", out.stdout);
 
-    assert_eq!(recipe::ensure(&engine, &r, true).await.unwrap(), Outcome::Built, "forced");
+    assert_eq!(
+        recipe::ensure(&engine, &r, true).await.unwrap(),
+        Outcome::Built,
+        "forced"
+    );
     engine
         .docker()
-        .remove_image(&image, None::<bollard::query_parameters::RemoveImageOptions>, None)
+        .remove_image(
+            &image,
+            None::<bollard::query_parameters::RemoveImageOptions>,
+            None,
+        )
         .await
         .unwrap();
 }
@@ -132,7 +149,11 @@ fn offline_suite_plan_resolves() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for want in [
         "01-no-proxy-baseline, 02-kafka-proxy, 03-tls",
         "bootstrap: proxy:9092",
@@ -158,7 +179,8 @@ async fn broker_and_proxy_answer_a_real_kafka_client() {
     .unwrap();
     let mut d = Deployment::new(&engine, project, &format!("pt-{}", engine.run_id()));
     let outcome = async {
-        d.up(&["proxy".to_string()], Duration::from_secs(60)).await?;
+        d.up(&["proxy".to_string()], Duration::from_secs(60))
+            .await?;
         let net = d.network_name("default");
         let broker = probe(&engine, &workload, &net, "broker:9092", &[], vec![], 30).await;
         let proxy = probe(&engine, &workload, &net, "proxy:9092", &[], vec![], 30).await;
@@ -193,10 +215,27 @@ async fn tls_path_refuses_plaintext_and_accepts_the_generated_ca() {
             .await?;
         let net = d.network_name("default");
         let bind = |dir: &Path| vec![format!("{}:/tls:ro", dir.display())];
-        let with_ca = probe(&engine, &workload, &net, "terminator:9093", &ssl, bind(tls.path()), 30).await;
+        let with_ca = probe(
+            &engine,
+            &workload,
+            &net,
+            "terminator:9093",
+            &ssl,
+            bind(tls.path()),
+            30,
+        )
+        .await;
         let plaintext = probe(&engine, &workload, &net, "terminator:9093", &[], vec![], 5).await;
-        let wrong_ca =
-            probe(&engine, &workload, &net, "terminator:9093", &ssl, bind(other_ca.path()), 5).await;
+        let wrong_ca = probe(
+            &engine,
+            &workload,
+            &net,
+            "terminator:9093",
+            &ssl,
+            bind(other_ca.path()),
+            5,
+        )
+        .await;
         anyhow::Ok((with_ca, plaintext, wrong_ca))
     }
     .await;
