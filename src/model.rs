@@ -82,6 +82,10 @@ pub struct Measurement {
     pub producer: ProducerResult,
     pub consumer: ConsumerResult,
     pub integrity: Integrity,
+    /// Wall-clock seconds of each step of the measurement (create topic, warm-up, produce, end
+    /// offsets, consume, delete topic), so the harness's own cost is visible.
+    #[serde(default)]
+    pub steps_s: std::collections::BTreeMap<String, f64>,
 }
 
 /// Wall-clock seconds spent in each phase of a scenario, to account for harness overhead.

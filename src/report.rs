@@ -195,6 +195,7 @@ pub(crate) mod tests {
             bootstrap: "broker:9092".to_string(),
             topic: format!("perf-tests-{name}"),
             measurement: Measurement {
+                steps_s: Default::default(),
                 producer: ProducerResult {
                     sent: 10_000_000,
                     failed: 0,

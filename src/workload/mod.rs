@@ -13,7 +13,8 @@ pub mod producer;
 pub mod properties;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -104,10 +105,19 @@ pub async fn measure_with_progress(
         partitions: spec.partitions,
         replication_factor: spec.replication_factor,
     };
+    let t = Instant::now();
     admin.create_topic(&topic, TOPIC_VISIBLE_TIMEOUT).await?;
-    let outcome = measure_on_topic(spec, &admin, progress).await;
+    let created_s = t.elapsed().as_secs_f64();
+    let mut outcome = measure_on_topic(spec, &admin, progress).await;
+    if let Ok(m) = &mut outcome {
+        m.steps_s.insert("create_topic".into(), created_s);
+    }
     if spec.delete_topic {
+        let t = Instant::now();
         let deleted = admin.delete_topic(&spec.topic).await;
+        if let Ok(m) = &mut outcome {
+            m.steps_s.insert("delete_topic".into(), t.elapsed().as_secs_f64());
+        }
         // A failed measurement's error matters more than a failed clean-up.
         if outcome.is_ok() {
             deleted?;
@@ -142,24 +152,37 @@ async fn measure_on_topic(
         client: spec.client.clone(),
     };
 
+    let mut steps = BTreeMap::new();
+    let mut t = Instant::now();
+    let mut step = |name: &str| {
+        steps.insert(name.to_string(), t.elapsed().as_secs_f64());
+        t = Instant::now();
+    };
     if spec.warm_up_records > 0 {
         let warm = produce(&produce_cfg(spec.warm_up_records, -1), |_| {})
             .await
             .context("warm-up produce")?;
+        step("warm_up_produce");
         // The group commits what it read, so the measured consumer starts after it.
         consume(&consume_cfg(warm.sent))
             .await
             .context("warm-up consume")?;
+        step("warm_up_consume");
     }
     let before = admin.end_offsets(&spec.topic).await?;
+    step("end_offsets_before");
     let producer = produce(&produce_cfg(spec.num_records, spec.throughput), progress)
         .await
         .context("produce")?;
+    step("produce");
     let after = admin.end_offsets(&spec.topic).await?;
+    step("end_offsets_after");
     let consumer = consume(&consume_cfg(producer.sent))
         .await
         .context("consume")?;
+    step("consume");
     Ok(Measurement {
+        steps_s: steps,
         integrity: Integrity {
             requested: spec.num_records,
             acknowledged: producer.sent,

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Side by side, in one run: librdkafka's own rdkafka_performance against perf-tests' native
+# workload, both on the host, against the same Tansu broker, same record size and acks.
+# Rounds alternate which tool goes first so machine drift hits both alike.
+#
+#   cargo build --release && benches/vs-rdkafka-performance.sh
+#
+# Settings (environment): NUM_RECORDS (default 1000000), RECORD_SIZE (1024), ROUNDS (3),
+# PERF_TESTS_BIN (target/release/perf-tests, or $CARGO_TARGET_DIR/release/perf-tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+n="${NUM_RECORDS:-1000000}"
+size="${RECORD_SIZE:-1024}"
+rounds="${ROUNDS:-3}"
+cache="${PERF_TESTS_CACHE:-$HOME/.cache/perf-tests}"
+tansu="$cache/crates/tansu-0.6.0-dynostore/bin/tansu"
+pt="${PERF_TESTS_BIN:-${CARGO_TARGET_DIR:-target}/release/perf-tests}"
+rp_dir="$cache/rdkafka_performance"
+rp="$rp_dir/src/examples/rdkafka_performance"
+
+[[ -x "$pt" ]] || { echo "error: $pt not found; run cargo build --release" >&2; exit 2; }
+[[ -x "$tansu" ]] || { echo "error: $tansu not found; run perf-tests images build" >&2; exit 2; }
+
+if [[ ! -x "$rp" ]]; then
+    # Built from the librdkafka sources the rdkafka-sys crate ships, as its README describes.
+    src="$(ls -d "$HOME"/.cargo/registry/src/*/rdkafka-sys-*/librdkafka | sort | tail -1)"
+    [[ -d "$src" ]] || { echo "error: rdkafka-sys sources not found; run cargo build first" >&2; exit 2; }
+    rm -rf "$rp_dir" && mkdir -p "$rp_dir" && cp -r "$src" "$rp_dir/src"
+    (cd "$rp_dir/src" &&
+        ./configure --disable-ssl --disable-gssapi --disable-curl --disable-zstd --disable-lz4-ext &&
+        make -j"$(nproc)" -C src && make -C examples rdkafka_performance) >"$rp_dir/build.log" 2>&1 ||
+        { echo "error: building rdkafka_performance failed, see $rp_dir/build.log" >&2; exit 2; }
+fi
+
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+bootstrap="127.0.0.1:$port"
+"$tansu" broker --listener-url "tcp://127.0.0.1:$port" --advertised-listener-url "tcp://$bootstrap" \
+    --storage-engine memory://tansu/ >/dev/null 2>&1 &
+broker=$!
+trap 'kill $broker 2>/dev/null || true' EXIT
+"$pt" workload probe --bootstrap "$bootstrap" --timeout-s 30 >/dev/null
+
+rdkafka_round() {
+    local topic="rp-$1-$RANDOM"
+    "$tansu" topic create "$topic" --broker "tcp://$bootstrap" --partitions 1 >/dev/null
+    local p c
+    p="$("$rp" -P -t "$topic" -p 0 -b "$bootstrap" -s "$size" -c "$n" -a -1 2>&1 |
+        grep -oE '[0-9]+ msgs/s' | tail -1 | cut -d' ' -f1)"
+    c="$("$rp" -C -G "grp-$topic" -t "$topic" -b "$bootstrap" -c "$n" -X auto.offset.reset=earliest 2>&1 |
+        grep -oE '[0-9]+ msgs/s' | tail -1 | cut -d' ' -f1)"
+    echo "$p $c"
+}
+
+perf_tests_round() {
+    "$pt" workload measure --bootstrap "$bootstrap" --topic "pt-$1-$RANDOM" --num-records "$n" \
+        --record-size "$size" --warm-up-records 0 --property acks=all 2>/dev/null |
+        python3 -c '
+import json, sys
+line = [l for l in sys.stdin if l.startswith("PERF-TESTS-RESULT ")][-1]
+m = json.loads(line.split(" ", 1)[1])
+print(round(m["producer"]["rate_rec_s"]), round(m["consumer"]["consumed_rec_s"]))'
+}
+
+echo "records=$n size=$size acks=all rounds=$rounds broker=tansu 0.6.0 (memory) at $bootstrap"
+printf '%-6s %-22s %14s %14s\n' round tool "produce rec/s" "consume rec/s"
+results=()
+for ((r = 1; r <= rounds; r++)); do
+    if ((r % 2)); then order="rdkafka_performance perf-tests"; else order="perf-tests rdkafka_performance"; fi
+    for tool in $order; do
+        if [[ $tool == rdkafka_performance ]]; then out="$(rdkafka_round "$r")"; else out="$(perf_tests_round "$r")"; fi
+        read -r p c <<<"$out"
+        printf '%-6s %-22s %14s %14s\n' "$r" "$tool" "$p" "$c"
+        results+=("$tool $p $c")
+    done
+done
+printf '%s\n' "${results[@]}" | python3 -c '
+import sys, statistics as st
+rows = [l.split() for l in sys.stdin if l.strip()]
+med = {t: (st.median(float(r[1]) for r in rows if r[0] == t), st.median(float(r[2]) for r in rows if r[0] == t))
+       for t in ("rdkafka_performance", "perf-tests")}
+(rp, rc), (pp, pc) = med["rdkafka_performance"], med["perf-tests"]
+print(f"median produce: rdkafka_performance {rp:.0f}, perf-tests {pp:.0f}, ratio {pp / rp:.2f}")
+print(f"median consume: rdkafka_performance {rc:.0f}, perf-tests {pc:.0f}, ratio {pc / rc:.2f}")'
