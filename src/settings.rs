@@ -443,7 +443,10 @@ mod tests {
         assert_eq!(parse_driver("kafka-tools").unwrap(), Driver::KafkaTools);
         assert_eq!(Driver::KafkaTools.to_string(), "kafka-tools");
         let err = parse_driver("rdkafka").unwrap_err().to_string();
-        assert!(err.contains("DRIVER=\"rdkafka\"") && err.contains("kafka-tools"), "{err}");
+        assert!(
+            err.contains("DRIVER=\"rdkafka\"") && err.contains("kafka-tools"),
+            "{err}"
+        );
     }
 
     #[test]
