@@ -165,8 +165,8 @@ pub struct SettingsArgs {
 
     /// Workload driver: native (built-in librdkafka client) or kafka-tools (Apache Kafka's
     /// perf-test scripts from KAFKA_TOOL_IMAGE)
-    #[arg(long, env = "DRIVER", default_value = settings::DEFAULT_DRIVER.as_str(), value_parser = settings::parse_driver,
-          global = true)]
+    #[arg(long, env = "DRIVER", default_value = settings::DEFAULT_DRIVER.as_str(),
+          value_parser = settings::parse_driver, global = true)]
     pub driver: settings::Driver,
 
     /// Suite directory: suite.yaml and the numbered scenario directories

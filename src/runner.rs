@@ -65,7 +65,8 @@ pub struct RunOutput {
 /// Runs every planned scenario and returns their results (the caller reports and saves them).
 pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
     let run_id = new_run_id();
-    // Everything the run creates carries this id; `perf-tests clean` removes what a killed run left.
+    // Everything the run creates carries this id (what a killed run left, `perf-tests clean`
+    // removes).
     phase(&format!("run {run_id}"));
     let engine = Engine::connect(&run_id).await?;
     let results =
@@ -214,11 +215,12 @@ pub fn describe_services(settings: &Settings, plan: &Plan) -> Result<String> {
         }
     }
     out.push_str(&match settings.driver {
-        Driver::Native => "Driver: native (the perf-tests workload image, built here)\n".to_string(),
+        Driver::Native => "Driver: native (the workload image, built here)\n".to_string(),
         Driver::KafkaTools => {
             kafka_tools::check_plan(plan)?;
             format!(
-                "Driver: kafka-tools ({}, chosen by KAFKA_TOOL_IMAGE; end offsets by the perf-tests workload image)\n",
+                "Driver: kafka-tools ({}, chosen by KAFKA_TOOL_IMAGE; end offsets counted by \
+                 the workload image)\n",
                 settings.kafka_tool_image
             )
         }

@@ -488,7 +488,8 @@ impl<'a> KafkaTools<'a> {
             .context("produce")?;
         for w in &produced.windows {
             eprintln!(
-                "    {} records sent, {:.1} records/sec ({:.2} MiB/s), {:.1} ms avg latency, {:.1} ms max latency",
+                "    {} records sent, {:.1} records/sec ({:.2} MiB/s), {:.1} ms avg latency, \
+                 {:.1} ms max latency",
                 w.records, w.rec_s, w.mib_s, w.avg_lat_ms, w.max_lat_ms
             );
         }
