@@ -163,6 +163,12 @@ pub struct SettingsArgs {
     #[arg(long, env = "VAULT_IMAGE", default_value = settings::DEFAULT_VAULT_IMAGE, global = true)]
     pub vault_image: String,
 
+    /// Workload driver: native (built-in librdkafka client) or kafka-tools (Apache Kafka's
+    /// perf-test scripts from KAFKA_TOOL_IMAGE)
+    #[arg(long, env = "DRIVER", default_value = settings::DEFAULT_DRIVER.as_str(),
+          value_parser = settings::parse_driver, global = true)]
+    pub driver: settings::Driver,
+
     /// Suite directory: suite.yaml and the numbered scenario directories
     #[arg(long, env = "SCENARIOS", default_value = settings::DEFAULT_SCENARIOS, global = true)]
     pub scenarios: PathBuf,
@@ -192,6 +198,7 @@ impl SettingsArgs {
             kroxylicious_image: self.kroxylicious_image,
             kafka_tool_image: self.kafka_tool_image,
             vault_image: self.vault_image,
+            driver: self.driver,
             scenarios: self.scenarios,
             results_dir: self.results_dir,
         }

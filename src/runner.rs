@@ -14,7 +14,8 @@ use crate::images::{self, recipe};
 use crate::model::{PhaseTimes, ScenarioResult};
 use crate::plan::{Plan, PlannedScenario};
 use crate::scenario::Step;
-use crate::settings::Settings;
+use crate::settings::{Driver, Settings};
+use crate::workload::kafka_tools::{self, KafkaTools, ToolsSpec};
 
 /// How long a service may take to become ready (running, healthy, or answering Kafka).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -50,6 +51,8 @@ struct Prepared {
     workload_image: String,
     tls_dir: PathBuf,
     run_wide: Vec<String>,
+    /// `KAFKA_TOOL_IMAGE` when DRIVER=kafka-tools, else none (the native workload measures).
+    tool_image: Option<String>,
 }
 
 /// What a run produced: its id (the label of everything it created) and one result per scenario.
@@ -62,6 +65,9 @@ pub struct RunOutput {
 /// Runs every planned scenario and returns their results (the caller reports and saves them).
 pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
     let run_id = new_run_id();
+    // Everything the run creates carries this id (what a killed run left, `perf-tests clean`
+    // removes).
+    phase(&format!("run {run_id}"));
     let engine = Engine::connect(&run_id).await?;
     phase(&format!("run {run_id}"));
     let results =
@@ -102,6 +108,13 @@ async fn prepare(
     plan: &Plan,
     dir: &Path,
 ) -> Result<Prepared> {
+    let tool_image = match settings.driver {
+        Driver::Native => None,
+        Driver::KafkaTools => {
+            kafka_tools::check_plan(plan)?;
+            Some(settings.kafka_tool_image.clone())
+        }
+    };
     let tls_dir = dir.join("tls");
     std::fs::create_dir_all(&tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
     let hosts: BTreeSet<String> = plan
@@ -134,7 +147,10 @@ async fn prepare(
         }
     }
     let with_recipe: BTreeSet<&String> = recipes.iter().map(|r| &r.image).collect();
-    let others: Vec<&String> = images.iter().filter(|i| !with_recipe.contains(i)).collect();
+    let mut others: Vec<&String> = images.iter().filter(|i| !with_recipe.contains(i)).collect();
+    if let Some(tool) = tool_image.as_ref().filter(|t| !images.contains(*t)) {
+        others.push(tool);
+    }
     ensure_pulled(engine, settings, &others).await?;
 
     phase("packaging the workload");
@@ -144,6 +160,7 @@ async fn prepare(
         workload_image,
         tls_dir,
         run_wide,
+        tool_image,
     })
 }
 
@@ -180,6 +197,10 @@ pub fn describe_services(settings: &Settings, plan: &Plan) -> Result<String> {
         if let Some(cmd) = &s.command {
             out.push_str(&format!("    command: {}\n", cmd.join(" ")));
         }
+        let aliases: Vec<&str> = s.networks.values().flatten().map(String::as_str).collect();
+        if !aliases.is_empty() {
+            out.push_str(&format!("    aliases: {}\n", aliases.join(", ")));
+        }
         for m in &s.mounts {
             let ro = if m.read_only { " (read-only)" } else { "" };
             out.push_str(&format!(
@@ -197,6 +218,17 @@ pub fn describe_services(settings: &Settings, plan: &Plan) -> Result<String> {
             out.push_str(&format!("    depends on: {}\n", deps.join(", ")));
         }
     }
+    out.push_str(&match settings.driver {
+        Driver::Native => "Driver: native (the workload image, built here)\n".to_string(),
+        Driver::KafkaTools => {
+            kafka_tools::check_plan(plan)?;
+            format!(
+                "Driver: kafka-tools ({}, chosen by KAFKA_TOOL_IMAGE; end offsets counted by \
+                 the workload image)\n",
+                settings.kafka_tool_image
+            )
+        }
+    });
     Ok(out)
 }
 
@@ -398,6 +430,7 @@ struct Workload<'a> {
     network: String,
     binds: Vec<String>,
     client: Vec<String>,
+    tool_image: Option<&'a str>,
 }
 
 impl<'a> Workload<'a> {
@@ -424,6 +457,7 @@ impl<'a> Workload<'a> {
             network: deployment.network_name("default"),
             binds,
             client: args,
+            tool_image: prepared.tool_image.as_deref(),
         }
     }
 
@@ -475,7 +509,15 @@ impl<'a> Workload<'a> {
         .map(|_| ())
     }
 
+    fn kafka_tools(&self) -> Option<KafkaTools<'a>> {
+        self.tool_image
+            .map(|tool| KafkaTools::new(self.engine, tool, self.image, self.network.clone()))
+    }
+
     async fn warm_broker(&self, bootstrap: &str, records: u64) -> Result<()> {
+        if let Some(tools) = self.kafka_tools() {
+            return tools.warm_broker(bootstrap, records).await;
+        }
         self.call(
             "warm-broker",
             vec![
@@ -497,6 +539,19 @@ impl<'a> Workload<'a> {
         bootstrap: &str,
         topic: &str,
     ) -> Result<crate::model::Measurement> {
+        if let Some(tools) = self.kafka_tools() {
+            let spec = ToolsSpec {
+                bootstrap: bootstrap.into(),
+                topic: topic.into(),
+                num_records: settings.num_records,
+                record_size: settings.record_size,
+                throughput: settings.throughput,
+                properties: settings.producer_properties.clone(),
+                warm_up_records: settings.warm_up_pre_test,
+                consume_timeout: CONSUME_TIMEOUT,
+            };
+            return tools.measure(&spec).await;
+        }
         let mut args: Vec<String> = vec![
             "measure".into(),
             "--bootstrap".into(),

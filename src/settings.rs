@@ -32,6 +32,8 @@ pub const DEFAULT_KROXYLICIOUS_IMAGE: &str = "quay.io/kroxylicious/kroxylicious:
 pub const DEFAULT_KAFKA_TOOL_IMAGE: &str = "quay.io/strimzi/kafka:0.45.0-kafka-3.9.0";
 /// Default `VAULT_IMAGE`.
 pub const DEFAULT_VAULT_IMAGE: &str = "hashicorp/vault:1.15";
+/// Default `DRIVER`.
+pub const DEFAULT_DRIVER: Driver = Driver::Native;
 /// Default `SCENARIOS` (the suite directory).
 pub const DEFAULT_SCENARIOS: &str = "scenarios/offline";
 /// Default `RESULTS_DIR`.
@@ -42,6 +44,42 @@ pub const UNKNOWN_COMMIT: &str = "unknown";
 /// Largest count accepted: far beyond any sensible run, small enough that products such as
 /// records x record size cannot overflow a u64.
 pub const MAX_COUNT: u64 = 1_000_000_000_000_000;
+
+/// What produces and consumes the measured records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Driver {
+    /// The built-in librdkafka workload (`perf-tests workload`).
+    Native,
+    /// Apache Kafka's kafka-producer-perf-test.sh and kafka-consumer-perf-test.sh from
+    /// `KAFKA_TOOL_IMAGE`, as the reference script ran them.
+    KafkaTools,
+}
+
+impl Driver {
+    /// The value as written in `DRIVER`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Driver::Native => "native",
+            Driver::KafkaTools => "kafka-tools",
+        }
+    }
+}
+
+impl std::fmt::Display for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parses `DRIVER`: `native` or `kafka-tools`.
+pub fn parse_driver(s: &str) -> Result<Driver> {
+    match s.trim() {
+        "native" => Ok(Driver::Native),
+        "kafka-tools" => Ok(Driver::KafkaTools),
+        other => bail!("DRIVER={other:?}: unknown driver (expected native or kafka-tools)"),
+    }
+}
 
 /// Everything a run is parameterised by.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -70,6 +108,8 @@ pub struct Settings {
     pub kafka_tool_image: String,
     /// HashiCorp Vault image.
     pub vault_image: String,
+    /// What produces and consumes the measured records.
+    pub driver: Driver,
     /// Suite directory holding `suite.yaml` and the numbered scenario directories.
     pub scenarios: PathBuf,
     /// Directory the run's results directory is created in.
@@ -94,6 +134,7 @@ impl Default for Settings {
             kroxylicious_image: DEFAULT_KROXYLICIOUS_IMAGE.to_string(),
             kafka_tool_image: DEFAULT_KAFKA_TOOL_IMAGE.to_string(),
             vault_image: DEFAULT_VAULT_IMAGE.to_string(),
+            driver: DEFAULT_DRIVER,
             scenarios,
             results_dir: PathBuf::from(DEFAULT_RESULTS_DIR),
         }
@@ -125,6 +166,7 @@ impl Settings {
             ("KROXYLICIOUS_IMAGE", self.kroxylicious_image.clone()),
             ("KAFKA_TOOL_IMAGE", self.kafka_tool_image.clone()),
             ("VAULT_IMAGE", self.vault_image.clone()),
+            ("DRIVER", self.driver.to_string()),
             ("SCENARIOS", self.scenarios.display().to_string()),
             ("RESULTS_DIR", self.results_dir.display().to_string()),
         ];
@@ -371,6 +413,7 @@ mod tests {
             keys,
             [
                 "COMMIT_ID",
+                "DRIVER",
                 "KAFKA_IMAGE",
                 "KAFKA_TOOL_IMAGE",
                 "KROXYLICIOUS_IMAGE",
@@ -391,6 +434,19 @@ mod tests {
         assert_eq!(v["THROUGHPUT"], "-1");
         assert_eq!(v["COMMIT_ID"], "abc1234");
         assert_eq!(v["SCENARIOS"], "scenarios/offline");
+        assert_eq!(v["DRIVER"], "native");
+    }
+
+    #[test]
+    fn driver_is_native_or_kafka_tools() {
+        assert_eq!(parse_driver("native").unwrap(), Driver::Native);
+        assert_eq!(parse_driver("kafka-tools").unwrap(), Driver::KafkaTools);
+        assert_eq!(Driver::KafkaTools.to_string(), "kafka-tools");
+        let err = parse_driver("rdkafka").unwrap_err().to_string();
+        assert!(
+            err.contains("DRIVER=\"rdkafka\"") && err.contains("kafka-tools"),
+            "{err}"
+        );
     }
 
     #[test]

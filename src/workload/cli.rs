@@ -67,6 +67,18 @@ pub enum WorkloadCommand {
         #[arg(long = "client-property", value_parser = parse_pair)]
         client_properties: Vec<(String, String)>,
     },
+    /// Print the number of records in a topic (end offsets minus start offsets).
+    EndOffsets {
+        /// Kafka bootstrap endpoint, host:port.
+        #[arg(long)]
+        bootstrap: String,
+        /// Topic to count.
+        #[arg(long)]
+        topic: String,
+        /// Property for the client, key=value; repeatable.
+        #[arg(long = "client-property", value_parser = parse_pair)]
+        client_properties: Vec<(String, String)>,
+    },
     /// Wait until the endpoint answers a Kafka metadata request.
     Probe {
         /// Kafka bootstrap endpoint, host:port.
@@ -128,6 +140,14 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
         } => {
             warm_broker(&bootstrap, num_records, &client_properties).await?;
             "{}".to_string()
+        }
+        WorkloadCommand::EndOffsets {
+            bootstrap,
+            topic,
+            client_properties,
+        } => {
+            let admin = super::Admin::connect(&bootstrap, &client_properties)?;
+            admin.end_offsets(&topic).await?.to_string()
         }
         WorkloadCommand::Probe {
             bootstrap,

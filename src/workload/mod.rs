@@ -8,6 +8,7 @@ pub mod admin;
 pub mod cli;
 pub mod client;
 pub mod consumer;
+pub mod kafka_tools;
 pub mod probe;
 pub mod producer;
 pub mod properties;
