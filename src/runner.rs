@@ -69,10 +69,12 @@ pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
     // removes).
     phase(&format!("run {run_id}"));
     let engine = Engine::connect(&run_id).await?;
-    phase(&format!("run {run_id}"));
-    let results =
-        engine::interruptible(&engine, run_with(&engine, &run_id, settings, plan)).await?;
-    Ok(RunOutput { run_id, results })
+    let results = engine::interruptible(&engine, run_with(&engine, &run_id, settings, plan)).await;
+    crate::progress::finish();
+    Ok(RunOutput {
+        run_id,
+        results: results?,
+    })
 }
 
 async fn run_with(

@@ -502,6 +502,7 @@ impl<'a> KafkaTools<'a> {
             eprintln!("    kafka-consumer-perf-test: {w}");
         }
         Ok(Measurement {
+            steps_s: Default::default(),
             producer: producer_result(&produced.total, spec.num_records, spec.throughput),
             consumer: consumer_result(&consumed),
             integrity: Integrity {
