@@ -214,6 +214,8 @@ fn read_to_end(
             format!("perf-tests-end-offsets-{}", super::unique_suffix()),
         )
         .set("enable.partition.eof", "true")
+        // The end is reported by an empty fetch; do not let the broker hold it for long.
+        .set("fetch.wait.max.ms", "10")
         .set("enable.auto.commit", "false");
     let reader: BaseConsumer<Quiet> = config
         .create_with_context(Quiet::default())

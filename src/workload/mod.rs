@@ -13,8 +13,8 @@ pub mod probe;
 pub mod producer;
 pub mod properties;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -117,7 +117,8 @@ pub async fn measure_with_progress(
         let t = Instant::now();
         let deleted = admin.delete_topic(&spec.topic).await;
         if let Ok(m) = &mut outcome {
-            m.steps_s.insert("delete_topic".into(), t.elapsed().as_secs_f64());
+            m.steps_s
+                .insert("delete_topic".into(), t.elapsed().as_secs_f64());
         }
         // A failed measurement's error matters more than a failed clean-up.
         if outcome.is_ok() {
