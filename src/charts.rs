@@ -15,8 +15,11 @@ const RIGHT: f64 = 20.0;
 const GROUP_WIDTH: f64 = 140.0;
 const LABEL_SPACE: f64 = 50.0;
 
+/// A metric of a measurement.
+type Metric = fn(&Measurement) -> f64;
+
 /// The latency series: label, colour, metric.
-const LATENCIES: [(&str, &str, fn(&Measurement) -> f64); 4] = [
+const LATENCIES: [(&str, &str, Metric); 4] = [
     ("p50", "#4c78a8", |m| m.producer.p50_ms),
     ("p95", "#f58518", |m| m.producer.p95_ms),
     ("p99", "#e45756", |m| m.producer.p99_ms),
@@ -24,7 +27,7 @@ const LATENCIES: [(&str, &str, fn(&Measurement) -> f64); 4] = [
 ];
 
 /// Median, minimum and maximum of a metric over a scenario's repetitions.
-fn spread(r: &ScenarioResult, f: fn(&Measurement) -> f64) -> (f64, f64, f64) {
+fn spread(r: &ScenarioResult, f: Metric) -> (f64, f64, f64) {
     let v: Vec<f64> = r.all_measurements().into_iter().map(f).collect();
     let (lo, hi) = stats::min_max(&v);
     (stats::median(&v), lo, hi)

@@ -89,7 +89,7 @@ pub struct CompareArgs {
     /// New results, named the same ways as BASE
     pub new: String,
     /// Smallest change in percent that counts as a regression (when also significant)
-    #[arg(long, default_value_t = crate::compare::DEFAULT_THRESHOLD_PCT)]
+    #[arg(long, default_value_t = crate::compare::DEFAULT_THRESHOLD_PCT, allow_negative_numbers = true)]
     pub threshold: f64,
     /// Output format; auto is Markdown when stdout is not a terminal
     #[arg(long, value_enum, default_value_t = crate::compare::Format::Auto)]

@@ -236,3 +236,84 @@ impl ProducerResult {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn producer(rate: f64, target: f64, avg: f64, p50: f64, max: f64) -> ProducerResult {
+        ProducerResult {
+            sent: 1000,
+            failed: 0,
+            rate_rec_s: rate,
+            rate_mib_s: rate / 1024.0,
+            avg_lat_ms: avg,
+            max_lat_ms: max,
+            p50_ms: p50,
+            p95_ms: max,
+            p99_ms: max,
+            p999_ms: max,
+            elapsed_s: 1.0,
+            target_rec_s: target,
+        }
+    }
+
+    #[test]
+    fn a_producer_below_its_target_is_saturated() {
+        let w = producer(900.0, 1000.0, 2.0, 2.0, 5.0).saturation();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("90% of THROUGHPUT=1000"), "{w:?}");
+        assert!(producer(960.0, 1000.0, 2.0, 2.0, 5.0)
+            .saturation()
+            .is_empty());
+    }
+
+    #[test]
+    fn the_reference_run_is_dominated_by_client_side_queueing() {
+        // The reference baseline: 48671 rec/s at 628.71 ms mean, p50 625, max 1354 ms, i.e.
+        // about 30600 records waiting in the producer's buffer.
+        let w = producer(48671.27, -1.0, 628.71, 625.0, 1354.0).saturation();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("about 30600 records"), "{w:?}");
+        // Low latency at the same rate: few records in flight, no warning.
+        assert!(producer(48671.27, -1.0, 3.0, 2.0, 40.0)
+            .saturation()
+            .is_empty());
+        // A few slow outliers (p50 far below max) are not queueing.
+        assert!(producer(48671.27, -1.0, 60.0, 5.0, 2000.0)
+            .saturation()
+            .is_empty());
+        // Throttled runs are judged by the target instead.
+        assert!(producer(1000.0, 1000.0, 1500.0, 1500.0, 2000.0)
+            .saturation()
+            .is_empty());
+    }
+
+    #[test]
+    fn the_summary_is_the_median_and_keeps_the_worst_counters() {
+        let m = |rate: f64, consumed: u64| Measurement {
+            producer: producer(rate, -1.0, 1.0, 1.0, 2.0),
+            consumer: ConsumerResult {
+                consumed_mib: 1.0,
+                consumed_mib_s: rate / 1024.0,
+                consumed_recs: consumed,
+                consumed_rec_s: rate,
+                rebalance_ms: 1.0,
+                fetch_ms: 1.0,
+                fetch_mib_s: 1.0,
+                fetch_rec_s: rate,
+            },
+            integrity: Integrity {
+                requested: 1000,
+                acknowledged: 1000,
+                end_offsets: 1000,
+                consumed,
+            },
+        };
+        let s = Measurement::summary(&[m(10.0, 1000), m(30.0, 999), m(20.0, 1000)]);
+        assert_eq!(s.producer.rate_rec_s, 20.0);
+        assert_eq!(s.consumer.fetch_rec_s, 20.0);
+        assert_eq!(s.integrity.consumed, 999);
+        assert!(!s.integrity.is_ok());
+    }
+}

@@ -439,6 +439,60 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
     }
 
     #[test]
+    fn repeated_runs_add_spread_columns_after_the_reference_ones() {
+        let mut results = sample();
+        assert!(!render_text(&results).contains("Runs"));
+        for r in &mut results {
+            let mut fast = r.measurement.clone();
+            fast.producer.rate_rec_s *= 1.1;
+            let mut slow = r.measurement.clone();
+            slow.producer.rate_rec_s *= 0.9;
+            r.repetitions = vec![slow, r.measurement.clone(), fast];
+        }
+        let table = producer_table(&results);
+        assert_eq!(table.columns[..10], PRODUCER_COLUMNS);
+        assert_eq!(
+            table.columns[10..],
+            ["Runs", "Rate ±CV%", "Avg Lat ±CV%", "P99 ±CV%"]
+        );
+        assert_eq!(table.rows[0][10..], ["3", "±10.0%", "±0.0%", "±0.0%"]);
+        assert_eq!(consumer_table(&results).columns[9], "Runs");
+    }
+
+    #[test]
+    fn resources_and_warnings_are_shown_when_present() {
+        let mut results = sample();
+        assert!(resources_table(&results).is_none());
+        results[0].resources = vec![crate::model::ServiceResources {
+            service: "broker".into(),
+            run_wide: true,
+            samples: 4,
+            cpu_pct_mean: 55.25,
+            cpu_pct_peak: 120.0,
+            mem_mib_mean: 12.5,
+            mem_mib_peak: 14.0,
+            net_rx_mib: 9.77,
+            net_tx_mib: 1.5,
+        }];
+        results[1].warnings = vec!["latency is dominated by client-side queueing".into()];
+        let text = render_text(&results);
+        assert!(
+            text.contains(
+                "Resources\nName                  Service            CPU % mean  CPU % peak  Mem MiB mean  Mem MiB peak  Net rx MiB  Net tx MiB\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains(
+            "01-no-proxy-baseline  broker (run-wide)  55.2        120.0       12.5          14.0          9.77        1.50\n"
+        ), "{text}");
+        assert!(text
+            .ends_with("Warnings\n02-no-filters: latency is dominated by client-side queueing\n"));
+        let md = render_markdown(&results);
+        assert!(md.contains("**Resources**"));
+        assert!(md.contains("- 02-no-filters: latency is dominated"));
+    }
+
+    #[test]
     fn empty_results_still_show_headers() {
         let text = render_text(&[]);
         assert!(text.starts_with("Producer Results\nName  Sent"), "{text}");
