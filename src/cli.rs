@@ -49,6 +49,9 @@ pub enum Command {
     /// Realise Compose files through the Docker Engine API (config, up, down)
     #[command(subcommand)]
     Compose(crate::compose::cli::ComposeCommand),
+    /// Compare two runs: medians, change and significance per scenario and metric; exit 1 on a
+    /// significant regression beyond the threshold
+    Compare(CompareArgs),
     /// Run one workload step against a Kafka endpoint (the runner runs this in a container)
     #[command(subcommand)]
     Workload(crate::workload::cli::WorkloadCommand),
@@ -75,6 +78,22 @@ pub struct RunArgs {
     /// Print the plan (scenarios, settings, compose files, endpoints, steps) and start nothing
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Options of `compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Base results: a run directory, a directory of run directories (pooled), `latest` or
+    /// `previous` (by name within RESULTS_DIR)
+    pub base: String,
+    /// New results, named the same ways as BASE
+    pub new: String,
+    /// Smallest change in percent that counts as a regression (when also significant)
+    #[arg(long, default_value_t = crate::compare::DEFAULT_THRESHOLD_PCT, allow_negative_numbers = true)]
+    pub threshold: f64,
+    /// Output format; auto is Markdown when stdout is not a terminal
+    #[arg(long, value_enum, default_value_t = crate::compare::Format::Auto)]
+    pub format: crate::compare::Format,
 }
 
 /// Producer properties as one `PRODUCER_PROPERTIES` value.
@@ -140,6 +159,11 @@ pub struct SettingsArgs {
           value_parser = settings::parse_throughput, allow_hyphen_values = true, global = true)]
     pub throughput: i64,
 
+    /// Times each scenario is measured; rounds interleave the scenarios, tables show medians
+    #[arg(long, env = "REPEAT", default_value_t = settings::DEFAULT_REPEAT,
+          value_parser = settings::parse_repeat, global = true)]
+    pub repeat: u32,
+
     /// Commit id recorded with the results and naming their directory
     /// [default: `git rev-parse --short HEAD` in SCENARIOS, else unknown]
     #[arg(long, env = "COMMIT_ID", global = true)]
@@ -193,6 +217,7 @@ impl SettingsArgs {
             warm_up_pre_test: self.warm_up_num_records_pre_test,
             producer_properties: self.producer_properties.0,
             throughput: self.throughput,
+            repeat: self.repeat,
             commit_id,
             kafka_image: self.kafka_image,
             kroxylicious_image: self.kroxylicious_image,
@@ -232,7 +257,30 @@ pub fn main() -> i32 {
         Command::Images(cmd) => block_on(crate::images::cli::execute(cmd, &settings)),
         Command::Clean => block_on(crate::compose::cli::clean()),
         Command::Compose(cmd) => block_on(crate::compose::cli::execute(cmd)),
+        Command::Compare(args) => compare(&settings, &args),
         Command::Workload(cmd) => block_on(crate::workload::cli::execute(cmd)),
+    }
+}
+
+/// `compare`: 0 no regression, 1 a significant regression beyond the threshold, 2 an error.
+fn compare(settings: &Settings, args: &CompareArgs) -> i32 {
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    let terminal = stdout.is_terminal();
+    match crate::compare::run(
+        &args.base,
+        &args.new,
+        &settings.results_dir,
+        args.threshold,
+        args.format,
+        &mut stdout.lock(),
+        terminal,
+    ) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            EXIT_USAGE
+        }
     }
 }
 

@@ -4,7 +4,9 @@
 //! `runner` realises each planned scenario through `compose` + `engine`, drives
 //! the `workload`, and hands plain `model` records to `report` and `results`.
 
+pub mod charts;
 pub mod cli;
+pub mod compare;
 pub mod compose;
 pub mod engine;
 pub mod images;
@@ -12,9 +14,11 @@ pub mod model;
 pub mod plan;
 pub mod progress;
 pub mod report;
+pub mod resources;
 pub mod results;
 pub mod runner;
 pub mod scenario;
 pub mod settings;
+pub mod stats;
 pub mod tls;
 pub mod workload;

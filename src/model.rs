@@ -88,6 +88,49 @@ pub struct Measurement {
     pub steps_s: std::collections::BTreeMap<String, f64>,
 }
 
+impl Measurement {
+    /// The median summary of repetitions: every rate, latency and time is the median over the
+    /// repetitions; the counters come from the worst repetition (one whose counters disagree or
+    /// whose sends failed, else the first), so a problem in any repetition stays visible.
+    pub fn summary(reps: &[Measurement]) -> Measurement {
+        assert!(!reps.is_empty(), "a summary needs at least one measurement");
+        let med = |f: fn(&Measurement) -> f64| {
+            crate::stats::median(&reps.iter().map(f).collect::<Vec<_>>())
+        };
+        let worst = reps
+            .iter()
+            .find(|m| !m.integrity.is_ok() || m.producer.failed > 0)
+            .unwrap_or(&reps[0]);
+        Measurement {
+            producer: ProducerResult {
+                sent: worst.producer.sent,
+                failed: worst.producer.failed,
+                rate_rec_s: med(|m| m.producer.rate_rec_s),
+                rate_mib_s: med(|m| m.producer.rate_mib_s),
+                avg_lat_ms: med(|m| m.producer.avg_lat_ms),
+                max_lat_ms: med(|m| m.producer.max_lat_ms),
+                p50_ms: med(|m| m.producer.p50_ms),
+                p95_ms: med(|m| m.producer.p95_ms),
+                p99_ms: med(|m| m.producer.p99_ms),
+                p999_ms: med(|m| m.producer.p999_ms),
+                elapsed_s: med(|m| m.producer.elapsed_s),
+                target_rec_s: worst.producer.target_rec_s,
+            },
+            consumer: ConsumerResult {
+                consumed_mib: med(|m| m.consumer.consumed_mib),
+                consumed_mib_s: med(|m| m.consumer.consumed_mib_s),
+                consumed_recs: worst.consumer.consumed_recs,
+                consumed_rec_s: med(|m| m.consumer.consumed_rec_s),
+                rebalance_ms: med(|m| m.consumer.rebalance_ms),
+                fetch_ms: med(|m| m.consumer.fetch_ms),
+                fetch_mib_s: med(|m| m.consumer.fetch_mib_s),
+                fetch_rec_s: med(|m| m.consumer.fetch_rec_s),
+            },
+            integrity: worst.integrity.clone(),
+        }
+    }
+}
+
 /// Wall-clock seconds spent in each phase of a scenario, to account for harness overhead.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseTimes {
@@ -109,4 +152,172 @@ pub struct ScenarioResult {
     pub phases: PhaseTimes,
     /// Image reference -> image id, for every service this scenario ran.
     pub images: std::collections::BTreeMap<String, String>,
+    /// Every repetition in the order run; `measurement` is their median summary. Empty in
+    /// results written before repetitions existed (then `measurement` is the only one).
+    #[serde(default)]
+    pub repetitions: Vec<Measurement>,
+    /// Resource use of every container sampled while the workload ran, one entry per service.
+    #[serde(default)]
+    pub resources: Vec<ServiceResources>,
+    /// Reasons the numbers may not measure the path (saturation), empty when none.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+impl ScenarioResult {
+    /// The measurements of every repetition: `repetitions`, or `measurement` when that is empty.
+    pub fn all_measurements(&self) -> Vec<&Measurement> {
+        if self.repetitions.is_empty() {
+            vec![&self.measurement]
+        } else {
+            self.repetitions.iter().collect()
+        }
+    }
+}
+
+/// Resource use of one service's container while the workload ran, from the engine's stats.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServiceResources {
+    /// Compose service name.
+    pub service: String,
+    /// Whether the service is run-wide (shared by scenarios) rather than the scenario's own.
+    #[serde(default)]
+    pub run_wide: bool,
+    /// Stats samples the figures are computed from (about one per second per repetition).
+    pub samples: u64,
+    /// Mean CPU use in percent of one core (200 = two cores busy), as `docker stats` computes it.
+    pub cpu_pct_mean: f64,
+    /// Highest CPU use in percent of one core between two samples.
+    pub cpu_pct_peak: f64,
+    /// Mean memory use in MiB (usage minus page cache).
+    pub mem_mib_mean: f64,
+    /// Highest memory use in MiB (usage minus page cache).
+    pub mem_mib_peak: f64,
+    /// MiB received over the network during the workload.
+    pub net_rx_mib: f64,
+    /// MiB sent over the network during the workload.
+    pub net_tx_mib: f64,
+}
+
+/// A producer that did not reach at least this share of its THROUGHPUT target is saturated.
+pub const TARGET_SHARE: f64 = 0.95;
+/// Records in flight (rate x mean latency, Little's law) from which latency counts as queueing.
+pub const QUEUED_RECORDS: f64 = 1000.0;
+/// p50 / max latency from which latency is uniformly high rather than a few slow outliers.
+pub const UNIFORM_LATENCY: f64 = 0.25;
+
+impl ProducerResult {
+    /// Warnings when the numbers measure a saturated producer rather than the path:
+    /// - THROUGHPUT was set and the achieved rate is below 95% of it;
+    /// - unthrottled, and latency is client-side queueing: by Little's law the producer held
+    ///   `rate x mean latency` >= 1000 records in flight on average, and the median latency is at
+    ///   least a quarter of the maximum (every record waited, not a few outliers). Such latency
+    ///   is the producer's buffer divided by the rate the path sustains, not the path's delay.
+    pub fn saturation(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.target_rec_s > 0.0 && self.rate_rec_s < TARGET_SHARE * self.target_rec_s {
+            out.push(format!(
+                "producer reached {:.0} rec/s, {:.0}% of THROUGHPUT={:.0}: the path is saturated \
+                 below the requested rate",
+                self.rate_rec_s,
+                self.rate_rec_s / self.target_rec_s * 100.0,
+                self.target_rec_s
+            ));
+        }
+        let in_flight = self.rate_rec_s * self.avg_lat_ms / 1000.0;
+        if self.target_rec_s <= 0.0
+            && in_flight >= QUEUED_RECORDS
+            && self.max_lat_ms > 0.0
+            && self.p50_ms >= UNIFORM_LATENCY * self.max_lat_ms
+        {
+            out.push(format!(
+                "latency is dominated by client-side queueing: about {in_flight:.0} records were \
+                 waiting in the producer on average (rate x mean latency); set THROUGHPUT below \
+                 {:.0} rec/s to measure the path's latency",
+                self.rate_rec_s
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn producer(rate: f64, target: f64, avg: f64, p50: f64, max: f64) -> ProducerResult {
+        ProducerResult {
+            sent: 1000,
+            failed: 0,
+            rate_rec_s: rate,
+            rate_mib_s: rate / 1024.0,
+            avg_lat_ms: avg,
+            max_lat_ms: max,
+            p50_ms: p50,
+            p95_ms: max,
+            p99_ms: max,
+            p999_ms: max,
+            elapsed_s: 1.0,
+            target_rec_s: target,
+        }
+    }
+
+    #[test]
+    fn a_producer_below_its_target_is_saturated() {
+        let w = producer(900.0, 1000.0, 2.0, 2.0, 5.0).saturation();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("90% of THROUGHPUT=1000"), "{w:?}");
+        assert!(producer(960.0, 1000.0, 2.0, 2.0, 5.0)
+            .saturation()
+            .is_empty());
+    }
+
+    #[test]
+    fn the_reference_run_is_dominated_by_client_side_queueing() {
+        // The reference baseline: 48671 rec/s at 628.71 ms mean, p50 625, max 1354 ms, i.e.
+        // about 30600 records waiting in the producer's buffer.
+        let w = producer(48671.27, -1.0, 628.71, 625.0, 1354.0).saturation();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("about 30600 records"), "{w:?}");
+        // Low latency at the same rate: few records in flight, no warning.
+        assert!(producer(48671.27, -1.0, 3.0, 2.0, 40.0)
+            .saturation()
+            .is_empty());
+        // A few slow outliers (p50 far below max) are not queueing.
+        assert!(producer(48671.27, -1.0, 60.0, 5.0, 2000.0)
+            .saturation()
+            .is_empty());
+        // Throttled runs are judged by the target instead.
+        assert!(producer(1000.0, 1000.0, 1500.0, 1500.0, 2000.0)
+            .saturation()
+            .is_empty());
+    }
+
+    #[test]
+    fn the_summary_is_the_median_and_keeps_the_worst_counters() {
+        let m = |rate: f64, consumed: u64| Measurement {
+            producer: producer(rate, -1.0, 1.0, 1.0, 2.0),
+            consumer: ConsumerResult {
+                consumed_mib: 1.0,
+                consumed_mib_s: rate / 1024.0,
+                consumed_recs: consumed,
+                consumed_rec_s: rate,
+                rebalance_ms: 1.0,
+                fetch_ms: 1.0,
+                fetch_mib_s: 1.0,
+                fetch_rec_s: rate,
+            },
+            integrity: Integrity {
+                requested: 1000,
+                acknowledged: 1000,
+                end_offsets: 1000,
+                consumed,
+            },
+        };
+        let s = Measurement::summary(&[m(10.0, 1000), m(30.0, 999), m(20.0, 1000)]);
+        assert_eq!(s.producer.rate_rec_s, 20.0);
+        assert_eq!(s.consumer.fetch_rec_s, 20.0);
+        assert_eq!(s.integrity.consumed, 999);
+        assert!(!s.integrity.is_ok());
+    }
 }

@@ -4,7 +4,8 @@
 use tabled::builder::Builder;
 use tabled::settings::{Padding, Style};
 
-use crate::model::ScenarioResult;
+use crate::model::{Measurement, ScenarioResult};
+use crate::stats;
 
 /// Columns of the producer table, as the reference prints them.
 pub const PRODUCER_COLUMNS: [&str; 10] = [
@@ -43,6 +44,18 @@ pub const INTEGRITY_COLUMNS: [&str; 6] = [
     "Failed sends",
 ];
 
+/// Columns of the resources table.
+pub const RESOURCE_COLUMNS: [&str; 8] = [
+    "Name",
+    "Service",
+    "CPU % mean",
+    "CPU % peak",
+    "Mem MiB mean",
+    "Mem MiB peak",
+    "Net rx MiB",
+    "Net tx MiB",
+];
+
 /// A titled table as plain strings, independent of rendering.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableData {
@@ -74,10 +87,45 @@ pub fn producer_table(results: &[ScenarioResult]) -> TableData {
             ]
         })
         .collect();
-    TableData {
+    let mut table = TableData {
         title: "Producer Results",
         columns: PRODUCER_COLUMNS.to_vec(),
         rows,
+    };
+    add_spread(
+        &mut table,
+        results,
+        &[
+            ("Rate ±CV%", |m| m.producer.rate_rec_s),
+            ("Avg Lat ±CV%", |m| m.producer.avg_lat_ms),
+            ("P99 ±CV%", |m| m.producer.p99_ms),
+        ],
+    );
+    table
+}
+
+/// A metric of a measurement, for spread columns.
+type Metric = fn(&Measurement) -> f64;
+
+/// After the reference's columns, when any scenario was repeated: the number of runs and the
+/// coefficient of variation of the chosen metrics, so the medians can be judged.
+fn add_spread(
+    table: &mut TableData,
+    results: &[ScenarioResult],
+    metrics: &[(&'static str, Metric)],
+) {
+    if !results.iter().any(|r| r.repetitions.len() > 1) {
+        return;
+    }
+    table.columns.push("Runs");
+    table.columns.extend(metrics.iter().map(|(c, _)| *c));
+    for (row, r) in table.rows.iter_mut().zip(results) {
+        let reps = r.all_measurements();
+        row.push(reps.len().to_string());
+        for (_, f) in metrics {
+            let v: Vec<f64> = reps.iter().map(|m| f(m)).collect();
+            row.push(format!("±{:.1}%", stats::cv_percent(&v)));
+        }
     }
 }
 
@@ -100,11 +148,59 @@ pub fn consumer_table(results: &[ScenarioResult]) -> TableData {
             ]
         })
         .collect();
-    TableData {
+    let mut table = TableData {
         title: "Consumer Results",
         columns: CONSUMER_COLUMNS.to_vec(),
         rows,
-    }
+    };
+    add_spread(
+        &mut table,
+        results,
+        &[
+            ("Consumed rec/s ±CV%", |m| m.consumer.consumed_rec_s),
+            ("Fetch rec/s ±CV%", |m| m.consumer.fetch_rec_s),
+        ],
+    );
+    table
+}
+
+/// Resource use per scenario and service while the workload ran; `None` when nothing was sampled.
+pub fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .flat_map(|r| {
+            r.resources.iter().map(move |s| {
+                let service = if s.run_wide {
+                    format!("{} (run-wide)", s.service)
+                } else {
+                    s.service.clone()
+                };
+                vec![
+                    r.name.clone(),
+                    service,
+                    format!("{:.1}", s.cpu_pct_mean),
+                    format!("{:.1}", s.cpu_pct_peak),
+                    format!("{:.1}", s.mem_mib_mean),
+                    format!("{:.1}", s.mem_mib_peak),
+                    format!("{:.2}", s.net_rx_mib),
+                    format!("{:.2}", s.net_tx_mib),
+                ]
+            })
+        })
+        .collect();
+    (!rows.is_empty()).then(|| TableData {
+        title: "Resources",
+        columns: RESOURCE_COLUMNS.to_vec(),
+        rows,
+    })
+}
+
+/// Saturation warnings of every scenario, one `name: warning` line each.
+pub fn warnings(results: &[ScenarioResult]) -> Vec<String> {
+    results
+        .iter()
+        .flat_map(|r| r.warnings.iter().map(move |w| format!("{}: {w}", r.name)))
+        .collect()
 }
 
 /// Scenarios whose record counters disagree or whose sends failed; `None` when all agree.
@@ -133,6 +229,7 @@ pub fn integrity_table(results: &[ScenarioResult]) -> Option<TableData> {
 
 fn tables(results: &[ScenarioResult]) -> Vec<TableData> {
     let mut all = vec![producer_table(results), consumer_table(results)];
+    all.extend(resources_table(results));
     all.extend(integrity_table(results));
     all
 }
@@ -168,18 +265,34 @@ pub fn markdown(table: &TableData) -> String {
     format!("**{}**\n\n{}\n", table.title, t)
 }
 
-/// All tables as plain text (what the run prints and `tables.txt` holds).
+/// All tables as plain text (what the run prints and `tables.txt` holds), then any warnings.
 pub fn render_text(results: &[ScenarioResult]) -> String {
-    tables(results).iter().map(plain).collect()
+    let mut out: String = tables(results).iter().map(plain).collect();
+    let warnings = warnings(results);
+    if !warnings.is_empty() {
+        out.push_str("Warnings\n");
+        for w in warnings {
+            out.push_str(&format!("{w}\n"));
+        }
+    }
+    out
 }
 
-/// All tables as Markdown (`tables.md`).
+/// All tables as Markdown (`tables.md`), then any warnings as a list.
 pub fn render_markdown(results: &[ScenarioResult]) -> String {
-    tables(results)
+    let mut out = tables(results)
         .iter()
         .map(markdown)
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    let warnings = warnings(results);
+    if !warnings.is_empty() {
+        out.push_str("\n**Warnings**\n\n");
+        for w in warnings {
+            out.push_str(&format!("- {w}\n"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -224,6 +337,9 @@ pub(crate) mod tests {
             },
             phases: PhaseTimes::default(),
             images: Default::default(),
+            repetitions: Vec::new(),
+            resources: Vec::new(),
+            warnings: Vec::new(),
         };
         let ok = Integrity {
             requested: 10_000_000,
@@ -321,6 +437,60 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
 ";
         assert!(text.ends_with(expected), "{text}");
         assert!(render_markdown(&results).contains("| 02-no-filters | 10000000  |"));
+    }
+
+    #[test]
+    fn repeated_runs_add_spread_columns_after_the_reference_ones() {
+        let mut results = sample();
+        assert!(!render_text(&results).contains("Runs"));
+        for r in &mut results {
+            let mut fast = r.measurement.clone();
+            fast.producer.rate_rec_s *= 1.1;
+            let mut slow = r.measurement.clone();
+            slow.producer.rate_rec_s *= 0.9;
+            r.repetitions = vec![slow, r.measurement.clone(), fast];
+        }
+        let table = producer_table(&results);
+        assert_eq!(table.columns[..10], PRODUCER_COLUMNS);
+        assert_eq!(
+            table.columns[10..],
+            ["Runs", "Rate ±CV%", "Avg Lat ±CV%", "P99 ±CV%"]
+        );
+        assert_eq!(table.rows[0][10..], ["3", "±10.0%", "±0.0%", "±0.0%"]);
+        assert_eq!(consumer_table(&results).columns[9], "Runs");
+    }
+
+    #[test]
+    fn resources_and_warnings_are_shown_when_present() {
+        let mut results = sample();
+        assert!(resources_table(&results).is_none());
+        results[0].resources = vec![crate::model::ServiceResources {
+            service: "broker".into(),
+            run_wide: true,
+            samples: 4,
+            cpu_pct_mean: 55.25,
+            cpu_pct_peak: 120.0,
+            mem_mib_mean: 12.5,
+            mem_mib_peak: 14.0,
+            net_rx_mib: 9.77,
+            net_tx_mib: 1.5,
+        }];
+        results[1].warnings = vec!["latency is dominated by client-side queueing".into()];
+        let text = render_text(&results);
+        assert!(
+            text.contains(
+                "Resources\nName                  Service            CPU % mean  CPU % peak  Mem MiB mean  Mem MiB peak  Net rx MiB  Net tx MiB\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains(
+            "01-no-proxy-baseline  broker (run-wide)  55.2        120.0       12.5          14.0          9.77        1.50\n"
+        ), "{text}");
+        assert!(text
+            .ends_with("Warnings\n02-no-filters: latency is dominated by client-side queueing\n"));
+        let md = render_markdown(&results);
+        assert!(md.contains("**Resources**"));
+        assert!(md.contains("- 02-no-filters: latency is dominated"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The results directory of a run: `results/<UTC timestamp>-<commit>/` holding `run.json`, one
-//! `<scenario>.json` per scenario, `tables.txt` and `tables.md`.
+//! `<scenario>.json` per scenario, `tables.txt`, `tables.md` and `charts.svg` (linked from
+//! `tables.md`).
 //!
 //! Everything is written into a hidden temporary directory inside the results directory and then
 //! renamed into place, so a results directory is either complete or absent. A run never replaces
@@ -13,8 +14,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
 use crate::model::ScenarioResult;
-use crate::report;
 use crate::settings::Settings;
+use crate::{charts, report};
 
 /// Facts about the machine a run was measured on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -190,8 +191,13 @@ pub fn write_run(
     }
     let text = report::render_text(results);
     std::fs::write(tmp.join("tables.txt"), text).context("cannot write tables.txt")?;
-    let md = report::render_markdown(results);
+    let md = format!(
+        "{}\n[![Throughput and latency per scenario](charts.svg)](charts.svg)\n",
+        report::render_markdown(results)
+    );
     std::fs::write(tmp.join("tables.md"), md).context("cannot write tables.md")?;
+    std::fs::write(tmp.join("charts.svg"), charts::render(results))
+        .context("cannot write charts.svg")?;
 
     for n in 1.. {
         let candidate = if n == 1 {
@@ -262,6 +268,7 @@ mod tests {
             [
                 "01-no-proxy-baseline.json",
                 "02-no-filters.json",
+                "charts.svg",
                 "run.json",
                 "tables.md",
                 "tables.txt"
@@ -283,6 +290,10 @@ mod tests {
             std::fs::read_to_string(dir.join("tables.txt")).unwrap(),
             report::render_text(&results)
         );
+        let md = std::fs::read_to_string(dir.join("tables.md")).unwrap();
+        assert!(md.contains("](charts.svg)"), "{md}");
+        let svg = std::fs::read_to_string(dir.join("charts.svg")).unwrap();
+        crate::charts::check_well_formed(&svg).unwrap();
     }
 
     #[test]
@@ -294,8 +305,8 @@ mod tests {
         std::fs::create_dir(root.path().join("20250102T030405Z-abc-2")).unwrap();
         let second = write_run(root.path(), &info("abc"), &results[..1]).unwrap();
         assert_eq!(second, root.path().join("20250102T030405Z-abc-3"));
-        assert_eq!(entries(&first).len(), 5);
-        assert_eq!(entries(&second).len(), 4);
+        assert_eq!(entries(&first).len(), 6);
+        assert_eq!(entries(&second).len(), 5);
         assert!(entries(&root.path().join("20250102T030405Z-abc-2")).is_empty());
         assert_eq!(
             entries(root.path()),

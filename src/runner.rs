@@ -11,8 +11,9 @@ use anyhow::{bail, Context, Result};
 use crate::compose::{self, Project};
 use crate::engine::{self, Deployment, Engine, OneOff};
 use crate::images::{self, recipe};
-use crate::model::{PhaseTimes, ScenarioResult};
+use crate::model::{Measurement, PhaseTimes, ScenarioResult, ServiceResources};
 use crate::plan::{Plan, PlannedScenario};
+use crate::resources;
 use crate::scenario::Step;
 use crate::settings::{Driver, Settings};
 use crate::workload::kafka_tools::{self, KafkaTools, ToolsSpec};
@@ -323,11 +324,93 @@ async fn run_scenarios(
                 .await?;
         }
     }
-    let mut results = Vec::new();
-    for planned in &plan.scenarios {
-        results.push(run_scenario(engine, deployment, prepared, settings, planned).await?);
+    let repeat = settings.repeat.max(1) as usize;
+    let n = plan.scenarios.len();
+    let mut reps: Vec<Vec<Repetition>> = vec![Vec::new(); n];
+    for round in 0..repeat {
+        if repeat > 1 {
+            phase(&format!("round {} of {repeat}", round + 1));
+        }
+        // Each round starts one scenario later, so slow drift of a shared machine (thermal,
+        // neighbours, a growing broker) spreads over every scenario instead of the last ones.
+        for i in round_order(n, round) {
+            let rep =
+                run_scenario(engine, deployment, prepared, settings, &plan.scenarios[i]).await?;
+            reps[i].push(rep);
+        }
     }
-    Ok(results)
+    Ok(plan
+        .scenarios
+        .iter()
+        .zip(reps)
+        .map(|(planned, reps)| combine(planned, reps))
+        .collect())
+}
+
+/// The scenario indices of round `round` (0-based): `0..n` rotated left by `round`.
+pub fn round_order(n: usize, round: usize) -> Vec<usize> {
+    (0..n).map(|i| (i + round) % n.max(1)).collect()
+}
+
+/// What one repetition of one scenario produced.
+#[derive(Debug, Clone)]
+struct Repetition {
+    measurement: Measurement,
+    phases: PhaseTimes,
+    resources: Vec<ServiceResources>,
+    images: BTreeMap<String, String>,
+}
+
+/// One result from every repetition of a scenario: medians, every repetition, summed phase
+/// times, combined resource figures and saturation warnings.
+fn combine(planned: &PlannedScenario, reps: Vec<Repetition>) -> ScenarioResult {
+    let sc = &planned.scenario;
+    let measurements: Vec<Measurement> = reps.iter().map(|r| r.measurement.clone()).collect();
+    let measurement = Measurement::summary(&measurements);
+    let mut phases = PhaseTimes::default();
+    for r in &reps {
+        phases.up_s += r.phases.up_s;
+        phases.setup_s += r.phases.setup_s;
+        phases.workload_s += r.phases.workload_s;
+        phases.down_s += r.phases.down_s;
+        phases.total_s += r.phases.total_s;
+    }
+    let resources =
+        crate::resources::combine(&reps.iter().map(|r| r.resources.clone()).collect::<Vec<_>>());
+    let warnings = measurement.producer.saturation();
+    for w in &warnings {
+        eprintln!("warning: {}: {w}", sc.name);
+    }
+    ScenarioResult {
+        name: sc.name.clone(),
+        description: sc.description.clone(),
+        bootstrap: sc.bootstrap.clone(),
+        topic: planned.topic.clone(),
+        measurement,
+        phases,
+        images: reps.last().map(|r| r.images.clone()).unwrap_or_default(),
+        repetitions: measurements,
+        resources,
+        warnings,
+    }
+}
+
+/// Every container of the deployment that is up now: the run-wide services and the scenario's.
+fn sampling_targets(deployment: &Deployment, run_wide: &[String]) -> Vec<resources::Target> {
+    deployment
+        .project()
+        .services
+        .keys()
+        .filter_map(|service| {
+            deployment
+                .container_id(service)
+                .map(|id| resources::Target {
+                    service: service.clone(),
+                    container: id.to_string(),
+                    run_wide: run_wide.contains(service),
+                })
+        })
+        .collect()
 }
 
 async fn run_scenario(
@@ -336,7 +419,7 @@ async fn run_scenario(
     prepared: &Prepared,
     settings: &Settings,
     planned: &PlannedScenario,
-) -> Result<ScenarioResult> {
+) -> Result<Repetition> {
     let sc = &planned.scenario;
     let started = Instant::now();
     let mut phases = PhaseTimes::default();
@@ -368,7 +451,12 @@ async fn run_scenario(
     phases.setup_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
+    let sampler = resources::Sampler::start(
+        engine.docker(),
+        sampling_targets(deployment, &prepared.run_wide),
+    );
     let measured = wl.measure(settings, &sc.bootstrap, &planned.topic).await;
+    let used = sampler.finish().await;
     phases.workload_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
@@ -390,13 +478,10 @@ async fn run_scenario(
             sc.name
         ));
     }
-    Ok(ScenarioResult {
-        name: sc.name.clone(),
-        description: sc.description.clone(),
-        bootstrap: sc.bootstrap.clone(),
-        topic: planned.topic.clone(),
+    Ok(Repetition {
         measurement,
         phases,
+        resources: used,
         images: deployment.image_ids(),
     })
 }
@@ -577,5 +662,20 @@ impl<'a> Workload<'a> {
         }
         let stdout = self.call("measure", args).await?;
         crate::workload::cli::parse_result_line(&stdout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_order;
+
+    #[test]
+    fn rounds_rotate_the_scenario_order() {
+        assert_eq!(round_order(3, 0), [0, 1, 2]);
+        assert_eq!(round_order(3, 1), [1, 2, 0]);
+        assert_eq!(round_order(3, 2), [2, 0, 1]);
+        assert_eq!(round_order(3, 3), [0, 1, 2]);
+        assert_eq!(round_order(1, 5), [0]);
+        assert!(round_order(0, 2).is_empty());
     }
 }

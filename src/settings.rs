@@ -24,6 +24,10 @@ pub const DEFAULT_WARM_UP_PRE_TEST: u64 = 1000;
 pub const DEFAULT_PRODUCER_PROPERTIES: &str = "acks=all";
 /// Default `THROUGHPUT` (records/s; -1 is unlimited).
 pub const DEFAULT_THROUGHPUT: i64 = -1;
+/// Default `REPEAT`: each scenario is measured once.
+pub const DEFAULT_REPEAT: u32 = 1;
+/// Largest `REPEAT` accepted.
+pub const MAX_REPEAT: u32 = 1000;
 /// Default `KAFKA_IMAGE`.
 pub const DEFAULT_KAFKA_IMAGE: &str = "apache/kafka-native:3.9.0";
 /// Default `KROXYLICIOUS_IMAGE`.
@@ -98,6 +102,8 @@ pub struct Settings {
     pub producer_properties: Vec<(String, String)>,
     /// Producer throughput limit in records/s; -1 is unlimited.
     pub throughput: i64,
+    /// Times each scenario is measured, in interleaved rounds.
+    pub repeat: u32,
     /// Commit the measured code is at; names the results directory.
     pub commit_id: String,
     /// Apache Kafka (native) broker image.
@@ -129,6 +135,7 @@ impl Default for Settings {
             producer_properties: parse_properties(DEFAULT_PRODUCER_PROPERTIES)
                 .expect("default producer properties parse"),
             throughput: DEFAULT_THROUGHPUT,
+            repeat: DEFAULT_REPEAT,
             commit_id: detect_commit_id(&scenarios),
             kafka_image: DEFAULT_KAFKA_IMAGE.to_string(),
             kroxylicious_image: DEFAULT_KROXYLICIOUS_IMAGE.to_string(),
@@ -161,6 +168,7 @@ impl Settings {
                 format_properties(&self.producer_properties),
             ),
             ("THROUGHPUT", self.throughput.to_string()),
+            ("REPEAT", self.repeat.to_string()),
             ("COMMIT_ID", self.commit_id.clone()),
             ("KAFKA_IMAGE", self.kafka_image.clone()),
             ("KROXYLICIOUS_IMAGE", self.kroxylicious_image.clone()),
@@ -257,6 +265,15 @@ fn digits(s: &str) -> Option<String> {
         return None;
     }
     Some(s.replace('_', ""))
+}
+
+/// Parses `REPEAT`: a count from 1 to [`MAX_REPEAT`].
+pub fn parse_repeat(s: &str) -> Result<u32> {
+    let n = parse_count("REPEAT", s, false)?;
+    if n > MAX_REPEAT as u64 {
+        bail!("REPEAT={s:?}: too large (the limit is {MAX_REPEAT})");
+    }
+    Ok(n as u32)
 }
 
 /// Parses `THROUGHPUT`: `-1` (unlimited) or a positive count in any form [`parse_count`] accepts.
@@ -382,6 +399,16 @@ mod tests {
     }
 
     #[test]
+    fn repeat_is_a_bounded_positive_count() {
+        assert_eq!(parse_repeat("5").unwrap(), 5);
+        assert_eq!(parse_repeat("1e2").unwrap(), 100);
+        for bad in ["0", "-1", "1e4", "x"] {
+            let err = parse_repeat(bad).unwrap_err().to_string();
+            assert!(err.contains("REPEAT"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn producer_properties_parse_and_reject_malformed_entries() {
         assert_eq!(
             parse_properties("acks=all  linger.ms=5 empty=").unwrap(),
@@ -420,6 +447,7 @@ mod tests {
                 "NUM_RECORDS",
                 "PRODUCER_PROPERTIES",
                 "RECORD_SIZE",
+                "REPEAT",
                 "RESULTS_DIR",
                 "SCENARIOS",
                 "TEST",

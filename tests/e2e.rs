@@ -73,7 +73,9 @@ async fn default_suite_runs_end_to_end_and_leaves_nothing() {
     let producer = stdout.find("Producer Results").expect("producer table");
     let consumer = stdout.find("Consumer Results").expect("consumer table");
     assert!(producer < consumer);
-    for table in [&stdout[producer..consumer], &stdout[consumer..]] {
+    let resources = stdout.find("Resources").expect("resources table");
+    assert!(consumer < resources);
+    for table in [&stdout[producer..consumer], &stdout[consumer..resources]] {
         let rows: Vec<&str> = table
             .lines()
             .filter(|l| l.starts_with("0"))
@@ -118,7 +120,25 @@ async fn default_suite_runs_end_to_end_and_leaves_nothing() {
         assert!(p["p50_ms"].as_f64() <= p["p99_ms"].as_f64());
         assert!(p["p99_ms"].as_f64() <= p["max_lat_ms"].as_f64().map(|m| m + 1.0));
     }
-    for f in ["tables.txt", "tables.md"] {
+    // The resources table names the services each scenario ran, with their figures.
+    let resources_end = stdout.find("Warnings").unwrap_or(stdout.len());
+    let services: Vec<(&str, &str)> = stdout[resources..resources_end]
+        .lines()
+        .filter(|l| l.starts_with("0"))
+        .map(|l| {
+            let mut cells = l.split("  ").map(str::trim).filter(|c| !c.is_empty());
+            (cells.next().unwrap(), cells.next().unwrap())
+        })
+        .collect();
+    for needed in [
+        ("01-no-proxy-baseline", "broker (run-wide)"),
+        ("02-kafka-proxy", "proxy"),
+        ("03-tls", "terminator"),
+        ("03-tls", "tls-broker"),
+    ] {
+        assert!(services.contains(&needed), "{needed:?} in {services:?}");
+    }
+    for f in ["tables.txt", "tables.md", "charts.svg"] {
         assert!(run.join(f).is_file(), "{f}");
     }
 

@@ -1,0 +1,356 @@
+//! Resource use of containers while a workload runs, from the Docker Engine stats API.
+//!
+//! One task per container follows the engine's stats stream (about one sample a second, each
+//! carrying the previous CPU counters), so the runner itself only parses a small JSON document
+//! per container per second. CPU % is computed as `docker stats` does: the container's CPU time
+//! delta over the host's CPU time delta, times the number of online CPUs. Memory is usage minus
+//! page cache (cgroup v1 `cache`, cgroup v2 `inactive_file`). Network figures are the bytes
+//! received and sent between the first and the last sample.
+
+use std::collections::BTreeMap;
+
+use bollard::models::ContainerStatsResponse;
+use bollard::query_parameters::StatsOptionsBuilder;
+use bollard::Docker;
+use futures_util::StreamExt;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::model::ServiceResources;
+use crate::stats;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A container to sample: its Compose service and engine id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Compose service name.
+    pub service: String,
+    /// Container id or name on the engine.
+    pub container: String,
+    /// Whether the service is shared by every scenario of the run.
+    pub run_wide: bool,
+}
+
+/// One point read from a stats sample.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Point {
+    /// CPU % since the previous sample; `None` for the first sample (no previous counters).
+    pub cpu_pct: Option<f64>,
+    /// Memory in bytes, usage minus page cache.
+    pub mem_bytes: Option<u64>,
+    /// Total bytes received over every network interface.
+    pub rx_bytes: u64,
+    /// Total bytes sent over every network interface.
+    pub tx_bytes: u64,
+}
+
+/// Reads the figures of one engine stats sample.
+pub fn point(s: &ContainerStatsResponse) -> Point {
+    let cpu_pct = (|| {
+        let cur = s.cpu_stats.as_ref()?;
+        let pre = s.precpu_stats.as_ref()?;
+        let total = cur.cpu_usage.as_ref()?.total_usage?;
+        let pre_total = pre.cpu_usage.as_ref()?.total_usage?;
+        let system = cur.system_cpu_usage?;
+        let pre_system = pre.system_cpu_usage?;
+        // The first sample has empty previous counters: no interval to divide by.
+        if pre_system == 0 || system <= pre_system {
+            return None;
+        }
+        let cpus = cur.online_cpus.map(|n| n as f64).or_else(|| {
+            cur.cpu_usage
+                .as_ref()?
+                .percpu_usage
+                .as_ref()
+                .map(|v| v.len() as f64)
+        })?;
+        let delta = total.saturating_sub(pre_total) as f64;
+        Some(delta / (system - pre_system) as f64 * cpus * 100.0)
+    })();
+    let mem_bytes = s.memory_stats.as_ref().and_then(|m| {
+        let usage = m.usage?;
+        let cache = m.stats.as_ref().and_then(|st| {
+            st.get("cache")
+                .or_else(|| st.get("total_inactive_file"))
+                .or_else(|| st.get("inactive_file"))
+                .copied()
+        });
+        Some(usage.saturating_sub(cache.unwrap_or(0)))
+    });
+    let (rx_bytes, tx_bytes) = s
+        .networks
+        .as_ref()
+        .map(|nets| {
+            nets.values().fold((0, 0), |(rx, tx), n| {
+                (rx + n.rx_bytes.unwrap_or(0), tx + n.tx_bytes.unwrap_or(0))
+            })
+        })
+        .unwrap_or((0, 0));
+    Point {
+        cpu_pct,
+        mem_bytes,
+        rx_bytes,
+        tx_bytes,
+    }
+}
+
+/// Peak and mean of a series of points of one service.
+pub fn summarise(service: &str, run_wide: bool, points: &[Point]) -> ServiceResources {
+    let cpu: Vec<f64> = points.iter().filter_map(|p| p.cpu_pct).collect();
+    let mem: Vec<f64> = points
+        .iter()
+        .filter_map(|p| p.mem_bytes.map(|b| b as f64 / MIB))
+        .collect();
+    let zero_if_nan = |x: f64| if x.is_nan() { 0.0 } else { x };
+    let delta = |f: fn(&Point) -> u64| match (points.first(), points.last()) {
+        (Some(a), Some(b)) => f(b).saturating_sub(f(a)) as f64 / MIB,
+        _ => 0.0,
+    };
+    ServiceResources {
+        service: service.to_string(),
+        run_wide,
+        samples: points.len() as u64,
+        cpu_pct_mean: zero_if_nan(stats::mean(&cpu)),
+        cpu_pct_peak: zero_if_nan(stats::min_max(&cpu).1),
+        mem_mib_mean: zero_if_nan(stats::mean(&mem)),
+        mem_mib_peak: zero_if_nan(stats::min_max(&mem).1),
+        net_rx_mib: delta(|p| p.rx_bytes),
+        net_tx_mib: delta(|p| p.tx_bytes),
+    }
+}
+
+/// Combines the summaries of several repetitions of the same services: means and network
+/// volumes are the median over repetitions, peaks the highest, samples the total.
+pub fn combine(reps: &[Vec<ServiceResources>]) -> Vec<ServiceResources> {
+    let mut by_service: BTreeMap<(bool, String), Vec<&ServiceResources>> = BTreeMap::new();
+    let mut order: Vec<(bool, String)> = Vec::new();
+    for r in reps.iter().flatten() {
+        let key = (r.run_wide, r.service.clone());
+        if !by_service.contains_key(&key) {
+            order.push(key.clone());
+        }
+        by_service.entry(key).or_default().push(r);
+    }
+    order
+        .into_iter()
+        .map(|key| {
+            let rs = &by_service[&key];
+            let med = |f: fn(&ServiceResources) -> f64| {
+                stats::median(&rs.iter().map(|r| f(r)).collect::<Vec<_>>())
+            };
+            let max =
+                |f: fn(&ServiceResources) -> f64| rs.iter().map(|r| f(r)).fold(0.0f64, f64::max);
+            ServiceResources {
+                service: key.1.clone(),
+                run_wide: key.0,
+                samples: rs.iter().map(|r| r.samples).sum(),
+                cpu_pct_mean: med(|r| r.cpu_pct_mean),
+                cpu_pct_peak: max(|r| r.cpu_pct_peak),
+                mem_mib_mean: med(|r| r.mem_mib_mean),
+                mem_mib_peak: max(|r| r.mem_mib_peak),
+                net_rx_mib: med(|r| r.net_rx_mib),
+                net_tx_mib: med(|r| r.net_tx_mib),
+            }
+        })
+        .collect()
+}
+
+/// Samples running containers until [`Sampler::finish`] is called.
+pub struct Sampler {
+    stop: watch::Sender<bool>,
+    tasks: Vec<(Target, JoinHandle<Vec<Point>>)>,
+}
+
+impl Sampler {
+    /// Starts one sampling task per target.
+    pub fn start(docker: &Docker, targets: Vec<Target>) -> Sampler {
+        let (stop, _) = watch::channel(false);
+        let tasks = targets
+            .into_iter()
+            .map(|t| {
+                let handle = tokio::spawn(follow(docker.clone(), t.container.clone(), {
+                    stop.subscribe()
+                }));
+                (t, handle)
+            })
+            .collect();
+        Sampler { stop, tasks }
+    }
+
+    /// Stops sampling and summarises each container. A container whose stats could not be read
+    /// (it stopped, the engine refused) reports the samples it got, possibly none.
+    pub async fn finish(self) -> Vec<ServiceResources> {
+        let _ = self.stop.send(true);
+        let mut out = Vec::new();
+        for (t, handle) in self.tasks {
+            let points = handle.await.unwrap_or_default();
+            out.push(summarise(&t.service, t.run_wide, &points));
+        }
+        out
+    }
+}
+
+/// Collects points from one container's stats stream until `stop` turns true or the stream ends.
+async fn follow(docker: Docker, container: String, mut stop: watch::Receiver<bool>) -> Vec<Point> {
+    let opts = StatsOptionsBuilder::default()
+        .stream(true)
+        .one_shot(false)
+        .build();
+    let mut stream = docker.stats(&container, Some(opts));
+    let mut points = Vec::new();
+    loop {
+        tokio::select! {
+            changed = stop.changed() => {
+                if changed.is_err() || *stop.borrow() {
+                    break;
+                }
+            }
+            item = stream.next() => match item {
+                Some(Ok(s)) => points.push(point(&s)),
+                _ => break,
+            },
+        }
+    }
+    points
+}
+
+/// CPU time (user + system) this process has used so far, from /proc/self/stat; `None` where
+/// that file does not exist. Used to show that sampling is cheap.
+pub fn own_cpu_time() -> Option<std::time::Duration> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name may hold spaces; fields after it are space-separated.
+    let rest = &text[text.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // USER_HZ is 100 on every Linux ABI.
+    Some(std::time::Duration::from_millis(ticks * 10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bollard::models::{
+        ContainerCpuStats, ContainerCpuUsage, ContainerMemoryStats, ContainerNetworkStats,
+    };
+    use std::collections::HashMap;
+
+    fn sample(total: u64, pre_total: u64, system: u64, pre_system: u64) -> ContainerStatsResponse {
+        let cpu = |t: u64, s: u64| ContainerCpuStats {
+            cpu_usage: Some(ContainerCpuUsage {
+                total_usage: Some(t),
+                ..Default::default()
+            }),
+            system_cpu_usage: Some(s),
+            online_cpus: Some(2),
+            ..Default::default()
+        };
+        ContainerStatsResponse {
+            cpu_stats: Some(cpu(total, system)),
+            precpu_stats: Some(cpu(pre_total, pre_system)),
+            memory_stats: Some(ContainerMemoryStats {
+                usage: Some(300 * 1024 * 1024),
+                stats: Some(HashMap::from([("cache".to_string(), 100 * 1024 * 1024)])),
+                ..Default::default()
+            }),
+            networks: Some(HashMap::from([
+                (
+                    "eth0".to_string(),
+                    ContainerNetworkStats {
+                        rx_bytes: Some(1024 * 1024),
+                        tx_bytes: Some(2 * 1024 * 1024),
+                        ..Default::default()
+                    },
+                ),
+                (
+                    "eth1".to_string(),
+                    ContainerNetworkStats {
+                        rx_bytes: Some(1024 * 1024),
+                        tx_bytes: Some(0),
+                        ..Default::default()
+                    },
+                ),
+            ])),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn cpu_memory_and_network_as_docker_stats_computes_them() {
+        // 0.5 s of container CPU over 2 s of host CPU on 2 CPUs: 50%.
+        let p = point(&sample(
+            1_500_000_000,
+            1_000_000_000,
+            4_000_000_000,
+            2_000_000_000,
+        ));
+        assert_eq!(p.cpu_pct, Some(50.0));
+        assert_eq!(p.mem_bytes, Some(200 * 1024 * 1024));
+        assert_eq!((p.rx_bytes, p.tx_bytes), (2 * 1024 * 1024, 2 * 1024 * 1024));
+        // The first sample of a stream has no previous system counter.
+        assert_eq!(point(&sample(10, 0, 4_000, 0)).cpu_pct, None);
+    }
+
+    #[test]
+    fn summary_means_peaks_and_traffic_between_first_and_last_sample() {
+        let pts = [
+            Point {
+                cpu_pct: None,
+                mem_bytes: Some(100 << 20),
+                rx_bytes: 10 << 20,
+                tx_bytes: 0,
+            },
+            Point {
+                cpu_pct: Some(20.0),
+                mem_bytes: Some(300 << 20),
+                rx_bytes: 15 << 20,
+                tx_bytes: 4 << 20,
+            },
+            Point {
+                cpu_pct: Some(60.0),
+                mem_bytes: Some(200 << 20),
+                rx_bytes: 20 << 20,
+                tx_bytes: 8 << 20,
+            },
+        ];
+        let s = summarise("broker", true, &pts);
+        assert_eq!(s.samples, 3);
+        assert_eq!((s.cpu_pct_mean, s.cpu_pct_peak), (40.0, 60.0));
+        assert_eq!((s.mem_mib_mean, s.mem_mib_peak), (200.0, 300.0));
+        assert_eq!((s.net_rx_mib, s.net_tx_mib), (10.0, 8.0));
+        let empty = summarise("gone", false, &[]);
+        assert_eq!((empty.samples, empty.cpu_pct_peak), (0, 0.0));
+    }
+
+    #[test]
+    fn repetitions_combine_by_median_and_peak() {
+        let r = |cpu: f64, peak: f64| ServiceResources {
+            service: "proxy".into(),
+            samples: 2,
+            cpu_pct_mean: cpu,
+            cpu_pct_peak: peak,
+            ..Default::default()
+        };
+        let all = combine(&[
+            vec![r(10.0, 30.0)],
+            vec![r(30.0, 90.0)],
+            vec![r(20.0, 40.0)],
+        ]);
+        assert_eq!(all.len(), 1);
+        assert_eq!((all[0].cpu_pct_mean, all[0].cpu_pct_peak), (20.0, 90.0));
+        assert_eq!(all[0].samples, 6);
+    }
+
+    #[test]
+    fn own_cpu_time_grows_with_work() {
+        let before = own_cpu_time().unwrap();
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(200) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        assert!(own_cpu_time().unwrap() >= before + std::time::Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,299 @@
+//! Small statistics over repeated measurements: median, spread, and the Mann-Whitney U test
+//! used to decide whether two sets of repetitions differ.
+//!
+//! The Mann-Whitney test follows scipy.stats.mannwhitneyu (two-sided, `method="auto"`): the
+//! exact distribution when one sample has at most 8 values and there are no ties, otherwise the
+//! normal approximation with tie and continuity corrections. (Beyond 64 values in the larger
+//! sample the approximation is used regardless, to bound the exact table's size.)
+
+/// The median of `values`; `NaN` when empty.
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
+/// The arithmetic mean; `NaN` when empty.
+pub fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// The sample standard deviation (n - 1 in the denominator); 0 for fewer than two values.
+pub fn std_dev(values: &[f64]) -> f64 {
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(values);
+    let ss: f64 = values.iter().map(|x| (x - m) * (x - m)).sum();
+    (ss / (values.len() - 1) as f64).sqrt()
+}
+
+/// Coefficient of variation in percent (sample standard deviation / mean x 100); 0 when the
+/// mean is 0 or there are fewer than two values.
+pub fn cv_percent(values: &[f64]) -> f64 {
+    let m = mean(values);
+    if values.len() < 2 || m == 0.0 || !m.is_finite() {
+        return 0.0;
+    }
+    std_dev(values) / m.abs() * 100.0
+}
+
+/// Smallest and largest value; `(NaN, NaN)` when empty.
+pub fn min_max(values: &[f64]) -> (f64, f64) {
+    values.iter().fold((f64::NAN, f64::NAN), |(lo, hi), &x| {
+        (
+            if lo.is_nan() { x } else { lo.min(x) },
+            if hi.is_nan() { x } else { hi.max(x) },
+        )
+    })
+}
+
+/// The significance level of every comparison.
+const SIGNIFICANCE: f64 = 0.05;
+
+/// The outcome of a two-sided Mann-Whitney U test.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MannWhitney {
+    /// U statistic of the first sample (scipy's `statistic`).
+    pub u1: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+    /// Whether the exact distribution was used (else the normal approximation).
+    pub exact: bool,
+}
+
+/// The smallest two-sided p-value the exact test can give for samples of these sizes:
+/// 2 / C(n1 + n2, n1). When it is not below 0.05 the test can never be significant.
+pub fn min_p_value(n1: usize, n2: usize) -> f64 {
+    if n1 == 0 || n2 == 0 {
+        return 1.0;
+    }
+    (2.0 / binomial(n1 + n2, n1)).min(1.0)
+}
+
+/// Whether samples of these sizes can show a difference at p < 0.05 at all.
+pub fn can_be_significant(n1: usize, n2: usize) -> bool {
+    min_p_value(n1, n2) < SIGNIFICANCE
+}
+
+fn binomial(n: usize, k: usize) -> f64 {
+    (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
+}
+
+/// Two-sided Mann-Whitney U test of `x` against `y`; `None` when either sample is empty.
+pub fn mann_whitney_u(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
+    let (n1, n2) = (x.len(), y.len());
+    if n1 == 0 || n2 == 0 {
+        return None;
+    }
+    let (ranks, tie_sum) = ranks_of(x.iter().chain(y).copied().collect());
+    let r1: f64 = ranks[..n1].iter().sum();
+    let u1 = r1 - (n1 * (n1 + 1)) as f64 / 2.0;
+    let u2 = (n1 * n2) as f64 - u1;
+    let u = u1.max(u2);
+    let exact = n1.min(n2) <= 8 && n1.max(n2) <= 64 && tie_sum == 0.0;
+    let p = if exact {
+        // P(U >= u) under the null, doubled for two sides.
+        2.0 * exact_sf(n1, n2, u.round() as usize)
+    } else {
+        let n = (n1 + n2) as f64;
+        let mu = (n1 * n2) as f64 / 2.0;
+        let var = (n1 * n2) as f64 / 12.0 * ((n + 1.0) - tie_sum / (n * (n - 1.0)));
+        if var <= 0.0 {
+            1.0
+        } else {
+            let z = (u - mu - 0.5) / var.sqrt();
+            2.0 * normal_sf(z)
+        }
+    };
+    Some(MannWhitney {
+        u1,
+        p: p.clamp(0.0, 1.0),
+        exact,
+    })
+}
+
+/// Average ranks (1-based) of `values` in their order, and sum over tie groups of t^3 - t.
+fn ranks_of(values: Vec<f64>) -> (Vec<f64>, f64) {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    let mut ranks = vec![0.0; values.len()];
+    let mut tie_sum = 0.0;
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i;
+        while j + 1 < order.len() && values[order[j + 1]] == values[order[i]] {
+            j += 1;
+        }
+        let avg = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &order[i..=j] {
+            ranks[k] = avg;
+        }
+        let t = (j - i + 1) as f64;
+        tie_sum += t * t * t - t;
+        i = j + 1;
+    }
+    (ranks, tie_sum)
+}
+
+/// P(U >= u) for the exact null distribution of U with sample sizes n1, n2.
+fn exact_sf(n1: usize, n2: usize, u: usize) -> f64 {
+    // counts[m][n][k]: arrangements of m x's and n y's with U = k, by the usual recurrence
+    // f(m, n, k) = f(m - 1, n, k - n) + f(m, n - 1, k).
+    let max_u = n1 * n2;
+    let mut table = vec![vec![vec![0.0f64; max_u + 1]; n2 + 1]; n1 + 1];
+    for (m, row) in table.iter_mut().enumerate() {
+        for (n, cell) in row.iter_mut().enumerate() {
+            if m == 0 || n == 0 {
+                cell[0] = 1.0;
+            }
+        }
+    }
+    for m in 1..=n1 {
+        for n in 1..=n2 {
+            for k in 0..=m * n {
+                let a = if k >= n { table[m - 1][n][k - n] } else { 0.0 };
+                let b = table[m][n - 1][k];
+                table[m][n][k] = a + b;
+            }
+        }
+    }
+    let counts = &table[n1][n2];
+    let total: f64 = counts.iter().sum();
+    counts[u.min(max_u)..].iter().sum::<f64>() / total
+}
+
+/// Upper tail of the standard normal distribution.
+pub fn normal_sf(z: f64) -> f64 {
+    0.5 * erfc(z / std::f64::consts::SQRT_2)
+}
+
+/// Complementary error function (Chebyshev fit of Numerical Recipes' `erfcc`, fractional error
+/// below 1.2e-7 everywhere, ample for p-values compared against 0.05).
+fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol * b.abs().max(1e-12)
+    }
+
+    #[test]
+    fn median_odd_even_and_unsorted() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[7.0]), 7.0);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn spread_of_a_textbook_sample() {
+        // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, sample variance 32/7.
+        let v = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
+        assert_eq!(mean(&v), 5.0);
+        assert!(close(std_dev(&v), (32.0f64 / 7.0).sqrt(), 1e-12));
+        assert!(close(
+            cv_percent(&v),
+            (32.0f64 / 7.0).sqrt() / 5.0 * 100.0,
+            1e-12
+        ));
+        assert_eq!(min_max(&v), (2.0, 9.0));
+        assert_eq!(cv_percent(&[5.0]), 0.0);
+    }
+
+    #[test]
+    fn exact_mann_whitney_matches_scipy() {
+        // scipy.stats.mannwhitneyu(x, y) (two-sided, method auto -> exact):
+        // [1,2,3,4,5] vs [6,7,8,9,10]: U1 = 0, p = 0.007936507936507936
+        let r = mann_whitney_u(&[1.0, 2.0, 3.0, 4.0, 5.0], &[6.0, 7.0, 8.0, 9.0, 10.0]).unwrap();
+        assert!(r.exact);
+        assert_eq!(r.u1, 0.0);
+        assert!(close(r.p, 0.007936507936507936, 1e-12), "{r:?}");
+        // [1,3,5,7] vs [2,4,6,8,10]: U1 = 6, p = 0.4126984126984127
+        let r = mann_whitney_u(&[1.0, 3.0, 5.0, 7.0], &[2.0, 4.0, 6.0, 8.0, 10.0]).unwrap();
+        assert_eq!(r.u1, 6.0);
+        assert!(close(r.p, 0.4126984126984127, 1e-12), "{r:?}");
+        // Three against three can never go below p = 0.1.
+        let r = mann_whitney_u(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert!(close(r.p, 0.1, 1e-12), "{r:?}");
+    }
+
+    #[test]
+    fn asymptotic_mann_whitney_matches_scipy() {
+        // With ties scipy uses the normal approximation with tie correction:
+        // mannwhitneyu([1,2,2,3,4], [2,3,5,6,6]) -> U1 = 4.5, p = 0.11049202405566802
+        let r = mann_whitney_u(&[1.0, 2.0, 2.0, 3.0, 4.0], &[2.0, 3.0, 5.0, 6.0, 6.0]).unwrap();
+        assert!(!r.exact);
+        assert_eq!(r.u1, 4.5);
+        assert!(close(r.p, 0.11049202405566802, 1e-5), "{r:?}");
+        // Nine against ten without ties: U1 = 18, p = 0.030486156935263346.
+        let x = [1.1, 2.3, 3.2, 4.8, 5.0, 6.7, 7.4, 8.9, 9.5];
+        let y = [3.3, 5.5, 6.1, 7.7, 8.2, 9.9, 10.4, 11.8, 12.6, 13.0];
+        let r = mann_whitney_u(&x, &y).unwrap();
+        assert!(!r.exact);
+        assert_eq!(r.u1, 18.0);
+        assert!(close(r.p, 0.030486156935263346, 1e-5), "{r:?}");
+    }
+
+    #[test]
+    fn exact_up_to_eight_values_matches_scipy() {
+        // mannwhitneyu(range(1, 9), range(9, 17)) -> exact, p = 0.0001554001554001554
+        let x: Vec<f64> = (1..=8).map(f64::from).collect();
+        let y: Vec<f64> = (9..=16).map(f64::from).collect();
+        let r = mann_whitney_u(&x, &y).unwrap();
+        assert!(r.exact);
+        assert!(close(r.p, 0.0001554001554001554, 1e-10), "{r:?}");
+    }
+
+    #[test]
+    fn identical_samples_are_not_different() {
+        let r = mann_whitney_u(&[5.0; 5], &[5.0; 5]).unwrap();
+        assert_eq!(r.p, 1.0);
+        assert!(mann_whitney_u(&[], &[1.0]).is_none());
+    }
+
+    #[test]
+    fn sample_sizes_that_can_reach_significance() {
+        assert!(!can_be_significant(1, 1));
+        assert!(!can_be_significant(3, 3));
+        assert!(can_be_significant(4, 4));
+        assert!(can_be_significant(5, 5));
+        assert!(close(min_p_value(5, 5), 2.0 / 252.0, 1e-12));
+    }
+
+    #[test]
+    fn normal_tail() {
+        assert!(close(normal_sf(0.0), 0.5, 1e-7));
+        assert!(close(normal_sf(1.959963984540054), 0.025, 1e-5));
+        assert!(close(normal_sf(-1.0), 0.8413447460685429, 1e-6));
+    }
+}

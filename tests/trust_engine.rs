@@ -1,0 +1,200 @@
+//! Repetitions, resources, charts and `compare` on real runs of the default suite's baseline.
+//!
+//! Two runs of the same scenario with REPEAT=3 must not be reported as a regression (three
+//! against three can never be significant, and the comparison must say so rather than guess).
+//! A third run whose producer is limited to 1000 rec/s (THROUGHPUT) really is slower; against
+//! the six pooled repetitions of the first two it must be a significant regression.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const SCENARIO: &str = "01-no-proxy-baseline";
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Held shared, like every engine test, so `perf-tests clean`'s test never removes this run.
+fn engine_lock() -> std::fs::File {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/perf-tests-engine-tests.lock")
+        .unwrap();
+    f.lock_shared().unwrap();
+    f
+}
+
+fn perf_tests(results: &Path, envs: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    cmd.current_dir(repo())
+        .args(args)
+        .env("TEST", "01.*")
+        .env("NUM_RECORDS", "3e3")
+        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
+        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
+        .env("REPEAT", "3")
+        .env("RESULTS_DIR", results)
+        .env_remove("SCENARIOS")
+        .env_remove("THROUGHPUT");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// Runs the baseline into `results` and returns the run directory.
+fn run(results: &Path, envs: &[(&str, &str)]) -> PathBuf {
+    let out = perf_tests(results, envs, &["run"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "run failed\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Results: "))
+        .expect("the run names its results directory");
+    PathBuf::from(dir)
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn same_runs_agree_and_a_throttled_producer_is_a_regression() {
+    let _lock = engine_lock();
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, slow) = (
+        root.path().join("a"),
+        root.path().join("b"),
+        root.path().join("slow"),
+    );
+    let run_a = run(&a, &[]);
+    let run_b = run(&b, &[]);
+
+    // Every repetition is kept; the summary is their median.
+    let result = json(&run_a.join(format!("{SCENARIO}.json")));
+    let reps = result["repetitions"].as_array().unwrap();
+    assert_eq!(reps.len(), 3, "{result}");
+    let mut rates: Vec<f64> = reps
+        .iter()
+        .map(|r| r["producer"]["rate_rec_s"].as_f64().unwrap())
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    assert_eq!(
+        result["measurement"]["producer"]["rate_rec_s"].as_f64(),
+        Some(rates[1])
+    );
+    for r in reps {
+        assert_eq!(r["integrity"]["consumed"], 3000, "{r}");
+    }
+
+    // The run-wide broker was sampled while the workload ran, and it worked.
+    let resources = result["resources"].as_array().unwrap();
+    let broker = resources
+        .iter()
+        .find(|r| r["service"] == "broker")
+        .unwrap_or_else(|| panic!("no broker in {resources:?}"));
+    assert_eq!(broker["run_wide"], true);
+    assert!(broker["cpu_pct_mean"].as_f64().unwrap() > 0.0, "{broker}");
+    assert!(broker["cpu_pct_peak"].as_f64().unwrap() > 0.0, "{broker}");
+    assert!(broker["mem_mib_mean"].as_f64().unwrap() > 0.0, "{broker}");
+    // 3000 records of 1 KiB reached the broker in every repetition.
+    assert!(broker["net_rx_mib"].as_f64().unwrap() > 2.0, "{broker}");
+    let tables = std::fs::read_to_string(run_a.join("tables.txt")).unwrap();
+    let row = tables
+        .lines()
+        .skip_while(|l| *l != "Resources")
+        .find(|l| l.starts_with(SCENARIO))
+        .unwrap_or_else(|| panic!("no resources row in\n{tables}"));
+    assert!(row.contains("broker (run-wide)"), "{row}");
+    assert!(tables.contains("Runs"), "{tables}");
+
+    // One throughput bar for the one scenario, with its error bar.
+    let svg = std::fs::read_to_string(run_a.join("charts.svg")).unwrap();
+    perf_tests::charts::check_well_formed(&svg).unwrap();
+    assert_eq!(svg.matches(r#"class="bar throughput""#).count(), 1);
+    assert!(svg.contains(r#"class="error""#));
+    assert!(std::fs::read_to_string(run_a.join("tables.md"))
+        .unwrap()
+        .contains("](charts.svg)"));
+
+    // A/A: no regression, and no significance claimed from three repetitions a side.
+    let out = perf_tests(
+        root.path(),
+        &[],
+        &[
+            "compare",
+            run_a.to_str().unwrap(),
+            run_b.to_str().unwrap(),
+            "--format",
+            "plain",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with("no significance test possible"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("regression\n"), "{stdout}");
+
+    // The producer limited to 1000 rec/s: a real, large slowdown of the same path.
+    let run_slow = run(&slow, &[("THROUGHPUT", "1000")]);
+    let slow_result = json(&run_slow.join(format!("{SCENARIO}.json")));
+    let slow_rate = slow_result["measurement"]["producer"]["rate_rec_s"]
+        .as_f64()
+        .unwrap();
+    assert!(slow_rate < 1100.0, "{slow_rate}");
+    let out = perf_tests(
+        root.path(),
+        &[],
+        &[
+            "compare",
+            root.path().join("base").to_str().unwrap(),
+            run_slow.to_str().unwrap(),
+        ],
+    );
+    // `base` does not exist yet: refused, naming it.
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("base does not exist"));
+
+    // Pool the two unthrottled runs as the base.
+    let base = root.path().join("base");
+    std::fs::create_dir(&base).unwrap();
+    std::fs::rename(&run_a, base.join("a")).unwrap();
+    std::fs::rename(&run_b, base.join("b")).unwrap();
+    let out = perf_tests(
+        root.path(),
+        &[],
+        &[
+            "compare",
+            base.to_str().unwrap(),
+            run_slow.to_str().unwrap(),
+            "--format",
+            "markdown",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let summary = stdout.lines().nth(1).unwrap();
+    assert!(
+        summary.contains(&format!("{SCENARIO} Rate rec/s -")),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("(6 base vs 3 new repetitions)"),
+        "{summary}"
+    );
+    assert!(
+        stdout
+            .contains("settings differ: THROUGHPUT is -1 in the base and 1000 in the new results"),
+        "{stdout}"
+    );
+}

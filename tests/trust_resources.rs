@@ -1,0 +1,105 @@
+//! Resource sampling against real containers: figures arrive, and sampling costs the runner
+//! under 1% of a core.
+
+use std::time::{Duration, Instant};
+
+use bollard::models::ContainerCreateBody;
+use bollard::query_parameters::CreateContainerOptionsBuilder;
+use perf_tests::engine::Engine;
+use perf_tests::resources::{own_cpu_time, Sampler, Target};
+
+/// Held shared, like every engine test, so `perf-tests clean`'s test never removes these.
+fn engine_lock() -> std::fs::File {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/perf-tests-engine-tests.lock")
+        .unwrap();
+    f.lock_shared().unwrap();
+    f
+}
+
+const IMAGE: &str = "perf-tests/tansu:0.6.0";
+const SAMPLING: Duration = Duration::from_secs(6);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_reads_real_containers_for_under_one_percent_of_a_core() {
+    let _lock = engine_lock();
+    let run_id = format!("trust-resources-{}", std::process::id());
+    let engine = Engine::connect(&run_id).await.unwrap();
+    // The body runs in its own task so the containers are removed even when it panics.
+    let body = tokio::spawn(sample_two_brokers(engine.clone(), run_id.clone()));
+    let outcome = body.await;
+    engine.remove_run(&run_id).await.unwrap();
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+async fn sample_two_brokers(engine: Engine, run_id: String) {
+    let docker = engine.docker();
+    let mut targets = Vec::new();
+    for name in ["broker-a", "broker-b"] {
+        let body = ContainerCreateBody {
+            image: Some(IMAGE.into()),
+            cmd: Some(
+                [
+                    "broker",
+                    "--listener-url=tcp://0.0.0.0:9092",
+                    "--advertised-listener-url=tcp://localhost:9092",
+                    "--storage-engine=memory://tansu/",
+                ]
+                .map(String::from)
+                .to_vec(),
+            ),
+            labels: Some(engine.run_labels()),
+            ..Default::default()
+        };
+        let container = format!("{run_id}-{name}");
+        let opts = CreateContainerOptionsBuilder::default()
+            .name(&container)
+            .build();
+        let id = docker
+            .create_container(Some(opts), body)
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "creating {container} from {IMAGE} (`perf-tests images build` makes it): {e}"
+                )
+            })
+            .id;
+        docker.start_container(&id, None).await.unwrap();
+        targets.push(Target {
+            service: name.to_string(),
+            container: id,
+            run_wide: false,
+        });
+    }
+
+    let cpu_before = own_cpu_time().expect("/proc/self/stat");
+    let started = Instant::now();
+    let sampler = Sampler::start(docker, targets);
+    tokio::time::sleep(SAMPLING).await;
+    let summaries = sampler.finish().await;
+    let wall = started.elapsed();
+    let cpu = own_cpu_time().unwrap() - cpu_before;
+
+    let services: Vec<&str> = summaries.iter().map(|s| s.service.as_str()).collect();
+    assert_eq!(services, ["broker-a", "broker-b"]);
+    for s in &summaries {
+        // About one sample a second per container.
+        assert!(s.samples >= 4, "{s:?}");
+        assert!(s.mem_mib_peak > 0.0 && s.mem_mib_mean > 0.0, "{s:?}");
+        assert!(s.mem_mib_mean <= s.mem_mib_peak, "{s:?}");
+        assert!(s.cpu_pct_mean <= s.cpu_pct_peak, "{s:?}");
+    }
+    let share = cpu.as_secs_f64() / wall.as_secs_f64() * 100.0;
+    eprintln!(
+        "sampling 2 containers for {wall:.1?} cost the runner {cpu:?} of CPU ({share:.2}% of a core)"
+    );
+    assert!(
+        share < 1.0,
+        "sampling cost {share:.2}% of a core ({cpu:?} over {wall:?})"
+    );
+}
