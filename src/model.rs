@@ -127,6 +127,17 @@ impl Measurement {
                 fetch_rec_s: med(|m| m.consumer.fetch_rec_s),
             },
             integrity: worst.integrity.clone(),
+            steps_s: worst
+                .steps_s
+                .keys()
+                .map(|k| {
+                    let v: Vec<f64> = reps
+                        .iter()
+                        .filter_map(|m| m.steps_s.get(k).copied())
+                        .collect();
+                    (k.clone(), crate::stats::median(&v))
+                })
+                .collect(),
         }
     }
 }
@@ -296,6 +307,7 @@ mod tests {
     #[test]
     fn the_summary_is_the_median_and_keeps_the_worst_counters() {
         let m = |rate: f64, consumed: u64| Measurement {
+            steps_s: Default::default(),
             producer: producer(rate, -1.0, 1.0, 1.0, 2.0),
             consumer: ConsumerResult {
                 consumed_mib: 1.0,
