@@ -434,13 +434,26 @@ async fn run_scenario(
             .map_err(ctx)?;
     }
     let wl = Workload::new(engine, deployment, prepared, &sc.client, sc.tls.is_some());
-    for (service, endpoint) in &sc.ready {
-        wl.probe(service, endpoint).await.map_err(ctx)?;
-    }
-    if sc.own_broker && settings.warm_up_post_broker_start > 0 {
-        wl.warm_broker(&sc.bootstrap, settings.warm_up_post_broker_start)
-            .await
-            .map_err(ctx)?;
+    let mut before = Before {
+        ready: sc.ready.clone(),
+        warm_broker: if sc.own_broker {
+            settings.warm_up_post_broker_start
+        } else {
+            0
+        },
+    };
+    // The native workload checks readiness and warms the scenario's own broker in the container
+    // that measures, saving a container start for each; the Kafka tools cannot.
+    if wl.kafka_tools().is_some() {
+        for (service, endpoint) in &before.ready {
+            wl.probe(service, endpoint).await.map_err(ctx)?;
+        }
+        if before.warm_broker > 0 {
+            wl.warm_broker(&sc.bootstrap, before.warm_broker)
+                .await
+                .map_err(ctx)?;
+        }
+        before = Before::default();
     }
     phases.up_s = t.elapsed().as_secs_f64();
 
@@ -455,7 +468,9 @@ async fn run_scenario(
         engine.docker(),
         sampling_targets(deployment, &prepared.run_wide),
     );
-    let measured = wl.measure(settings, &sc.bootstrap, &planned.topic).await;
+    let measured = wl
+        .measure(settings, &sc.bootstrap, &planned.topic, &before)
+        .await;
     let used = sampler.finish().await;
     phases.workload_s = t.elapsed().as_secs_f64();
 
@@ -511,6 +526,15 @@ async fn run_steps(deployment: &Deployment, what: &str, steps: &[Step]) -> Resul
 }
 
 /// Runs `perf-tests workload …` in a one-off container on the scenario network.
+/// What the measuring container does before it measures.
+#[derive(Debug, Default)]
+struct Before {
+    /// Service -> endpoint that must answer Kafka requests first.
+    ready: BTreeMap<String, String>,
+    /// Records to warm a broker started for this scenario with.
+    warm_broker: u64,
+}
+
 struct Workload<'a> {
     engine: &'a Engine,
     image: &'a str,
@@ -625,6 +649,7 @@ impl<'a> Workload<'a> {
         settings: &Settings,
         bootstrap: &str,
         topic: &str,
+        before: &Before,
     ) -> Result<crate::model::Measurement> {
         if let Some(tools) = self.kafka_tools() {
             let spec = ToolsSpec {
@@ -660,7 +685,22 @@ impl<'a> Workload<'a> {
             args.push("--property".into());
             args.push(format!("{k}={v}"));
         }
-        let stdout = self.call("measure", args).await?;
+        for endpoint in before.ready.values() {
+            args.push("--ready".into());
+            args.push(endpoint.clone());
+        }
+        args.push("--ready-timeout-s".into());
+        args.push(READY_TIMEOUT.as_secs().to_string());
+        args.push("--warm-broker-records".into());
+        args.push(before.warm_broker.to_string());
+        let mut stdout = self.call("measure", args).await;
+        if !before.ready.is_empty() {
+            let services: Vec<&str> = before.ready.keys().map(String::as_str).collect();
+            stdout = stdout.with_context(|| {
+                format!("services that must answer first: {}", services.join(", "))
+            });
+        }
+        let stdout = stdout?;
         crate::workload::cli::parse_result_line(&stdout)
     }
 }

@@ -54,6 +54,16 @@ pub enum WorkloadCommand {
         /// Leave the topic in place at the end.
         #[arg(long)]
         keep_topic: bool,
+        /// Endpoint that must answer a Kafka metadata request before anything else; repeatable.
+        /// (Done here rather than in a container of its own, to keep the harness's cost low.)
+        #[arg(long = "ready")]
+        ready: Vec<String>,
+        /// Seconds each --ready endpoint may take to answer.
+        #[arg(long, default_value_t = 120.0)]
+        ready_timeout_s: f64,
+        /// Records to warm a freshly started broker with (throw-away topic) before measuring.
+        #[arg(long, default_value_t = 0)]
+        warm_broker_records: u64,
     },
     /// Produce and consume records on a throw-away topic to warm a broker.
     WarmBroker {
@@ -113,7 +123,19 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             partitions,
             replication_factor,
             keep_topic,
+            ready,
+            ready_timeout_s,
+            warm_broker_records,
         } => {
+            let ready_timeout = seconds("ready-timeout-s", ready_timeout_s)?;
+            for endpoint in &ready {
+                probe(endpoint, &client_properties, ready_timeout)
+                    .await
+                    .with_context(|| format!("{endpoint} is not ready"))?;
+            }
+            if warm_broker_records > 0 {
+                warm_broker(&bootstrap, warm_broker_records, &client_properties).await?;
+            }
             let mut spec = MeasureSpec::new(bootstrap, topic, num_records);
             spec.record_size = record_size;
             spec.throughput = throughput;
