@@ -1,27 +1,12 @@
 //! The `perf-tests` binary as a user runs it: flags, environment, defaults, `list`, `run --dry-run`
 //! and exit codes, against suites created in temporary directories.
 
+mod common;
+use common::SETTING_VARS;
+
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
-
-/// Every setting's environment variable; cleared so the caller's environment cannot leak in.
-const SETTING_VARS: [&str; 14] = [
-    "TEST",
-    "NUM_RECORDS",
-    "RECORD_SIZE",
-    "WARM_UP_NUM_RECORDS_POST_BROKER_START",
-    "WARM_UP_NUM_RECORDS_PRE_TEST",
-    "PRODUCER_PROPERTIES",
-    "THROUGHPUT",
-    "COMMIT_ID",
-    "KAFKA_IMAGE",
-    "KROXYLICIOUS_IMAGE",
-    "KAFKA_TOOL_IMAGE",
-    "VAULT_IMAGE",
-    "SCENARIOS",
-    "RESULTS_DIR",
-];
 
 fn perf_tests(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));

@@ -1,56 +1,15 @@
 //! The whole default suite, end to end, on the real engine with small counts.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
+use common::{engine_lock, leftovers, repo};
 
-use bollard::query_parameters::{ListContainersOptionsBuilder, ListNetworksOptionsBuilder};
-use std::collections::HashMap;
+use std::process::Command;
 
 const RECORDS: u64 = 20_000;
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-async fn leftovers(run_id: &str) -> (usize, usize) {
-    let docker = bollard::Docker::connect_with_defaults().unwrap();
-    let filter = HashMap::from([("label", vec![format!("io.perf-tests.run={run_id}")])]);
-    let containers = docker
-        .list_containers(Some(
-            ListContainersOptionsBuilder::default()
-                .all(true)
-                .filters(&filter)
-                .build(),
-        ))
-        .await
-        .unwrap();
-    let networks = docker
-        .list_networks(Some(
-            ListNetworksOptionsBuilder::default()
-                .filters(&filter)
-                .build(),
-        ))
-        .await
-        .unwrap();
-    (containers.len(), networks.len())
-}
-
-/// Held shared, like every engine test, so the test of `perf-tests clean` (which takes it
-/// exclusively) never removes this run's containers.
-fn engine_lock() -> std::fs::File {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open("/tmp/perf-tests-engine-tests.lock")
-        .unwrap();
-    f.lock_shared().unwrap();
-    f
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn default_suite_runs_end_to_end_and_leaves_nothing() {
-    let _lock = engine_lock();
+    let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
         .current_dir(repo())
@@ -156,7 +115,7 @@ async fn ctrl_c_during_a_measurement_removes_the_run_and_saves_nothing() {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
 
-    let _lock = engine_lock();
+    let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
         .current_dir(repo())

@@ -1,5 +1,8 @@
 //! Against the real Docker engine: images built here from host binaries, no registry.
 
+mod common;
+use common::engine_lock;
+
 use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, ListNetworksOptionsBuilder,
@@ -17,25 +20,6 @@ use std::time::{Duration, Instant};
 
 const TOOLS_IMAGE: &str = "perf-tests-test/tools:latest";
 const CONTENT_LABEL: &str = "io.perf-tests.test-content";
-/// Engine tests hold this lock shared; the test of `remove_all_managed` holds it exclusively,
-/// because that operation removes every managed resource on the engine.
-const LOCK_PATH: &str = "/tmp/perf-tests-engine-tests.lock";
-
-fn lock(exclusive: bool) -> std::fs::File {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(LOCK_PATH)
-        .unwrap();
-    if exclusive {
-        f.lock().unwrap();
-    } else {
-        f.lock_shared().unwrap();
-    }
-    f
-}
-
 fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -97,7 +81,7 @@ where
     F: FnOnce(Engine) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let _lock = lock(false);
+    let _lock = engine_lock(false);
     let run_id = unique(prefix);
     let engine = Engine::connect(&run_id).await.unwrap();
     tools_image(&engine).await;
@@ -446,7 +430,7 @@ async fn scratch_image_carries_labels_and_runs_a_host_binary() {
 
 #[tokio::test]
 async fn remove_all_managed_removes_leftovers_and_nothing_else() {
-    let _lock = lock(true);
+    let _lock = engine_lock(true);
     let engine = Engine::connect(&unique("clean")).await.unwrap();
     tools_image(&engine).await;
     // An unrelated container without labels: must survive.

@@ -2,13 +2,15 @@
 //! the Compose file and proxy configurations, a run whose images cannot be pulled (against the
 //! real engine), and the native end-offset count the driver relies on (against a real broker).
 
+mod common;
+use common::{engine_lock, leftovers, repo, SETTING_VARS};
+
 mod support;
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use bollard::query_parameters::{ListContainersOptionsBuilder, ListNetworksOptionsBuilder};
 use perf_tests::compose;
 use perf_tests::plan::{self, Plan};
 use perf_tests::scenario::Step;
@@ -16,25 +18,6 @@ use perf_tests::settings::Settings;
 use serde_yaml::Value;
 
 const SUITE: &str = "scenarios/kroxylicious";
-
-/// Every setting's environment variable; cleared so the caller's environment cannot leak in.
-const SETTING_VARS: [&str; 15] = [
-    "TEST",
-    "NUM_RECORDS",
-    "RECORD_SIZE",
-    "WARM_UP_NUM_RECORDS_POST_BROKER_START",
-    "WARM_UP_NUM_RECORDS_PRE_TEST",
-    "PRODUCER_PROPERTIES",
-    "THROUGHPUT",
-    "COMMIT_ID",
-    "KAFKA_IMAGE",
-    "KROXYLICIOUS_IMAGE",
-    "KAFKA_TOOL_IMAGE",
-    "VAULT_IMAGE",
-    "DRIVER",
-    "SCENARIOS",
-    "RESULTS_DIR",
-];
 
 /// Images no engine has and no registry serves (`.invalid` never resolves).
 const IMAGES: [(&str, &str); 4] = [
@@ -84,10 +67,6 @@ const SCENARIOS: [(&str, &str, &[&str]); 5] = [
         ],
     ),
 ];
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn perf_tests(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
@@ -515,42 +494,6 @@ fn kafka_tools_refuses_client_properties() {
     );
 }
 
-/// Held shared, like every engine test, so the test of `perf-tests clean` (which takes it
-/// exclusively) never removes what this test's run creates.
-fn engine_lock() -> std::fs::File {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open("/tmp/perf-tests-engine-tests.lock")
-        .unwrap();
-    f.lock_shared().unwrap();
-    f
-}
-
-async fn leftovers(run_id: &str) -> (usize, usize) {
-    let docker = bollard::Docker::connect_with_defaults().unwrap();
-    let filter = HashMap::from([("label", vec![format!("io.perf-tests.run={run_id}")])]);
-    let containers = docker
-        .list_containers(Some(
-            ListContainersOptionsBuilder::default()
-                .all(true)
-                .filters(&filter)
-                .build(),
-        ))
-        .await
-        .unwrap();
-    let networks = docker
-        .list_networks(Some(
-            ListNetworksOptionsBuilder::default()
-                .filters(&filter)
-                .build(),
-        ))
-        .await
-        .unwrap();
-    (containers.len(), networks.len())
-}
-
 fn run_id(stderr: &str) -> String {
     stderr
         .lines()
@@ -562,7 +505,7 @@ fn run_id(stderr: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unpullable_images_stop_the_run_naming_each_image_and_setting() {
-    let _lock = engine_lock();
+    let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
     let results_dir = results.path().to_str().unwrap();
     for (driver, expected) in [("kafka-tools", 4), ("native", 3)] {

@@ -1,6 +1,9 @@
 //! The offline suite on the real engine: image recipes, the Tansu broker and proxy images
 //! answering a real rdkafka client, and the TLS path.
 
+mod common;
+use common::{engine_lock, repo};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,23 +13,6 @@ use perf_tests::compose;
 use perf_tests::engine::{Deployment, Engine, OneOff};
 use perf_tests::images::recipe::{self, DebianRecipe, ImageRecipe, Outcome, Recipe};
 use perf_tests::scenario::Suite;
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Held shared, like every engine test, so the test of `perf-tests clean` (which holds it
-/// exclusively) never removes this test's containers.
-fn engine_lock() -> std::fs::File {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open("/tmp/perf-tests-engine-tests.lock")
-        .unwrap();
-    f.lock_shared().unwrap();
-    f
-}
 
 fn run_id(test: &str) -> String {
     format!("test-{test}-{}", std::process::id())
@@ -84,7 +70,7 @@ async fn probe(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn debian_recipe_builds_runs_and_is_not_rebuilt() {
-    let _lock = engine_lock();
+    let _lock = engine_lock(false);
     let engine = Engine::connect(&run_id("recipe")).await.unwrap();
     let image = format!("perf-tests-test/recipe-env:{}", std::process::id());
     let r = ImageRecipe {
@@ -169,7 +155,7 @@ fn offline_suite_plan_resolves() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn broker_and_proxy_answer_a_real_kafka_client() {
-    let _lock = engine_lock();
+    let _lock = engine_lock(false);
     let engine = Engine::connect(&run_id("tansu")).await.unwrap();
     let workload = images(&engine).await;
     let project = compose::load(
@@ -195,7 +181,7 @@ async fn broker_and_proxy_answer_a_real_kafka_client() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tls_path_refuses_plaintext_and_accepts_the_generated_ca() {
-    let _lock = engine_lock();
+    let _lock = engine_lock(false);
     let engine = Engine::connect(&run_id("tls")).await.unwrap();
     let workload = images(&engine).await;
     let tls = tempfile::tempdir().unwrap();

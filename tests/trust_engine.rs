@@ -5,28 +5,15 @@
 //! A third run whose producer is limited to 1000 rec/s (THROUGHPUT) really is slower; against
 //! the six pooled repetitions of the first two it must be a significant regression.
 
+mod common;
+use common::{engine_lock, repo};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
 const SCENARIO: &str = "01-no-proxy-baseline";
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Held shared, like every engine test, so `perf-tests clean`'s test never removes this run.
-fn engine_lock() -> std::fs::File {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open("/tmp/perf-tests-engine-tests.lock")
-        .unwrap();
-    f.lock_shared().unwrap();
-    f
-}
 
 fn perf_tests(results: &Path, envs: &[(&str, &str)], args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
@@ -68,7 +55,7 @@ fn json(path: &Path) -> Value {
 
 #[test]
 fn same_runs_agree_and_a_throttled_producer_is_a_regression() {
-    let _lock = engine_lock();
+    let _lock = engine_lock(false);
     let root = tempfile::tempdir().unwrap();
     let (a, b, slow) = (
         root.path().join("a"),

@@ -1,6 +1,9 @@
 //! Resource sampling against real containers: figures arrive, and sampling costs the runner
 //! under 1% of a core.
 
+mod common;
+use common::engine_lock;
+
 use std::time::{Duration, Instant};
 
 use bollard::models::ContainerCreateBody;
@@ -8,24 +11,12 @@ use bollard::query_parameters::CreateContainerOptionsBuilder;
 use perf_tests::engine::Engine;
 use perf_tests::resources::{own_cpu_time, Sampler, Target};
 
-/// Held shared, like every engine test, so `perf-tests clean`'s test never removes these.
-fn engine_lock() -> std::fs::File {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open("/tmp/perf-tests-engine-tests.lock")
-        .unwrap();
-    f.lock_shared().unwrap();
-    f
-}
-
 const IMAGE: &str = "perf-tests/tansu:0.6.0";
 const SAMPLING: Duration = Duration::from_secs(6);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampling_reads_real_containers_for_under_one_percent_of_a_core() {
-    let _lock = engine_lock();
+    let _lock = engine_lock(false);
     let run_id = format!("trust-resources-{}", std::process::id());
     let engine = Engine::connect(&run_id).await.unwrap();
     // The body runs in its own task so the containers are removed even when it panics.

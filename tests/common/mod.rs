@@ -1,0 +1,74 @@
+//! Helpers shared by the integration tests that use the Docker engine or run the binary.
+#![allow(dead_code)] // each test crate uses its own subset
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use bollard::query_parameters::{ListContainersOptionsBuilder, ListNetworksOptionsBuilder};
+
+/// Every setting's environment variable; tests clear them so the caller's environment cannot
+/// leak into the binary they run.
+pub const SETTING_VARS: [&str; 16] = [
+    "TEST",
+    "NUM_RECORDS",
+    "RECORD_SIZE",
+    "WARM_UP_NUM_RECORDS_POST_BROKER_START",
+    "WARM_UP_NUM_RECORDS_PRE_TEST",
+    "PRODUCER_PROPERTIES",
+    "THROUGHPUT",
+    "COMMIT_ID",
+    "KAFKA_IMAGE",
+    "KROXYLICIOUS_IMAGE",
+    "KAFKA_TOOL_IMAGE",
+    "VAULT_IMAGE",
+    "DRIVER",
+    "REPEAT",
+    "SCENARIOS",
+    "RESULTS_DIR",
+];
+
+/// The repository root.
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Engine tests hold this lock shared; the test of `perf-tests clean` (which removes every
+/// managed container on the engine) holds it exclusively, so it never removes theirs.
+pub fn engine_lock(exclusive: bool) -> std::fs::File {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/perf-tests-engine-tests.lock")
+        .unwrap();
+    if exclusive {
+        f.lock().unwrap();
+    } else {
+        f.lock_shared().unwrap();
+    }
+    f
+}
+
+/// Containers and networks still labelled with `run_id`.
+pub async fn leftovers(run_id: &str) -> (usize, usize) {
+    let docker = bollard::Docker::connect_with_defaults().unwrap();
+    let filter = HashMap::from([("label", vec![format!("io.perf-tests.run={run_id}")])]);
+    let containers = docker
+        .list_containers(Some(
+            ListContainersOptionsBuilder::default()
+                .all(true)
+                .filters(&filter)
+                .build(),
+        ))
+        .await
+        .unwrap();
+    let networks = docker
+        .list_networks(Some(
+            ListNetworksOptionsBuilder::default()
+                .filters(&filter)
+                .build(),
+        ))
+        .await
+        .unwrap();
+    (containers.len(), networks.len())
+}
