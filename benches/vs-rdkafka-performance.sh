@@ -35,17 +35,27 @@ fi
 
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 bootstrap="127.0.0.1:$port"
-"$tansu" broker --listener-url "tcp://127.0.0.1:$port" --advertised-listener-url "tcp://$bootstrap" \
-    --storage-engine memory://tansu/ >/dev/null 2>&1 &
-broker=$!
-trap 'kill $broker 2>/dev/null || true' EXIT
-"$pt" workload probe --bootstrap "$bootstrap" --timeout-s 30 >/dev/null
+broker=""
+trap '[[ -n $broker ]] && kill $broker 2>/dev/null || true' EXIT
+
+# Every tool run gets a fresh broker: the in-memory broker keeps every record it was sent, and a
+# broker grown by earlier runs would slow the later ones.
+fresh_broker() {
+    if [[ -n $broker ]]; then kill "$broker" 2>/dev/null || true; wait "$broker" 2>/dev/null || true; fi
+    "$tansu" broker --listener-url "tcp://127.0.0.1:$port" --advertised-listener-url "tcp://$bootstrap" \
+        --storage-engine memory://tansu/ >/dev/null 2>&1 &
+    broker=$!
+    "$pt" workload probe --bootstrap "$bootstrap" --timeout-s 30 >/dev/null 2>&1
+}
 
 rdkafka_round() {
     local topic="rp-$1-$RANDOM"
     "$tansu" topic create "$topic" --broker "tcp://$bootstrap" --partitions 1 >/dev/null
     local p c
-    p="$("$rp" -P -t "$topic" -p 0 -b "$bootstrap" -s "$size" -c "$n" -a -1 2>&1 |
+    # Made to do what the workload does: -l times every record from produce call to delivery
+    # report and copies each payload (by default it hands librdkafka one shared buffer, which no
+    # real producer can), and linger.ms is librdkafka's default (it sets 1000 ms otherwise).
+    p="$("$rp" -P -l -t "$topic" -p 0 -b "$bootstrap" -s "$size" -c "$n" -a -1 -X linger.ms=5 2>&1 |
         grep -oE '[0-9]+ msgs/s' | tail -1 | cut -d' ' -f1)"
     c="$("$rp" -C -G "grp-$topic" -t "$topic" -b "$bootstrap" -c "$n" -X auto.offset.reset=earliest 2>&1 |
         grep -oE '[0-9]+ msgs/s' | tail -1 | cut -d' ' -f1)"
@@ -62,12 +72,13 @@ m = json.loads(line.split(" ", 1)[1])
 print(round(m["producer"]["rate_rec_s"]), round(m["consumer"]["consumed_rec_s"]))'
 }
 
-echo "records=$n size=$size acks=all rounds=$rounds broker=tansu 0.6.0 (memory) at $bootstrap"
+echo "records=$n size=$size acks=all rounds=$rounds broker=tansu 0.6.0 (memory, fresh for every run) at $bootstrap"
 printf '%-6s %-22s %14s %14s\n' round tool "produce rec/s" "consume rec/s"
 results=()
 for ((r = 1; r <= rounds; r++)); do
     if ((r % 2)); then order="rdkafka_performance perf-tests"; else order="perf-tests rdkafka_performance"; fi
     for tool in $order; do
+        fresh_broker
         if [[ $tool == rdkafka_performance ]]; then out="$(rdkafka_round "$r")"; else out="$(perf_tests_round "$r")"; fi
         read -r p c <<<"$out"
         printf '%-6s %-22s %14s %14s\n' "$r" "$tool" "$p" "$c"
@@ -81,4 +92,8 @@ med = {t: (st.median(float(r[1]) for r in rows if r[0] == t), st.median(float(r[
        for t in ("rdkafka_performance", "perf-tests")}
 (rp, rc), (pp, pc) = med["rdkafka_performance"], med["perf-tests"]
 print(f"median produce: rdkafka_performance {rp:.0f}, perf-tests {pp:.0f}, ratio {pp / rp:.2f}")
+pairs = [(float(a[1]), float(b[1])) for a, b in zip(rows[0::2], rows[1::2])]
+ratios = sorted((p[0] / p[1]) if rows[2 * i][0] == "perf-tests" else (p[1] / p[0]) for i, p in enumerate(pairs))
+print("produce ratio per round (perf-tests / rdkafka_performance): " + ", ".join(f"{x:.2f}" for x in ratios)
+      + f"; median {st.median(ratios):.2f}")
 print(f"median consume: rdkafka_performance {rc:.0f}, perf-tests {pc:.0f}, ratio {pc / rc:.2f}")'

@@ -396,11 +396,17 @@ fn combine(planned: &PlannedScenario, reps: Vec<Repetition>) -> ScenarioResult {
 }
 
 /// Every container of the deployment that is up now: the run-wide services and the scenario's.
-fn sampling_targets(deployment: &Deployment, run_wide: &[String]) -> Vec<resources::Target> {
+fn sampling_targets(
+    deployment: &Deployment,
+    run_wide: &[String],
+    own_broker: bool,
+) -> Vec<resources::Target> {
     deployment
         .project()
         .services
         .keys()
+        // A scenario with its own broker does not touch the run-wide services.
+        .filter(|service| !(own_broker && run_wide.contains(service)))
         .filter_map(|service| {
             deployment
                 .container_id(service)
@@ -466,7 +472,7 @@ async fn run_scenario(
     let t = Instant::now();
     let sampler = resources::Sampler::start(
         engine.docker(),
-        sampling_targets(deployment, &prepared.run_wide),
+        sampling_targets(deployment, &prepared.run_wide, sc.own_broker),
     );
     let measured = wl
         .measure(settings, &sc.bootstrap, &planned.topic, &before)

@@ -128,14 +128,18 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             warm_broker_records,
         } => {
             let ready_timeout = seconds("ready-timeout-s", ready_timeout_s)?;
+            let t = std::time::Instant::now();
             for endpoint in &ready {
                 probe(endpoint, &client_properties, ready_timeout)
                     .await
                     .with_context(|| format!("{endpoint} is not ready"))?;
             }
+            let ready_s = t.elapsed().as_secs_f64();
+            let t = std::time::Instant::now();
             if warm_broker_records > 0 {
                 warm_broker(&bootstrap, warm_broker_records, &client_properties).await?;
             }
+            let warm_broker_s = t.elapsed().as_secs_f64();
             let mut spec = MeasureSpec::new(bootstrap, topic, num_records);
             spec.record_size = record_size;
             spec.throughput = throughput;
@@ -148,7 +152,13 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             spec.partitions = partitions;
             spec.replication_factor = replication_factor;
             spec.delete_topic = !keep_topic;
-            let m = measure(&spec).await?;
+            let mut m = measure(&spec).await?;
+            if !ready.is_empty() {
+                m.steps_s.insert("ready".into(), ready_s);
+            }
+            if warm_broker_records > 0 {
+                m.steps_s.insert("warm_broker".into(), warm_broker_s);
+            }
             eprintln!("{}", summary_line(&m.producer));
             if let Some(problem) = m.integrity.problem() {
                 eprintln!("integrity: counts disagree: {problem}");
