@@ -25,8 +25,8 @@ pub async fn interruptible<T>(engine: &Engine, fut: impl Future<Output = Result<
         r = fut => r,
         _ = shutdown_signal() => {
             eprintln!("interrupted: removing containers and networks of run {}", engine.run_id());
-            match tokio::time::timeout(Duration::from_secs(10), engine.remove_run(engine.run_id())).await {
-                Ok(Ok(_)) => {}
+            match tokio::time::timeout(Duration::from_secs(10), engine.remove_run_completely(engine.run_id())).await {
+                Ok(Ok(())) => {}
                 Ok(Err(e)) => eprintln!("warning: cleanup after interrupt failed: {e:#}"),
                 Err(_) => eprintln!("warning: cleanup after interrupt did not finish within 10 s; run `perf-tests clean`"),
             }

@@ -161,8 +161,8 @@ impl Engine {
         self.remove_labelled(&format!("{LABEL_MANAGED}=true")).await
     }
 
-    /// Removes containers, then networks, matching a `key=value` label filter.
-    pub(crate) async fn remove_labelled(&self, label: &str) -> Result<usize> {
+    /// Ids of the containers and networks matching a `key=value` label filter.
+    async fn list_labelled(&self, label: &str) -> Result<(Vec<String>, Vec<String>)> {
         let filters = HashMap::from([("label", vec![label])]);
         let containers = self
             .docker
@@ -174,14 +174,6 @@ impl Engine {
             ))
             .await
             .context("cannot list containers")?;
-        let mut removed = 0;
-        for c in containers {
-            if let Some(id) = c.id {
-                if self.remove_container(&id).await? {
-                    removed += 1;
-                }
-            }
-        }
         let networks = self
             .docker
             .list_networks(Some(
@@ -191,14 +183,44 @@ impl Engine {
             ))
             .await
             .context("cannot list networks")?;
-        for n in networks {
-            if let Some(id) = n.id {
-                if self.remove_network(&id).await? {
-                    removed += 1;
-                }
+        Ok((
+            containers.into_iter().filter_map(|c| c.id).collect(),
+            networks.into_iter().filter_map(|n| n.id).collect(),
+        ))
+    }
+
+    /// Removes containers, then networks, matching a `key=value` label filter.
+    pub(crate) async fn remove_labelled(&self, label: &str) -> Result<usize> {
+        let (containers, _) = self.list_labelled(label).await?;
+        let mut removed = 0;
+        for id in containers {
+            if self.remove_container(&id).await? {
+                removed += 1;
+            }
+        }
+        // Listed after the containers are gone, so none is still attached.
+        let (_, networks) = self.list_labelled(label).await?;
+        for id in networks {
+            if self.remove_network(&id).await? {
+                removed += 1;
             }
         }
         Ok(removed)
+    }
+
+    /// Removes everything labelled with `run_id` and checks until nothing is left: a removal
+    /// another task had under way (or a create the engine was still answering when the run was
+    /// interrupted) may otherwise outlive this process.
+    pub async fn remove_run_completely(&self, run_id: &str) -> Result<()> {
+        let label = format!("{LABEL_RUN}={run_id}");
+        loop {
+            self.remove_labelled(&label).await?;
+            let (containers, networks) = self.list_labelled(&label).await?;
+            if containers.is_empty() && networks.is_empty() {
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
     }
 
     /// Force-removes a container; `false` if it was already gone.
