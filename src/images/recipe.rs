@@ -172,12 +172,17 @@ impl ImageRecipe {
         s
     }
 
-    /// The recipe's binary if it is already on this host.
-    fn built_binary(&self) -> Option<PathBuf> {
-        let p = match &self.recipe {
+    /// Where the recipe's binary is on this host once made.
+    pub fn binary_path(&self) -> PathBuf {
+        match &self.recipe {
             Recipe::Crate(c) => Self::crate_root(c).join("bin").join(&c.bin),
             Recipe::Debian(d) => d.bin.clone(),
-        };
+        }
+    }
+
+    /// The recipe's binary if it is already on this host.
+    fn built_binary(&self) -> Option<PathBuf> {
+        let p = self.binary_path();
         p.is_file().then_some(p)
     }
 

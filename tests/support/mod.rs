@@ -9,20 +9,28 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// Where the broker binary is looked for when `TANSU_BIN` is not set.
-pub const DEFAULT_TANSU_BIN: &str =
-    "/root/.cache/perf-tests/crates/tansu-0.6.0-dynostore/bin/tansu";
+/// Where the offline suite's Tansu recipe puts the broker binary (`perf-tests images build`).
+pub fn default_tansu_bin() -> PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let suite = perf_tests::scenario::Suite::load(&root.join("scenarios/offline")).unwrap();
+    perf_tests::images::recipe::parse_recipes(&suite.file, &suite.images)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.image.starts_with("perf-tests/tansu:"))
+        .expect("the offline suite has a Tansu recipe")
+        .binary_path()
+}
 
-/// The broker binary; a missing one fails the test with the way to build it.
+/// The broker binary (`TANSU_BIN`, else the recipe's); a missing one fails the test with the
+/// way to build it.
 pub fn tansu_bin() -> PathBuf {
     let path = std::env::var_os("TANSU_BIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_TANSU_BIN));
+        .unwrap_or_else(default_tansu_bin);
     assert!(
         path.is_file(),
         "Tansu broker binary not found at {} (set TANSU_BIN or build it with \
-         `cargo install tansu --version 0.6.0 --locked --features dynostore \
-         --root /root/.cache/perf-tests/crates/tansu-0.6.0-dynostore`)",
+         `perf-tests images build`)",
         path.display()
     );
     path
