@@ -1,0 +1,154 @@
+//! A slowdown injected on the path under test is reported as a significant regression: the
+//! proxy scenario is run twice with REPEAT=4, the second time with every proxy container
+//! throttled to a twentieth of a core as it starts (the engine's CPU quota; this kernel has no netem
+//! for a network delay), and `perf-tests compare` must exit 1.
+
+mod common;
+use common::{engine_lock, repo, SETTING_VARS};
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bollard::models::ContainerUpdateBody;
+use bollard::query_parameters::ListContainersOptionsBuilder;
+
+/// Runs the proxy scenario into `results`; returns the run directory. The run's id is put in
+/// `run_id` as soon as the run announces it.
+fn run(results: &Path, run_id: Arc<Mutex<Option<String>>>) -> PathBuf {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    for var in SETTING_VARS {
+        cmd.env_remove(var);
+    }
+    let mut child = cmd
+        .current_dir(repo())
+        .env("TEST", "02.*")
+        .env("NUM_RECORDS", "2e4")
+        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
+        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
+        .env("REPEAT", "4")
+        .env("RESULTS_DIR", results)
+        .arg("run")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(id) = line.strip_prefix("==> run ") {
+                *run_id.lock().unwrap() = Some(id.trim().to_string());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let status = child.wait().unwrap();
+    let stderr = reader.join().unwrap();
+    assert!(
+        status.success(),
+        "run failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    PathBuf::from(
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("Results: "))
+            .expect("the run names its results directory"),
+    )
+}
+
+/// Until `stop`, limits every new running proxy container of the run named in `run_id` to a
+/// twentieth of a core.
+async fn throttle_proxies(stop: Arc<AtomicBool>, run_id: Arc<Mutex<Option<String>>>) -> usize {
+    let docker = bollard::Docker::connect_with_defaults().unwrap();
+    let mut done = HashSet::new();
+    while !stop.load(Ordering::Relaxed) {
+        let Some(id) = run_id.lock().unwrap().clone() else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let filter = HashMap::from([(
+            "label",
+            vec![
+                "io.perf-tests.service=proxy".to_string(),
+                format!("io.perf-tests.run={id}"),
+            ],
+        )]);
+        let listed = docker
+            .list_containers(Some(
+                ListContainersOptionsBuilder::default()
+                    .filters(&filter)
+                    .build(),
+            ))
+            .await
+            .unwrap_or_default();
+        for c in listed {
+            let Some(id) = c.id else { continue };
+            if done.contains(&id) {
+                continue;
+            }
+            let quota = ContainerUpdateBody {
+                cpu_period: Some(100_000),
+                cpu_quota: Some(5_000),
+                ..Default::default()
+            };
+            if docker.update_container(&id, quota).await.is_err() {
+                // Gone between listing and update (a repetition ended): nothing to slow.
+                continue;
+            }
+            done.insert(id);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    done.len()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_throttled_proxy_is_a_significant_regression() {
+    let _lock = engine_lock(false);
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = root.path().join("base");
+    let base = tokio::task::spawn_blocking(move || run(&base_dir, Arc::default()))
+        .await
+        .unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let slow_run_id: Arc<Mutex<Option<String>>> = Arc::default();
+    let injector = tokio::spawn(throttle_proxies(stop.clone(), slow_run_id.clone()));
+    let slow_dir = root.path().join("slow");
+    let slow = tokio::task::spawn_blocking(move || run(&slow_dir, slow_run_id))
+        .await
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let throttled = injector.await.unwrap();
+    assert_eq!(
+        throttled, 4,
+        "one proxy container per repetition was slowed"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+        .args(["compare", base.to_str().unwrap(), slow.to_str().unwrap()])
+        .args(["--format", "plain"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let rate_row = stdout
+        .lines()
+        .find(|l| l.contains("02-kafka-proxy") && l.contains("Rate rec/s"))
+        .unwrap_or_else(|| panic!("no producer rate row in\n{stdout}"));
+    assert!(rate_row.contains("regression"), "{rate_row}");
+}
