@@ -45,7 +45,12 @@ pub enum Command {
     #[command(subcommand)]
     Images(crate::images::cli::ImagesCommand),
     /// Remove every container and network perf-tests runs left on the engine, and nothing else
-    Clean,
+    Clean {
+        /// Also remove the workload images of other builds of perf-tests (each build packages
+        /// itself into its own image)
+        #[arg(long)]
+        images: bool,
+    },
     /// Realise Compose files through the Docker Engine API (config, up, down)
     #[command(subcommand)]
     Compose(crate::compose::cli::ComposeCommand),
@@ -255,7 +260,7 @@ pub fn main() -> i32 {
         Command::Run(args) => run(&settings, &args),
         Command::List => list(&settings),
         Command::Images(cmd) => block_on(crate::images::cli::execute(cmd, &settings)),
-        Command::Clean => block_on(crate::compose::cli::clean()),
+        Command::Clean { images } => block_on(crate::compose::cli::clean(images)),
         Command::Compose(cmd) => block_on(crate::compose::cli::execute(cmd)),
         Command::Compare(args) => compare(&settings, &args),
         Command::Workload(cmd) => block_on(crate::workload::cli::execute(cmd)),

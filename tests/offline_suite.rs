@@ -236,3 +236,44 @@ async fn tls_path_refuses_plaintext_and_accepts_the_generated_ca() {
         wrong_ca.1
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn clean_images_removes_other_builds_workload_images_only() {
+    // Exclusive: `clean` also removes every managed container, other tests' included.
+    let _lock = engine_lock(true);
+    let engine = Engine::connect(&run_id("clean-images")).await.unwrap();
+    // Any other executable stands in for an older build of perf-tests.
+    let stale = perf_tests::images::workload::ensure_for(&engine, Path::new("/usr/bin/env"))
+        .await
+        .unwrap();
+    let current = perf_tests::images::workload::ensure_for(
+        &engine,
+        Path::new(env!("CARGO_BIN_EXE_perf-tests")),
+    )
+    .await
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+        .args(["clean", "--images"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("workload images of other builds"),
+        "{stderr}"
+    );
+    assert!(
+        recipe::image_labels(&engine, &stale)
+            .await
+            .unwrap()
+            .is_none(),
+        "{stale} is still there"
+    );
+    assert!(
+        recipe::image_labels(&engine, &current)
+            .await
+            .unwrap()
+            .is_some(),
+        "{current} was removed"
+    );
+}

@@ -122,10 +122,15 @@ pub async fn execute(cmd: ComposeCommand) -> Result<i32> {
 }
 
 /// `perf-tests clean`: removes every container and network any earlier run left behind
-/// (label `io.perf-tests.managed=true`) and nothing else.
-pub async fn clean() -> Result<i32> {
+/// (label `io.perf-tests.managed=true`) and nothing else; with `images`, also the workload images
+/// of executables other than this one.
+pub async fn clean(images: bool) -> Result<i32> {
     let engine = Engine::connect("clean").await?;
     let n = engine.remove_all_managed().await?;
     eprintln!("removed {n} containers and networks left by earlier runs");
+    if images {
+        let n = crate::images::workload::remove_stale(&engine).await?;
+        eprintln!("removed {n} workload images of other builds");
+    }
     Ok(0)
 }

@@ -30,6 +30,40 @@ fn content_hash(exe: &Path) -> Result<String> {
     Ok(format!("{:016x}", h.finish()))
 }
 
+/// Removes the workload images of executables other than the running one; an image a
+/// container still uses is kept. Returns how many were removed.
+pub async fn remove_stale(engine: &Engine) -> Result<usize> {
+    let exe = std::env::current_exe().context("locating the perf-tests executable")?;
+    let current = format!("{REPOSITORY}:{}", content_hash(&exe)?);
+    let filters = std::collections::HashMap::from([("reference", vec![REPOSITORY.to_string()])]);
+    let listed = engine
+        .docker()
+        .list_images(Some(
+            bollard::query_parameters::ListImagesOptionsBuilder::default()
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .context("listing workload images")?;
+    let mut removed = 0;
+    for image in listed {
+        for tag in image.repo_tags.iter().filter(|t| **t != current) {
+            let gone = engine
+                .docker()
+                .remove_image(
+                    tag,
+                    None::<bollard::query_parameters::RemoveImageOptions>,
+                    None,
+                )
+                .await;
+            if gone.is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed)
+}
+
 /// The workload image for the running executable, built when missing.
 pub async fn ensure(engine: &Engine) -> Result<String> {
     let exe = std::env::current_exe().context("locating the perf-tests executable")?;
