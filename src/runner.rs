@@ -272,7 +272,7 @@ fn compose_files(plan: &Plan) -> Vec<PathBuf> {
 async fn ensure_pulled(engine: &Engine, settings: &Settings, images: &[&String]) -> Result<()> {
     let mut missing = Vec::new();
     for image in images {
-        if recipe::image_labels(engine, image).await?.is_some() {
+        if engine.image_labels(image).await?.is_some() {
             continue;
         }
         phase(&format!("pulling {image}"));

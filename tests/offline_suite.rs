@@ -263,17 +263,11 @@ async fn clean_images_removes_other_builds_workload_images_only() {
         "{stderr}"
     );
     assert!(
-        recipe::image_labels(&engine, &stale)
-            .await
-            .unwrap()
-            .is_none(),
+        engine.image_labels(&stale).await.unwrap().is_none(),
         "{stale} is still there"
     );
     assert!(
-        recipe::image_labels(&engine, &current)
-            .await
-            .unwrap()
-            .is_some(),
+        engine.image_labels(&current).await.unwrap().is_some(),
         "{current} was removed"
     );
 }

@@ -112,6 +112,17 @@ impl Engine {
         ])
     }
 
+    /// The labels of local image `image`, or `None` when the engine does not have it.
+    pub async fn image_labels(&self, image: &str) -> Result<Option<HashMap<String, String>>> {
+        match self.docker.inspect_image(image).await {
+            Ok(i) => Ok(Some(i.config.and_then(|c| c.labels).unwrap_or_default())),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(e) => Err(anyhow::Error::new(e).context(format!("cannot inspect image {image}"))),
+        }
+    }
+
     /// The image id of `image`: the local image if present, else pulled. The error names the
     /// image; callers add which setting chose it.
     pub async fn ensure_image(&self, image: &str) -> Result<String> {

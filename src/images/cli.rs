@@ -41,7 +41,7 @@ pub async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
         }
         ImagesCommand::List => {
             for r in &recipes {
-                let present = recipe::image_labels(&engine, &r.image).await?.is_some();
+                let present = engine.image_labels(&r.image).await?.is_some();
                 let state = if present { "present" } else { "missing" };
                 println!("{state:>8}  {}", r.describe());
             }

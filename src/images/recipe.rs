@@ -190,7 +190,7 @@ impl ImageRecipe {
     fn host_binary(&self) -> Result<PathBuf> {
         match &self.recipe {
             Recipe::Crate(c) => {
-                let bin = Self::crate_root(c).join("bin").join(&c.bin);
+                let bin = self.binary_path();
                 if bin.is_file() {
                     return Ok(bin);
                 }
@@ -271,20 +271,6 @@ impl ImageRecipe {
     }
 }
 
-/// The labels of a local image, or `None` when the engine does not have it.
-pub async fn image_labels(
-    engine: &Engine,
-    image: &str,
-) -> Result<Option<std::collections::HashMap<String, String>>> {
-    match engine.docker().inspect_image(image).await {
-        Ok(i) => Ok(Some(i.config.and_then(|c| c.labels).unwrap_or_default())),
-        Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
-        }) => Ok(None),
-        Err(e) => Err(anyhow::Error::new(e).context(format!("inspecting image {image}"))),
-    }
-}
-
 /// What `ensure` did for one image.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -295,18 +281,17 @@ pub enum Outcome {
 /// Makes sure the recipe's image is on the engine and current; builds it otherwise.
 pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Result<Outcome> {
     if !force {
-        if let Some(labels) = image_labels(engine, &recipe.image).await? {
+        if let Some(labels) = engine.image_labels(&recipe.image).await? {
             // An image tagged by hand (no fingerprint) is respected as the user's choice; a
             // fingerprint is checked only when the recipe's binary is on this host.
             let Some(label) = labels.get(FINGERPRINT_LABEL) else {
                 return Ok(Outcome::UpToDate);
             };
-            let bin = recipe.built_binary();
-            let current = match bin {
-                Some(b) => Some(recipe.fingerprint(&b)?),
-                None => None,
-            };
-            if current.as_ref().is_none_or(|c| c == label) {
+            let current = recipe
+                .built_binary()
+                .map(|b| recipe.fingerprint(&b))
+                .transpose()?;
+            if current.is_none_or(|c| &c == label) {
                 return Ok(Outcome::UpToDate);
             }
         }

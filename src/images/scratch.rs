@@ -212,16 +212,10 @@ pub async fn build_scratch_image(
 /// The value of label `key` on local image `tag`, or `None` if the image or label is absent
 /// (lets callers skip a rebuild when a content-hash label matches).
 pub async fn image_label(engine: &Engine, tag: &str, key: &str) -> Result<Option<String>> {
-    match engine.docker().inspect_image(tag).await {
-        Ok(img) => Ok(img
-            .config
-            .and_then(|c| c.labels)
-            .and_then(|l| l.get(key).cloned())),
-        Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
-        }) => Ok(None),
-        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot inspect image {tag}"))),
-    }
+    Ok(engine
+        .image_labels(tag)
+        .await?
+        .and_then(|mut l| l.remove(key)))
 }
 
 #[cfg(test)]

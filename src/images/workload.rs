@@ -73,7 +73,7 @@ pub async fn ensure(engine: &Engine) -> Result<String> {
 /// The workload image for `exe`, built when missing.
 pub async fn ensure_for(engine: &Engine, exe: &Path) -> Result<String> {
     let tag = format!("{REPOSITORY}:{}", content_hash(exe)?);
-    if super::recipe::image_labels(engine, &tag).await?.is_some() {
+    if engine.image_labels(&tag).await?.is_some() {
         return Ok(tag);
     }
     let labels = BTreeMap::from([(
