@@ -354,9 +354,15 @@ fn run(settings: &Settings, args: &RunArgs) -> i32 {
             return exit_code_of(&e);
         }
     };
-    let host = results::HostFacts::collect(runtime.block_on(results::docker_engine_version()));
-    let mut info = results::RunInfo::new(settings, &plan.suite.dir, host, started, ended);
-    info.run_id = output.run_id;
+    let host = results::HostFacts::collect(output.engine_version);
+    let info = results::RunInfo::new(
+        &output.run_id,
+        settings,
+        &plan.suite.dir,
+        host,
+        started,
+        ended,
+    );
     let scenario_results = output.results;
     finish(
         &settings.results_dir,
@@ -468,7 +474,7 @@ mod tests {
         };
         let now = chrono::Utc::now();
         let host = results::HostFacts::collect(None);
-        results::RunInfo::new(&settings, Path::new("suite"), host, now, now)
+        results::RunInfo::new("run", &settings, Path::new("suite"), host, now, now)
     }
 
     #[test]

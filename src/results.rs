@@ -7,7 +7,6 @@
 //! another: when the name is taken, `-2`, `-3`, ... is appended.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -67,16 +66,6 @@ fn mem_total_bytes(meminfo: &str) -> Option<u64> {
     }
 }
 
-/// The Docker Engine's version, or `None` when no engine answers within a few seconds.
-pub async fn docker_engine_version() -> Option<String> {
-    let docker = bollard::Docker::connect_with_local_defaults().ok()?;
-    let version = tokio::time::timeout(Duration::from_secs(5), docker.version())
-        .await
-        .ok()?
-        .ok()?;
-    version.version
-}
-
 /// Everything about a run except its per-scenario results.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunInfo {
@@ -99,8 +88,9 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
-    /// A record of a run of `settings` over `suite` between the two instants.
+    /// A record of run `run_id` of `settings` over `suite` between the two instants.
     pub fn new(
+        run_id: &str,
         settings: &Settings,
         suite: &Path,
         host: HostFacts,
@@ -108,7 +98,7 @@ impl RunInfo {
         ended_at: DateTime<Utc>,
     ) -> RunInfo {
         RunInfo {
-            run_id: String::new(),
+            run_id: run_id.to_string(),
             settings: settings.clone(),
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             host,
@@ -238,6 +228,7 @@ mod tests {
         };
         let start = Utc.with_ymd_and_hms(2025, 1, 2, 3, 4, 5).unwrap();
         RunInfo::new(
+            "20250102T030405Z-000000",
             &settings,
             Path::new("scenarios/offline"),
             HostFacts::collect(Some("20.10.0".into())),

@@ -60,6 +60,8 @@ struct Prepared {
 #[derive(Debug, Clone)]
 pub struct RunOutput {
     pub run_id: String,
+    /// The engine the run used, as it reports its version (recorded with the host facts).
+    pub engine_version: Option<String>,
     pub results: Vec<ScenarioResult>,
 }
 
@@ -70,10 +72,12 @@ pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
     // removes).
     phase(&format!("run {run_id}"));
     let engine = Engine::connect(&run_id).await?;
+    let engine_version = engine.version().await.ok();
     let results = engine::interruptible(&engine, run_with(&engine, &run_id, settings, plan)).await;
     crate::progress::finish();
     Ok(RunOutput {
         run_id,
+        engine_version,
         results: results?,
     })
 }
