@@ -24,17 +24,13 @@ fn state() -> &'static Mutex<State> {
     })
 }
 
-fn interactive() -> bool {
-    std::io::stderr().is_terminal() && std::env::var_os("CI").is_none()
+/// The state, even if a thread panicked while holding it (progress output must not fail).
+fn lock() -> std::sync::MutexGuard<'static, State> {
+    state().lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Starts a phase; on a terminal the previous one is printed as done with its duration.
-pub fn phase(what: &str) {
-    let mut s = state().lock().unwrap_or_else(|e| e.into_inner());
-    if !interactive() {
-        eprintln!("==> {what}");
-        return;
-    }
+/// Clears the spinner, if any, and prints its phase as done with its duration.
+fn end_phase(s: &mut State) {
     if let Some(bar) = s.bar.take() {
         bar.finish_and_clear();
         eprintln!(
@@ -43,6 +39,20 @@ pub fn phase(what: &str) {
             s.started.elapsed().as_secs_f64()
         );
     }
+}
+
+fn interactive() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("CI").is_none()
+}
+
+/// Starts a phase; on a terminal the previous one is printed as done with its duration.
+pub fn phase(what: &str) {
+    let mut s = lock();
+    if !interactive() {
+        eprintln!("==> {what}");
+        return;
+    }
+    end_phase(&mut s);
     let bar = ProgressBar::new_spinner();
     bar.set_style(
         ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {wide_msg}")
@@ -58,7 +68,7 @@ pub fn phase(what: &str) {
 /// A detail of the current phase (a workload progress line): the spinner's message on a
 /// terminal, an indented line otherwise.
 pub fn detail(line: &str) {
-    let s = state().lock().unwrap_or_else(|e| e.into_inner());
+    let s = lock();
     match &s.bar {
         Some(bar) => bar.set_message(line.trim().to_string()),
         None => eprintln!("    {line}"),
@@ -67,7 +77,7 @@ pub fn detail(line: &str) {
 
 /// A line that must stay visible (a warning, a result summary).
 pub fn println(line: &str) {
-    let s = state().lock().unwrap_or_else(|e| e.into_inner());
+    let s = lock();
     match &s.bar {
         Some(bar) => bar.println(line),
         None => eprintln!("{line}"),
@@ -76,13 +86,5 @@ pub fn println(line: &str) {
 
 /// Ends the current phase, if any.
 pub fn finish() {
-    let mut s = state().lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(bar) = s.bar.take() {
-        bar.finish_and_clear();
-        eprintln!(
-            "==> {} ({:.1}s)",
-            s.phase,
-            s.started.elapsed().as_secs_f64()
-        );
-    }
+    end_phase(&mut lock());
 }
