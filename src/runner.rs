@@ -16,7 +16,8 @@ use crate::plan::{Plan, PlannedScenario};
 use crate::resources;
 use crate::scenario::Step;
 use crate::settings::{Driver, Settings};
-use crate::workload::kafka_tools::{self, KafkaTools, ToolsSpec};
+use crate::workload::kafka_tools::{self, KafkaTools};
+use crate::workload::MeasureSpec;
 
 /// How long a service may take to become ready (running, healthy, or answering Kafka).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -661,40 +662,16 @@ impl<'a> Workload<'a> {
         topic: &str,
         before: &Before,
     ) -> Result<crate::model::Measurement> {
+        let mut spec = MeasureSpec::new(bootstrap, topic, settings.num_records);
+        spec.record_size = settings.record_size as usize;
+        spec.throughput = settings.throughput;
+        spec.properties = settings.producer_properties.clone();
+        spec.warm_up_records = settings.warm_up_pre_test;
+        spec.consume_timeout = CONSUME_TIMEOUT;
         if let Some(tools) = self.kafka_tools() {
-            let spec = ToolsSpec {
-                bootstrap: bootstrap.into(),
-                topic: topic.into(),
-                num_records: settings.num_records,
-                record_size: settings.record_size,
-                throughput: settings.throughput,
-                properties: settings.producer_properties.clone(),
-                warm_up_records: settings.warm_up_pre_test,
-                consume_timeout: CONSUME_TIMEOUT,
-            };
             return tools.measure(&spec).await;
         }
-        let mut args: Vec<String> = vec![
-            "measure".into(),
-            "--bootstrap".into(),
-            bootstrap.into(),
-            "--topic".into(),
-            topic.into(),
-            "--num-records".into(),
-            settings.num_records.to_string(),
-            "--record-size".into(),
-            settings.record_size.to_string(),
-            "--throughput".into(),
-            settings.throughput.to_string(),
-            "--warm-up-records".into(),
-            settings.warm_up_pre_test.to_string(),
-            "--consume-timeout-s".into(),
-            CONSUME_TIMEOUT.as_secs().to_string(),
-        ];
-        for (k, v) in &settings.producer_properties {
-            args.push("--property".into());
-            args.push(format!("{k}={v}"));
-        }
+        let mut args = crate::workload::cli::measure_args(&spec);
         for endpoint in before.ready.values() {
             args.push("--ready".into());
             args.push(endpoint.clone());

@@ -103,6 +103,44 @@ pub enum WorkloadCommand {
     },
 }
 
+/// The `measure` command line that runs `spec` (the inverse of what `execute` reads).
+pub fn measure_args(spec: &MeasureSpec) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "measure".into(),
+        "--bootstrap".into(),
+        spec.bootstrap.clone(),
+        "--topic".into(),
+        spec.topic.clone(),
+        "--num-records".into(),
+        spec.num_records.to_string(),
+        "--record-size".into(),
+        spec.record_size.to_string(),
+        "--throughput".into(),
+        spec.throughput.to_string(),
+        "--warm-up-records".into(),
+        spec.warm_up_records.to_string(),
+        "--consume-timeout-s".into(),
+        spec.consume_timeout.as_secs_f64().to_string(),
+        "--partitions".into(),
+        spec.partitions.to_string(),
+        "--replication-factor".into(),
+        spec.replication_factor.to_string(),
+    ];
+    for (flag, pairs) in [
+        ("--property", &spec.properties),
+        ("--client-property", &spec.client),
+    ] {
+        for (k, v) in pairs {
+            args.push(flag.into());
+            args.push(format!("{k}={v}"));
+        }
+    }
+    if !spec.delete_topic {
+        args.push("--keep-topic".into());
+    }
+    args
+}
+
 fn seconds(name: &str, s: f64) -> Result<Duration> {
     Duration::try_from_secs_f64(s).with_context(|| format!("--{name} {s}: not a duration"))
 }
@@ -219,6 +257,53 @@ pub fn parse_result_line(stdout: &str) -> Result<Measurement> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(clap::Parser)]
+    struct Wrapper {
+        #[command(subcommand)]
+        cmd: WorkloadCommand,
+    }
+
+    #[test]
+    fn measure_args_parse_back_to_the_spec() {
+        use clap::Parser;
+        let mut spec = MeasureSpec::new("proxy:9092", "t", 20_000);
+        spec.record_size = 512;
+        spec.throughput = 3000;
+        spec.properties = vec![("linger.ms".into(), "7".into())];
+        spec.client = vec![("security.protocol".into(), "SSL".into())];
+        spec.warm_up_records = 10;
+        spec.consume_timeout = Duration::from_millis(2500);
+        spec.delete_topic = false;
+        let mut argv = vec!["perf-tests".to_string()];
+        argv.extend(measure_args(&spec));
+        let WorkloadCommand::Measure {
+            bootstrap,
+            topic,
+            num_records,
+            record_size,
+            throughput,
+            properties,
+            client_properties,
+            warm_up_records,
+            consume_timeout_s,
+            partitions,
+            replication_factor,
+            keep_topic,
+            ..
+        } = Wrapper::try_parse_from(argv).unwrap().cmd
+        else {
+            panic!("not a measure command");
+        };
+        assert_eq!((bootstrap, topic), (spec.bootstrap, spec.topic));
+        assert_eq!((num_records, record_size, throughput), (20_000, 512, 3000));
+        assert_eq!(
+            (properties, client_properties),
+            (spec.properties, spec.client)
+        );
+        assert_eq!((warm_up_records, consume_timeout_s), (10, 2.5));
+        assert_eq!((partitions, replication_factor, keep_topic), (1, 1, true));
+    }
 
     #[test]
     fn missing_result_line_is_reported_with_the_output_tail() {

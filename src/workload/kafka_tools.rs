@@ -16,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use regex::Regex;
 
 use super::cli::RESULT_PREFIX;
+use super::MeasureSpec;
 use crate::engine::{Engine, OneOff};
 use crate::model::{ConsumerResult, Integrity, Measurement, ProducerResult};
 use crate::plan::Plan;
@@ -401,23 +402,6 @@ pub fn check_plan(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// One measurement's parameters.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolsSpec {
-    pub bootstrap: String,
-    pub topic: String,
-    pub num_records: u64,
-    pub record_size: u64,
-    /// Records/s; -1 is unlimited.
-    pub throughput: i64,
-    /// Java producer properties (`PRODUCER_PROPERTIES`).
-    pub properties: Vec<(String, String)>,
-    /// Produced and consumed by the measuring group before measuring; not reported.
-    pub warm_up_records: u64,
-    /// Longest time the consumer waits for a record.
-    pub consume_timeout: Duration,
-}
-
 /// Runs the tools in one-off containers on one network.
 pub struct KafkaTools<'a> {
     engine: &'a Engine,
@@ -444,7 +428,7 @@ impl<'a> KafkaTools<'a> {
 
     /// As the reference's doPerfTest: create the topic, warm up, produce, consume, delete the
     /// topic (also after a failure). End offsets are read around the measured produce.
-    pub async fn measure(&self, spec: &ToolsSpec) -> Result<Measurement> {
+    pub async fn measure(&self, spec: &MeasureSpec) -> Result<Measurement> {
         self.tool(
             "kafka-topics-create",
             create_topic_command(&spec.bootstrap, &spec.topic),
@@ -468,7 +452,7 @@ impl<'a> KafkaTools<'a> {
         outcome
     }
 
-    async fn measure_on_topic(&self, spec: &ToolsSpec) -> Result<Measurement> {
+    async fn measure_on_topic(&self, spec: &MeasureSpec) -> Result<Measurement> {
         // One group for warm-up and measurement: the warm-up consumer commits what it read
         // when it closes, so the measured consumer starts after the warm-up records.
         let group = format!("perf-tests-{}-{}", spec.topic, super::unique_suffix());
@@ -517,16 +501,12 @@ impl<'a> KafkaTools<'a> {
     /// Warms a broker as the reference did: a throw-away topic, `records` produced and
     /// consumed, the topic deleted.
     pub async fn warm_broker(&self, bootstrap: &str, records: u64) -> Result<()> {
-        let spec = ToolsSpec {
-            bootstrap: bootstrap.to_string(),
-            topic: format!("perf-tests-warm-up-{}", super::unique_suffix()),
-            num_records: records,
-            record_size: 1024,
-            throughput: -1,
-            properties: vec![("acks".into(), "all".into())],
-            warm_up_records: 0,
-            consume_timeout: Duration::from_secs(60),
-        };
+        let mut spec = MeasureSpec::new(
+            bootstrap,
+            format!("perf-tests-warm-up-{}", super::unique_suffix()),
+            records,
+        );
+        spec.warm_up_records = 0;
         self.measure(&spec)
             .await
             .map(|_| ())
@@ -535,7 +515,7 @@ impl<'a> KafkaTools<'a> {
 
     async fn produce(
         &self,
-        spec: &ToolsSpec,
+        spec: &MeasureSpec,
         records: u64,
         throughput: i64,
     ) -> Result<ProducerOutput> {
@@ -546,7 +526,7 @@ impl<'a> KafkaTools<'a> {
                     &spec.bootstrap,
                     &spec.topic,
                     records,
-                    spec.record_size,
+                    spec.record_size as u64,
                     throughput,
                     &spec.properties,
                 ),
@@ -555,7 +535,7 @@ impl<'a> KafkaTools<'a> {
         parse_producer_output(&stdout)
     }
 
-    async fn consume(&self, spec: &ToolsSpec, records: u64, group: &str) -> Result<ConsumerLine> {
+    async fn consume(&self, spec: &MeasureSpec, records: u64, group: &str) -> Result<ConsumerLine> {
         let stdout = self
             .tool(
                 "kafka-consumer-perf-test",
