@@ -15,6 +15,7 @@ use tabled::builder::Builder;
 use tabled::settings::{Padding, Style};
 
 use crate::model::{Measurement, ScenarioResult};
+use crate::results::RUN_FILE;
 use crate::stats;
 
 /// Default regression threshold in percent.
@@ -165,7 +166,7 @@ fn run_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
         .filter_map(|e| e.ok())
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
-        .filter(|p| p.join("run.json").is_file())
+        .filter(|p| p.join(RUN_FILE).is_file())
         .collect();
     runs.sort();
     Ok(runs)
@@ -182,7 +183,7 @@ pub fn load(dir: &Path) -> Result<Side> {
             dir.display()
         );
     }
-    let runs = if dir.join("run.json").is_file() {
+    let runs = if dir.join(RUN_FILE).is_file() {
         vec![dir.to_path_buf()]
     } else {
         let runs = run_dirs(dir)?;
@@ -202,13 +203,13 @@ pub fn load(dir: &Path) -> Result<Side> {
         scenarios: Vec::new(),
     };
     for run in &runs {
-        let info = read_json(&run.join("run.json"))?;
-        let obj = info.as_object().with_context(|| {
-            format!("{}: expected a JSON object", run.join("run.json").display())
-        })?;
+        let info = read_json(&run.join(RUN_FILE))?;
+        let obj = info
+            .as_object()
+            .with_context(|| format!("{}: expected a JSON object", run.join(RUN_FILE).display()))?;
         for key in ["settings", "host"] {
             if !obj.contains_key(key) {
-                bail!("{}: missing field `{key}`", run.join("run.json").display());
+                bail!("{}: missing field `{key}`", run.join(RUN_FILE).display());
             }
         }
         side.settings.push(info["settings"].clone());
@@ -245,7 +246,7 @@ fn read_scenarios(run: &Path) -> Result<Vec<ScenarioResult>> {
         .map(|e| e.path())
         .filter(|p| {
             p.extension().is_some_and(|e| e == "json")
-                && p.file_name().is_some_and(|n| n != "run.json")
+                && p.file_name().is_some_and(|n| n != RUN_FILE)
         })
         .collect();
     files.sort();

@@ -66,6 +66,9 @@ fn mem_total_bytes(meminfo: &str) -> Option<u64> {
     }
 }
 
+/// The file of a run directory that describes the run (readers find run directories by it).
+pub const RUN_FILE: &str = "run.json";
+
 /// Everything about a run except its per-scenario results.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunInfo {
@@ -175,7 +178,7 @@ pub fn write_run(
     std::fs::create_dir(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     let mut guard = TempDirGuard(Some(tmp.clone()));
 
-    write_json(&tmp, "run.json", info)?;
+    write_json(&tmp, RUN_FILE, info)?;
     for r in results {
         write_json(&tmp, &format!("{}.json", r.name), r)?;
     }
