@@ -24,7 +24,12 @@ pub const EXIT_USAGE: i32 = 2;
 /// Measures what a Kafka path costs: runs numbered scenarios and prints producer and consumer
 /// result tables.
 #[derive(Debug, Parser)]
-#[command(name = "perf-tests", version, max_term_width = 100)]
+#[command(
+    name = "perf-tests",
+    version,
+    max_term_width = 100,
+    after_help = "`perf-tests workload --help`: the workload steps the runner runs in containers."
+)]
 pub struct Cli {
     /// Settings, accepted before or after the command.
     #[command(flatten)]
@@ -57,13 +62,11 @@ pub enum Command {
     /// Compare two runs: medians, change and significance per scenario and metric; exit 1 on a
     /// significant regression beyond the threshold
     Compare(CompareArgs),
-    /// Run one workload step against a Kafka endpoint (the runner runs this in a container)
-    #[command(subcommand)]
-    Workload(crate::workload::cli::WorkloadCommand),
 }
 
-/// `perf-tests workload …` parsed on its own: the workload runs inside a container and takes
-/// only its own flags, never the run's settings or their environment variables.
+/// `perf-tests workload …` (one workload step against a Kafka endpoint; the runner runs it in a
+/// container) is parsed on its own, never by `Cli`: it takes only its own flags, and some share
+/// a name with the run's global settings (`--num-records`), which clap cannot tell apart.
 #[derive(Debug, Parser)]
 #[command(name = "perf-tests", max_term_width = 100)]
 struct WorkloadCli {
@@ -263,7 +266,6 @@ pub fn main() -> i32 {
         Command::Clean { images } => block_on(crate::compose::cli::clean(images)),
         Command::Compose(cmd) => block_on(crate::compose::cli::execute(cmd)),
         Command::Compare(args) => compare(&settings, &args),
-        Command::Workload(cmd) => block_on(crate::workload::cli::execute(cmd)),
     }
 }
 
