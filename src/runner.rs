@@ -140,10 +140,12 @@ async fn prepare(
 
     let (run_wide, services) = services_of(plan);
     let needed = project.service_closure(&services)?;
-    let images: BTreeSet<String> = needed
+    let mut images: BTreeSet<String> = needed
         .iter()
         .filter_map(|s| project.services.get(s).map(|s| s.image.clone()))
         .collect();
+    // The tools' image may have a recipe of the suite too.
+    images.extend(tool_image.iter().cloned());
 
     let recipes = recipe::parse_recipes(&plan.suite.file, &plan.suite.images)?;
     for r in recipes.iter().filter(|r| images.contains(&r.image)) {
@@ -155,10 +157,7 @@ async fn prepare(
         }
     }
     let with_recipe: BTreeSet<&String> = recipes.iter().map(|r| &r.image).collect();
-    let mut others: Vec<&String> = images.iter().filter(|i| !with_recipe.contains(i)).collect();
-    if let Some(tool) = tool_image.as_ref().filter(|t| !images.contains(*t)) {
-        others.push(tool);
-    }
+    let others: Vec<&String> = images.iter().filter(|i| !with_recipe.contains(i)).collect();
     ensure_pulled(engine, settings, &others).await?;
 
     phase("packaging the workload");

@@ -28,18 +28,18 @@ pub const DEFAULT_THROUGHPUT: i64 = -1;
 pub const DEFAULT_REPEAT: u32 = 1;
 /// Largest `REPEAT` accepted.
 pub const MAX_REPEAT: u32 = 1000;
-/// Default `KAFKA_IMAGE`.
-pub const DEFAULT_KAFKA_IMAGE: &str = "apache/kafka-native:3.9.0";
-/// Default `KROXYLICIOUS_IMAGE`.
-pub const DEFAULT_KROXYLICIOUS_IMAGE: &str = "quay.io/kroxylicious/kroxylicious:0.9.0";
-/// Default `KAFKA_TOOL_IMAGE`.
-pub const DEFAULT_KAFKA_TOOL_IMAGE: &str = "quay.io/strimzi/kafka:0.45.0-kafka-3.9.0";
+/// Default `KAFKA_IMAGE`: Apache Kafka from Maven Central, built here (the suites' recipes).
+pub const DEFAULT_KAFKA_IMAGE: &str = "perf-tests/kafka:4.4.0";
+/// Default `KROXYLICIOUS_IMAGE`: Kroxylicious from Maven Central, built here.
+pub const DEFAULT_KROXYLICIOUS_IMAGE: &str = "perf-tests/kroxylicious:0.12.0";
+/// Default `KAFKA_TOOL_IMAGE`: Kafka's tools from the same release as the broker, built here.
+pub const DEFAULT_KAFKA_TOOL_IMAGE: &str = "perf-tests/kafka-tools:4.4.0";
 /// Default `VAULT_IMAGE`.
 pub const DEFAULT_VAULT_IMAGE: &str = "hashicorp/vault:1.15";
 /// Default `DRIVER`.
 pub const DEFAULT_DRIVER: Driver = Driver::Native;
 /// Default `SCENARIOS` (the suite directory).
-pub const DEFAULT_SCENARIOS: &str = "scenarios/offline";
+pub const DEFAULT_SCENARIOS: &str = "scenarios/kroxylicious";
 /// Default `RESULTS_DIR`.
 pub const DEFAULT_RESULTS_DIR: &str = "results";
 /// `COMMIT_ID` when the suite is not inside a git checkout.
@@ -461,7 +461,7 @@ mod tests {
         assert_eq!(v["NUM_RECORDS"], "10000000");
         assert_eq!(v["THROUGHPUT"], "-1");
         assert_eq!(v["COMMIT_ID"], "abc1234");
-        assert_eq!(v["SCENARIOS"], "scenarios/offline");
+        assert_eq!(v["SCENARIOS"], "scenarios/kroxylicious");
         assert_eq!(v["DRIVER"], "native");
     }
 

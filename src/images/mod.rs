@@ -2,6 +2,7 @@
 //! the scratch packager both use.
 
 pub mod cli;
+pub mod maven;
 pub mod recipe;
 pub mod scratch;
 pub mod workload;

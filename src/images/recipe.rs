@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::maven::{self, MavenRecipe};
 use super::scratch::{self, ScratchFile};
 use crate::engine::Engine;
 
@@ -27,6 +28,8 @@ pub enum Recipe {
     Crate(CrateRecipe),
     /// Package a binary of a Debian package installed on this host.
     Debian(DebianRecipe),
+    /// Resolve Maven artifacts and package them with a jlink runtime.
+    Maven(MavenRecipe),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,15 +57,17 @@ struct RecipeFile {
     #[serde(rename = "crate")]
     krate: Option<CrateRecipe>,
     debian: Option<DebianRecipe>,
+    maven: Option<MavenRecipe>,
 }
 
 impl TryFrom<RecipeFile> for Recipe {
     type Error = anyhow::Error;
     fn try_from(f: RecipeFile) -> Result<Recipe> {
-        match (f.krate, f.debian) {
-            (Some(c), None) => Ok(Recipe::Crate(c)),
-            (None, Some(d)) => Ok(Recipe::Debian(d)),
-            _ => bail!("exactly one of `crate` and `debian` must be given"),
+        match (f.krate, f.debian, f.maven) {
+            (Some(c), None, None) => Ok(Recipe::Crate(c)),
+            (None, Some(d), None) => Ok(Recipe::Debian(d)),
+            (None, None, Some(m)) => Ok(Recipe::Maven(m)),
+            _ => bail!("exactly one of `crate`, `debian` and `maven` must be given"),
         }
     }
 }
@@ -85,9 +90,15 @@ pub fn parse_recipes(
             let recipe = serde_yaml::from_value::<RecipeFile>(value.clone())
                 .map_err(anyhow::Error::from)
                 .and_then(Recipe::try_from)
+                .and_then(|mut r| {
+                    if let Recipe::Maven(m) = &mut r {
+                        m.resolve_paths(file.parent().unwrap_or(Path::new(".")))?;
+                    }
+                    Ok(r)
+                })
                 .with_context(|| {
                     format!(
-                        "{}: images.\"{image}\": not a valid recipe (expected `crate: {{name, version, features, bin}}` or `debian: {{package, bin}}`)",
+                        "{}: images.\"{image}\": not a valid recipe (expected `crate: {{name, version, features, bin}}`, `debian: {{package, bin}}` or `maven: {{artifacts, jdk, entrypoint, modules, sources, files}}`)",
                         file.display()
                     )
                 })?;
@@ -132,6 +143,7 @@ impl ImageRecipe {
                 d.package,
                 d.bin.display()
             ),
+            Recipe::Maven(m) => format!("{} ({})", self.image, m.describe()),
         }
     }
 
@@ -142,6 +154,7 @@ impl ImageRecipe {
             Recipe::Debian(d) => {
                 format!("apt-get install {} && perf-tests images build", d.package)
             }
+            Recipe::Maven(m) => format!("{} && perf-tests images build", m.by_hand()),
         };
         format!(
             "to make it by hand run `{make}`, or tag an equivalent image you already have as {}",
@@ -177,7 +190,25 @@ impl ImageRecipe {
         match &self.recipe {
             Recipe::Crate(c) => Self::crate_root(c).join("bin").join(&c.bin),
             Recipe::Debian(d) => d.bin.clone(),
+            // A Maven image is a tree, assembled in its work directory.
+            Recipe::Maven(_) => self.maven_work_dir(),
         }
+    }
+
+    /// Where a Maven recipe's image content is assembled (kept: the next rebuild replaces it).
+    fn maven_work_dir(&self) -> PathBuf {
+        let safe: String = self
+            .image
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        cache_dir().join("maven").join(safe)
     }
 
     /// The recipe's binary if it is already on this host.
@@ -245,6 +276,7 @@ impl ImageRecipe {
                 }
                 Ok(d.bin.clone())
             }
+            Recipe::Maven(_) => bail!("image recipe {}: not a binary recipe", self.describe()),
         }
     }
 
@@ -266,6 +298,7 @@ impl ImageRecipe {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| d.package.clone()),
+            Recipe::Maven(m) => return m.entrypoint[0].clone(),
         };
         format!("/usr/local/bin/{name}")
     }
@@ -280,6 +313,9 @@ pub enum Outcome {
 
 /// Makes sure the recipe's image is on the engine and current; builds it otherwise.
 pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Result<Outcome> {
+    if let Recipe::Maven(m) = &recipe.recipe {
+        return ensure_maven(engine, recipe, m, force).await;
+    }
     if !force {
         if let Some(labels) = engine.image_labels(&recipe.image).await? {
             // An image tagged by hand (no fingerprint) is respected as the user's choice; a
@@ -323,6 +359,49 @@ pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Resul
             recipe.by_hand()
         )
     })?;
+    Ok(Outcome::Built)
+}
+
+/// `ensure` for a Maven recipe: its fingerprint is known before building (the recipe, its
+/// files and the JDK), so an up-to-date image costs one inspect.
+async fn ensure_maven(
+    engine: &Engine,
+    recipe: &ImageRecipe,
+    m: &MavenRecipe,
+    force: bool,
+) -> Result<Outcome> {
+    let desc = recipe.describe();
+    let fingerprint = m
+        .fingerprint()
+        .with_context(|| format!("image recipe {desc}"))?;
+    if !force {
+        if let Some(labels) = engine.image_labels(&recipe.image).await? {
+            match labels.get(FINGERPRINT_LABEL) {
+                None => return Ok(Outcome::UpToDate),
+                Some(l) if *l == fingerprint => return Ok(Outcome::UpToDate),
+                Some(_) => {}
+            }
+        }
+    }
+    crate::progress::phase(&format!("building image {desc}"));
+    let work = recipe.maven_work_dir();
+    let mr = m.clone();
+    let (files, jdk) = tokio::task::spawn_blocking(move || maven::assemble(&mr, &work))
+        .await
+        .context("image build task")?
+        .with_context(|| format!("image recipe {desc}; {}", recipe.by_hand()))?;
+    let labels = BTreeMap::from([
+        (FINGERPRINT_LABEL.to_string(), fingerprint),
+        ("io.perf-tests.recipe".to_string(), desc.clone()),
+        ("io.perf-tests.artifacts".to_string(), m.artifacts.join(" ")),
+        (
+            "io.perf-tests.jdk".to_string(),
+            format!("{} ({})", jdk.version, jdk.home.display()),
+        ),
+    ]);
+    scratch::build_image(engine, &recipe.image, &files, m.entrypoint.clone(), labels)
+        .await
+        .with_context(|| format!("image recipe {desc}: packaging failed"))?;
     Ok(Outcome::Built)
 }
 

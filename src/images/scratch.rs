@@ -59,7 +59,7 @@ pub fn library_closure(binary: &Path) -> Result<Vec<ScratchFile>> {
 }
 
 /// Parses `ldd` output into library files (virtual libraries such as linux-vdso are skipped).
-fn parse_ldd(text: &str) -> Result<Vec<ScratchFile>> {
+pub(crate) fn parse_ldd(text: &str) -> Result<Vec<ScratchFile>> {
     let mut libs = Vec::new();
     for line in text.lines() {
         let line = line.trim();
@@ -153,7 +153,18 @@ pub async fn build_scratch_image(
     labels: BTreeMap<String, String>,
 ) -> Result<String> {
     let all = with_libraries(files)?;
-    let context = build_context(&all, &entrypoint)?;
+    build_image(engine, tag, &all, entrypoint, labels).await
+}
+
+/// Builds `tag` from exactly `files` (their libraries already among them).
+pub async fn build_image(
+    engine: &Engine,
+    tag: &str,
+    files: &[ScratchFile],
+    entrypoint: Vec<String>,
+    labels: BTreeMap<String, String>,
+) -> Result<String> {
+    let context = build_context(files, &entrypoint)?;
     let labels: HashMap<String, String> = labels.into_iter().collect();
     let opts = BuildImageOptionsBuilder::default()
         .dockerfile("Dockerfile")

@@ -1,0 +1,16 @@
+#!/bin/busybox sh
+# Apache Kafka's command-line tools, installed under the names of the distribution's scripts
+# (/opt/kafka/bin/kafka-topics.sh, …): the name this file is run by picks the tool's class.
+case "${0##*/}" in
+kafka-topics.sh) class=org.apache.kafka.tools.TopicCommand ;;
+kafka-producer-perf-test.sh) class=org.apache.kafka.tools.ProducerPerformance ;;
+kafka-consumer-perf-test.sh) class=org.apache.kafka.tools.ConsumerPerformance ;;
+*)
+    echo "kafka-tool.sh: unknown tool ${0##*/}" >&2
+    exit 2
+    ;;
+esac
+# The distribution's kafka-run-class.sh defaults: a 256 MiB heap, warnings only.
+exec /opt/java/bin/java ${KAFKA_HEAP_OPTS:--Xmx256M} -XX:-UsePerfData -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile=/opt/kafka/config/tools-log4j2.properties \
+    -cp '/opt/app/libs/*' "$class" "$@"
