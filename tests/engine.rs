@@ -10,6 +10,7 @@ use bollard::query_parameters::{
 };
 use futures_util::FutureExt;
 use perf_tests::compose;
+use perf_tests::engine::liveness::Owner;
 use perf_tests::engine::{Deployment, Engine, OneOff};
 use perf_tests::images::scratch::{build_scratch_image, image_label, ScratchFile};
 use std::collections::{BTreeMap, HashMap};
@@ -489,6 +490,134 @@ async fn remove_all_managed_removes_leftovers_and_nothing_else() {
         )
         .await
         .unwrap();
+    if let Err(p) = outcome {
+        std::panic::resume_unwind(p);
+    }
+}
+
+/// Creates a network and a container on it labelled as made by run `run_id` of `owner`, as a
+/// run that was killed (or is still going) leaves them.
+async fn owned_resources(engine: &Engine, run_id: &str, owner: &Owner) {
+    let mut labels = HashMap::from([
+        ("io.perf-tests.managed".to_string(), "true".to_string()),
+        ("io.perf-tests.run".to_string(), run_id.to_string()),
+    ]);
+    labels.extend(owner.labels());
+    engine
+        .docker()
+        .create_network(bollard::models::NetworkCreateRequest {
+            name: run_id.to_string(),
+            labels: Some(labels.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    engine
+        .docker()
+        .create_container(
+            Some(
+                CreateContainerOptionsBuilder::default()
+                    .name(run_id)
+                    .build(),
+            ),
+            ContainerCreateBody {
+                image: Some(TOOLS_IMAGE.to_string()),
+                cmd: Some(strings(&["/bin/sleep", "600"])),
+                labels: Some(labels),
+                host_config: Some(bollard::models::HostConfig {
+                    network_mode: Some(run_id.to_string()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+}
+
+/// `perf-tests clean` removes what runs that are no longer alive left, and only that: a live
+/// run's resources (this test process is their owner) survive, as do another host's; a gone
+/// process's and a reused pid's are removed.
+#[tokio::test]
+async fn clean_removes_only_what_dead_runs_left() {
+    let _lock = engine_lock(true);
+    let engine = Engine::connect(&unique("liveness")).await.unwrap();
+    tools_image(&engine).await;
+    let me = Owner::current().clone();
+    assert!(me.start.is_some());
+    // No process can have a pid above pid_max.
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = Owner {
+        pid: pid_max + 1,
+        ..me.clone()
+    };
+    let reused = Owner {
+        start: me.start.map(|s| s + 1),
+        ..me.clone()
+    };
+    let remote = Owner {
+        host: "elsewhere.invalid".to_string(),
+        ..gone.clone()
+    };
+    let runs: Vec<(String, &Owner)> = [
+        ("live", &me),
+        ("gone", &gone),
+        ("reused", &reused),
+        ("remote", &remote),
+    ]
+    .into_iter()
+    .map(|(name, owner)| (unique(&format!("liveness-{name}")), owner))
+    .collect();
+    let outcome = AssertUnwindSafe(async {
+        for (run_id, owner) in &runs {
+            owned_resources(&engine, run_id, owner).await;
+        }
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+            .arg("clean")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let left = |i: usize| {
+            let engine = engine.clone();
+            let run_id = runs[i].0.clone();
+            async move {
+                let (c, n) = labelled(&engine, &format!("io.perf-tests.run={run_id}")).await;
+                (c.len(), n.len())
+            }
+        };
+        assert_eq!(left(0).await, (1, 1), "the live run's resources survive\n{stderr}");
+        assert_eq!(left(1).await, (0, 0), "the gone process's are removed\n{stderr}");
+        assert_eq!(left(2).await, (0, 0), "the reused pid's are removed\n{stderr}");
+        assert_eq!(left(3).await, (1, 1), "another host's are left alone\n{stderr}");
+        for expected in [
+            format!(
+                "keeping 1 container and 1 network of run {}: its process {} on this host is still running",
+                runs[0].0, me.pid
+            ),
+            format!(
+                "removing 1 container and 1 network of run {}: its process {} on this host is gone",
+                runs[1].0, gone.pid
+            ),
+            format!("removing 1 container and 1 network of run {}:", runs[2].0),
+            format!(
+                "leaving 1 container and 1 network of run {} alone: it was made on host elsewhere.invalid",
+                runs[3].0
+            ),
+            "`perf-tests clean --force` removes them".to_string(),
+        ] {
+            assert!(stderr.contains(&expected), "{expected:?} in\n{stderr}");
+        }
+    })
+    .catch_unwind()
+    .await;
+    for (run_id, _) in &runs {
+        engine.remove_run(run_id).await.unwrap();
+    }
     if let Err(p) = outcome {
         std::panic::resume_unwind(p);
     }
