@@ -49,12 +49,17 @@ pub enum Command {
     /// Build or list the images the suite needs (no registry: images are made here)
     #[command(subcommand)]
     Images(crate::images::cli::ImagesCommand),
-    /// Remove every container and network perf-tests runs left on the engine, and nothing else
+    /// Remove the containers and networks that perf-tests runs no longer alive left on the
+    /// engine, and nothing else
     Clean {
         /// Also remove the workload images of other builds of perf-tests (each build packages
         /// itself into its own image)
         #[arg(long)]
         images: bool,
+        /// Remove every container and network perf-tests made, also those of live runs and of
+        /// other hosts' runs, naming each
+        #[arg(long)]
+        force: bool,
     },
     /// Realise Compose files through the Docker Engine API (config, up, down)
     #[command(subcommand)]
@@ -263,7 +268,7 @@ pub fn main() -> i32 {
         Command::Run(args) => run(&settings, &args),
         Command::List => list(&settings),
         Command::Images(cmd) => block_on(crate::images::cli::execute(cmd, &settings)),
-        Command::Clean { images } => block_on(crate::compose::cli::clean(images)),
+        Command::Clean { images, force } => block_on(crate::compose::cli::clean(images, force)),
         Command::Compose(cmd) => block_on(crate::compose::cli::execute(cmd)),
         Command::Compare(args) => compare(&settings, &args),
     }

@@ -37,6 +37,7 @@ pub struct PlannedScenario {
 /// Discovers the suite, selects scenarios by `TEST` and resolves them.
 pub fn plan(settings: &Settings) -> Result<Plan> {
     let suite = Suite::load(&settings.scenarios)?;
+    suite.check_record_size(settings.record_size)?;
     let found = scenario::discover(&suite.dir)?;
     let selected = scenario::select(&found, &settings.test)?;
     let base_vars = settings.variables();

@@ -17,6 +17,15 @@ pub const SUITE_FILE: &str = "suite.yaml";
 /// File name of the scenario description inside a scenario directory.
 pub const SCENARIO_FILE: &str = "scenario.yaml";
 
+/// Kafka's default `message.max.bytes`: the largest record batch a broker accepts.
+pub const KAFKA_DEFAULT_MESSAGE_MAX_BYTES: u64 = 1_048_588;
+/// What a record batch holding one record without key or headers adds to the record's value, at
+/// most: the batch header (61 bytes) and the record's own framing (its length, attributes,
+/// timestamp and offset deltas, key and value lengths, header count: 15 bytes).
+pub const RECORD_BATCH_OVERHEAD: u64 = 61 + 15;
+/// The largest `RECORD_SIZE` a broker with Kafka's defaults accepts.
+pub const DEFAULT_MAX_RECORD_SIZE: u64 = KAFKA_DEFAULT_MESSAGE_MAX_BYTES - RECORD_BATCH_OVERHEAD;
+
 /// A suite: the run-wide services and the defaults its scenarios share.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Suite {
@@ -38,6 +47,9 @@ pub struct Suite {
     pub client: BTreeMap<String, String>,
     /// Image recipes keyed by image reference, kept opaque here.
     pub images: BTreeMap<String, serde_yaml::Value>,
+    /// The largest record size in bytes the suite's brokers accept, when they were configured to
+    /// accept more (or less) than Kafka's default; see [`Suite::max_record_size`].
+    pub max_record_size: Option<u64>,
 }
 
 /// One numbered scenario of a suite.
@@ -157,6 +169,8 @@ struct SuiteFile {
     client: BTreeMap<String, Scalar>,
     #[serde(default)]
     images: BTreeMap<String, serde_yaml::Value>,
+    #[serde(default)]
+    max_record_size: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -297,6 +311,12 @@ impl Suite {
         for (service, endpoint) in &raw.ready {
             check_endpoint(&file, &format!("ready.{service}"), endpoint)?;
         }
+        if raw.max_record_size == Some(0) {
+            bail!(
+                "{}: max_record_size: must be at least 1 byte",
+                file.display()
+            );
+        }
         Ok(Suite {
             compose: resolve_compose(&file, &raw.compose)?,
             dir,
@@ -307,7 +327,37 @@ impl Suite {
             ready: raw.ready,
             client: scalars(raw.client),
             images: raw.images,
+            max_record_size: raw.max_record_size,
         })
+    }
+
+    /// The largest `RECORD_SIZE` the suite's brokers accept: `max_record_size` from
+    /// `suite.yaml`, else what Kafka's default `message.max.bytes` leaves for one record.
+    pub fn max_record_size(&self) -> u64 {
+        self.max_record_size.unwrap_or(DEFAULT_MAX_RECORD_SIZE)
+    }
+
+    /// Refuses a record size larger than [`Suite::max_record_size`], naming `RECORD_SIZE`, the
+    /// value, the limit and where the limit comes from.
+    pub fn check_record_size(&self, record_size: u64) -> Result<()> {
+        let limit = self.max_record_size();
+        if record_size <= limit {
+            return Ok(());
+        }
+        match self.max_record_size {
+            Some(_) => bail!(
+                "RECORD_SIZE={record_size} is larger than the suite's brokers accept: at most \
+                 {limit} bytes (max_record_size in {})",
+                self.file.display()
+            ),
+            None => bail!(
+                "RECORD_SIZE={record_size} is larger than a broker accepts: at most {limit} bytes \
+                 (Kafka's default message.max.bytes, {KAFKA_DEFAULT_MESSAGE_MAX_BYTES}, less \
+                 {RECORD_BATCH_OVERHEAD} bytes of record batch overhead); a suite whose brokers \
+                 accept more says so with max_record_size in {}",
+                self.file.display()
+            ),
+        }
     }
 }
 
@@ -458,6 +508,43 @@ mod tests {
     }
 
     const MINIMAL: &str = "description: d\nbootstrap: broker:9092\n";
+
+    #[test]
+    fn the_record_size_limit_is_kafkas_default_unless_the_suite_sets_one() {
+        let root = suite(&[]);
+        let dir = root.path().join("suite");
+        let default = Suite::load(&dir).unwrap();
+        assert_eq!(default.max_record_size(), 1_048_512);
+        default.check_record_size(1_048_512).unwrap();
+        let err = default
+            .check_record_size(1_048_513)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("RECORD_SIZE=1048513") && err.contains("1048512 bytes"),
+            "{err}"
+        );
+        assert!(err.contains("max_record_size"), "{err}");
+
+        let file = dir.join(SUITE_FILE);
+        let text = fs::read_to_string(&file).unwrap();
+        fs::write(&file, format!("{text}max_record_size: 8388608\n")).unwrap();
+        let raised = Suite::load(&dir).unwrap();
+        assert_eq!(raised.max_record_size(), 8_388_608);
+        raised.check_record_size(2_000_000).unwrap();
+        let err = raised.check_record_size(8_388_609).unwrap_err().to_string();
+        assert!(
+            err.contains("RECORD_SIZE=8388609") && err.contains("8388608 bytes"),
+            "{err}"
+        );
+
+        fs::write(&file, format!("{text}max_record_size: 0\n")).unwrap();
+        let err = Suite::load(&dir).unwrap_err().to_string();
+        assert!(err.contains("max_record_size"), "{err}");
+        fs::write(&file, format!("{text}max_record_size: lots\n")).unwrap();
+        let err = Suite::load(&dir).unwrap_err().to_string();
+        assert!(err.contains("max_record_size"), "{err}");
+    }
 
     #[test]
     fn discovery_sorts_numbered_directories_and_ignores_the_rest() {

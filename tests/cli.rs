@@ -217,6 +217,58 @@ fn bad_settings_are_usage_errors_naming_variable_and_value() {
 }
 
 #[test]
+fn a_record_size_no_broker_accepts_is_refused_before_anything_starts() {
+    let root = suite();
+    // Kafka's default message.max.bytes (1048588) less the record batch overhead.
+    let limit = "1048512";
+    for args in [&["run", "--dry-run"][..], &["run"][..], &[][..]] {
+        let out = perf_tests(root.path(), args, &[("RECORD_SIZE", "1e12")]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("RECORD_SIZE=1000000000000") && err.contains(limit),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("max_record_size"), "{err}");
+        assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    }
+    // Nothing was started, so nothing was written either.
+    assert!(!root.path().join("results").exists());
+    let out = perf_tests(
+        root.path(),
+        &["run", "--dry-run"],
+        &[("RECORD_SIZE", limit)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = perf_tests(
+        root.path(),
+        &["run", "--dry-run"],
+        &[("RECORD_SIZE", "1048513")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+
+    // A suite whose brokers accept more says so, and its limit is the one enforced.
+    let file = root.path().join("scenarios/offline/suite.yaml");
+    let text = fs::read_to_string(&file).unwrap();
+    write(&file, &format!("{text}max_record_size: 4194304\n"));
+    let out = perf_tests(
+        root.path(),
+        &["run", "--dry-run"],
+        &[("RECORD_SIZE", "2e6")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = perf_tests(root.path(), &["run"], &[("RECORD_SIZE", "1e12")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("RECORD_SIZE=1000000000000")
+            && err.contains("4194304")
+            && err.contains("suite.yaml"),
+        "{err}"
+    );
+}
+
+#[test]
 fn list_marks_what_test_selects() {
     let root = suite();
     let out = perf_tests(root.path(), &["list"], &[("TEST", "0.*")]);

@@ -111,6 +111,20 @@ async fn default_suite_runs_end_to_end_and_leaves_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_during_a_measurement_removes_the_run_and_saves_nothing() {
+    signal_during_a_measurement("INT").await;
+}
+
+/// A closed terminal or SSH session sends SIGHUP: handled as Ctrl-C, not exit 129 with the
+/// containers and the network left behind.
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_during_a_measurement_removes_the_run_and_saves_nothing() {
+    signal_during_a_measurement("HUP").await;
+}
+
+/// Sends `signal` (a `kill` name) to a run of `02-kafka-proxy` while it measures; the run must
+/// end within 10 s with 130, naming the signal, leaving no container, network, scratch directory
+/// or results behind.
+async fn signal_during_a_measurement(signal: &str) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     use std::time::{Duration, Instant};
@@ -143,7 +157,7 @@ async fn ctrl_c_during_a_measurement_removes_the_run_and_saves_nothing() {
     std::thread::sleep(Duration::from_millis(500));
     let sent = Instant::now();
     let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(kill.success());
@@ -155,6 +169,12 @@ async fn ctrl_c_during_a_measurement_removes_the_run_and_saves_nothing() {
         sent.elapsed()
     );
     assert_eq!(status.code(), Some(130), "{}", rest.join("\n"));
+    let named = format!("interrupted by SIG{signal}: removing containers and networks of run");
+    assert!(
+        rest.iter().any(|l| l.contains(&named)),
+        "{named:?} in {}",
+        rest.join("\n")
+    );
     assert_eq!(
         leftovers(&run_id).await,
         (0, 0),

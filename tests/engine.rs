@@ -10,6 +10,7 @@ use bollard::query_parameters::{
 };
 use futures_util::FutureExt;
 use perf_tests::compose;
+use perf_tests::engine::liveness::Owner;
 use perf_tests::engine::{Deployment, Engine, OneOff};
 use perf_tests::images::scratch::{build_scratch_image, image_label, ScratchFile};
 use std::collections::{BTreeMap, HashMap};
@@ -494,58 +495,257 @@ async fn remove_all_managed_removes_leftovers_and_nothing_else() {
     }
 }
 
+/// Creates a network and a container on it labelled as made by run `run_id` of `owner`, as a
+/// run that was killed (or is still going) leaves them.
+async fn owned_resources(engine: &Engine, run_id: &str, owner: &Owner) {
+    let mut labels = HashMap::from([
+        ("io.perf-tests.managed".to_string(), "true".to_string()),
+        ("io.perf-tests.run".to_string(), run_id.to_string()),
+    ]);
+    labels.extend(owner.labels());
+    engine
+        .docker()
+        .create_network(bollard::models::NetworkCreateRequest {
+            name: run_id.to_string(),
+            labels: Some(labels.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    engine
+        .docker()
+        .create_container(
+            Some(
+                CreateContainerOptionsBuilder::default()
+                    .name(run_id)
+                    .build(),
+            ),
+            ContainerCreateBody {
+                image: Some(TOOLS_IMAGE.to_string()),
+                cmd: Some(strings(&["/bin/sleep", "600"])),
+                labels: Some(labels),
+                host_config: Some(bollard::models::HostConfig {
+                    network_mode: Some(run_id.to_string()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+}
+
+/// `perf-tests clean` removes what runs that are no longer alive left, and only that: a live
+/// run's resources (this test process is their owner) survive, as do another host's; a gone
+/// process's and a reused pid's are removed.
 #[tokio::test]
-async fn sigint_during_up_exits_promptly_and_leaves_nothing() {
-    with_run("sigint", |engine| async move {
-        let dir = tempfile::tempdir().unwrap();
-        let file = write_compose(
-            dir.path(),
-            r#"
+async fn clean_removes_only_what_dead_runs_left() {
+    let _lock = engine_lock(true);
+    let engine = Engine::connect(&unique("liveness")).await.unwrap();
+    tools_image(&engine).await;
+    let me = Owner::current().clone();
+    assert!(me.start.is_some());
+    // No process can have a pid above pid_max.
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = Owner {
+        pid: pid_max + 1,
+        ..me.clone()
+    };
+    let reused = Owner {
+        start: me.start.map(|s| s + 1),
+        ..me.clone()
+    };
+    let remote = Owner {
+        host: "elsewhere.invalid".to_string(),
+        ..gone.clone()
+    };
+    let runs: Vec<(String, &Owner)> = [
+        ("live", &me),
+        ("gone", &gone),
+        ("reused", &reused),
+        ("remote", &remote),
+    ]
+    .into_iter()
+    .map(|(name, owner)| (unique(&format!("liveness-{name}")), owner))
+    .collect();
+    let outcome = AssertUnwindSafe(async {
+        for (run_id, owner) in &runs {
+            owned_resources(&engine, run_id, owner).await;
+        }
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+            .arg("clean")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let left = |i: usize| {
+            let engine = engine.clone();
+            let run_id = runs[i].0.clone();
+            async move {
+                let (c, n) = labelled(&engine, &format!("io.perf-tests.run={run_id}")).await;
+                (c.len(), n.len())
+            }
+        };
+        assert_eq!(left(0).await, (1, 1), "the live run's resources survive\n{stderr}");
+        assert_eq!(left(1).await, (0, 0), "the gone process's are removed\n{stderr}");
+        assert_eq!(left(2).await, (0, 0), "the reused pid's are removed\n{stderr}");
+        assert_eq!(left(3).await, (1, 1), "another host's are left alone\n{stderr}");
+        for expected in [
+            format!(
+                "keeping 1 container and 1 network of run {}: its process {} on this host is still running",
+                runs[0].0, me.pid
+            ),
+            format!(
+                "removing 1 container and 1 network of run {}: its process {} on this host is gone",
+                runs[1].0, gone.pid
+            ),
+            format!("removing 1 container and 1 network of run {}:", runs[2].0),
+            format!(
+                "leaving 1 container and 1 network of run {} alone: it was made on host elsewhere.invalid",
+                runs[3].0
+            ),
+            "`perf-tests clean --force` removes them".to_string(),
+        ] {
+            assert!(stderr.contains(&expected), "{expected:?} in\n{stderr}");
+        }
+    })
+    .catch_unwind()
+    .await;
+    for (run_id, _) in &runs {
+        engine.remove_run(run_id).await.unwrap();
+    }
+    if let Err(p) = outcome {
+        std::panic::resume_unwind(p);
+    }
+}
+
+/// Services that never become ready: `up` runs, `never` (after it) fails its health check, so
+/// `compose up never` waits for minutes with two containers and a network on the engine.
+const NEVER_READY: &str = r#"
 services:
+  up:
+    image: perf-tests-test/tools:latest
+    command: ["/bin/sleep", "600"]
   never:
     image: perf-tests-test/tools:latest
     command: ["/bin/sleep", "600"]
+    depends_on: [up]
     healthcheck:
       test: ["CMD", "/bin/sh", "-c", "exit 1"]
       interval: 1s
       retries: 1000
-"#,
-        );
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_perf-tests"))
-            .args(["compose", "up", "-f"])
-            .arg(&file)
-            .args(["--run-id", engine.run_id(), "--project"])
-            .arg(unique("sigint"))
-            .args(["--timeout", "5m", "never"])
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Wait until the container exists, so the interrupt lands while waiting for health.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while run_resources(&engine).await.0.is_empty() {
-            assert!(Instant::now() < deadline, "the container never appeared");
-            tokio::time::sleep(Duration::from_millis(100)).await;
+"#;
+
+/// Starts `compose up never` for the engine's run under `wrapper` (e.g. `nohup`, or none) and
+/// waits until both containers exist, so a signal lands while it waits for health.
+async fn up_never_ready(engine: &Engine, dir: &Path, wrapper: &[&str]) -> std::process::Child {
+    let file = write_compose(dir, NEVER_READY);
+    let bin = env!("CARGO_BIN_EXE_perf-tests");
+    let (program, before) = match wrapper.split_first() {
+        Some((w, rest)) => (*w, [rest, &[bin]].concat()),
+        None => (bin, vec![]),
+    };
+    let child = std::process::Command::new(program)
+        .args(before)
+        .args(["compose", "up", "-f"])
+        .arg(&file)
+        .args(["--run-id", engine.run_id(), "--project"])
+        .arg(unique("signal"))
+        .args(["--timeout", "5m", "never"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while run_resources(engine).await.0.len() < 2 {
+        assert!(Instant::now() < deadline, "the containers never appeared");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    child
+}
+
+/// Sends `signal` (a `kill` name such as `INT`) to `child`.
+fn send(signal: &str, child: &std::process::Child) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Waits at most `within` for `child` to exit; its status and standard error.
+async fn exit_within(
+    mut child: std::process::Child,
+    within: Duration,
+) -> (std::process::ExitStatus, String) {
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
         }
-        let status = std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let sent = Instant::now();
-        let code = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if sent.elapsed() > Duration::from_secs(10) {
-                let _ = child.kill();
-                panic!("still running 10 s after SIGINT");
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        if sent.elapsed() > within {
+            let _ = child.kill();
+            panic!("still running {within:?} after the signal");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    (status, stderr)
+}
+
+#[tokio::test]
+async fn sigint_during_up_exits_promptly_and_leaves_nothing() {
+    with_run("sigint", |engine| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let child = up_never_ready(&engine, dir.path(), &[]).await;
+        send("INT", &child);
+        let (code, stderr) = exit_within(child, Duration::from_secs(10)).await;
         assert_eq!(code.code(), Some(130), "{stderr}");
         assert!(stderr.contains("interrupted"), "{stderr}");
+        assert_eq!(run_resources(&engine).await, (vec![], vec![]));
+    })
+    .await;
+}
+
+/// A closed terminal or SSH session: handled as SIGTERM, not the default exit 129 that leaves
+/// the containers and the network behind.
+#[tokio::test]
+async fn sighup_during_up_exits_promptly_and_leaves_nothing() {
+    with_run("sighup", |engine| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let child = up_never_ready(&engine, dir.path(), &[]).await;
+        assert_eq!(run_resources(&engine).await.1.len(), 1, "one network");
+        send("HUP", &child);
+        let (code, stderr) = exit_within(child, Duration::from_secs(10)).await;
+        assert_eq!(code.code(), Some(130), "{stderr}");
+        assert!(
+            stderr.contains("interrupted by SIGHUP: removing containers and networks of run"),
+            "{stderr}"
+        );
+        assert_eq!(run_resources(&engine).await, (vec![], vec![]));
+    })
+    .await;
+}
+
+/// Under `nohup` SIGHUP is ignored, as the user asked: the run goes on until SIGTERM.
+#[tokio::test]
+async fn sighup_under_nohup_is_ignored() {
+    with_run("nohup", |engine| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = up_never_ready(&engine, dir.path(), &["nohup"]).await;
+        send("HUP", &child);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(child.try_wait().unwrap().is_none(), "SIGHUP ended it");
+        assert_eq!(run_resources(&engine).await.0.len(), 2);
+        send("TERM", &child);
+        let (code, stderr) = exit_within(child, Duration::from_secs(10)).await;
+        assert_eq!(code.code(), Some(130), "{stderr}");
+        assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
         assert_eq!(run_resources(&engine).await, (vec![], vec![]));
     })
     .await;

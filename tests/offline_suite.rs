@@ -239,7 +239,7 @@ async fn tls_path_refuses_plaintext_and_accepts_the_generated_ca() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn clean_images_removes_other_builds_workload_images_only() {
-    // Exclusive: `clean` also removes every managed container, other tests' included.
+    // Exclusive: `clean` also removes the managed containers of runs no longer alive.
     let _lock = engine_lock(true);
     let engine = Engine::connect(&run_id("clean-images")).await.unwrap();
     // Any other executable stands in for an older build of perf-tests.

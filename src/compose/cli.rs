@@ -121,13 +121,12 @@ pub async fn execute(cmd: ComposeCommand) -> Result<i32> {
     }
 }
 
-/// `perf-tests clean`: removes every container and network any earlier run left behind
-/// (label `io.perf-tests.managed=true`) and nothing else; with `images`, also the workload images
-/// of executables other than this one.
-pub async fn clean(images: bool) -> Result<i32> {
+/// `perf-tests clean`: removes the containers and networks (label `io.perf-tests.managed=true`)
+/// of runs that are no longer alive, or with `force` all of them, and nothing else; with
+/// `images`, also the workload images of executables other than this one.
+pub async fn clean(images: bool, force: bool) -> Result<i32> {
     let engine = Engine::connect("clean").await?;
-    let n = engine.remove_all_managed().await?;
-    eprintln!("removed {n} containers and networks left by earlier runs");
+    crate::engine::liveness::clean(&engine, force, &mut std::io::stderr()).await?;
     if images {
         let n = crate::images::workload::remove_stale(&engine).await?;
         eprintln!("removed {n} workload images of other builds");

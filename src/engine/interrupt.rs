@@ -1,12 +1,13 @@
-//! Ctrl-C / SIGTERM: stop the work, remove this run's resources, report `Interrupted`.
+//! Ctrl-C / SIGTERM / SIGHUP: stop the work, remove this run's resources, report `Interrupted`.
 
 use anyhow::Result;
 use std::future::Future;
+use std::io::Write as _;
 use std::time::Duration;
 
 use super::Engine;
 
-/// The run was interrupted by SIGINT or SIGTERM; the caller should exit with status 130.
+/// The run was interrupted by SIGINT, SIGTERM or SIGHUP; the caller should exit with status 130.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interrupted;
 
@@ -18,41 +19,86 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-/// Runs `fut`; on SIGINT or SIGTERM drops it, removes everything labelled with the engine's
-/// run id (giving up after 10 s) and returns an [`Interrupted`] error.
+/// Runs `fut`; on SIGINT, SIGTERM or SIGHUP drops it, removes everything labelled with the
+/// engine's run id (giving up after 10 s) and returns an [`Interrupted`] error.
 pub async fn interruptible<T>(engine: &Engine, fut: impl Future<Output = Result<T>>) -> Result<T> {
     tokio::select! {
         r = fut => r,
-        _ = shutdown_signal() => {
-            eprintln!("interrupted: removing containers and networks of run {}", engine.run_id());
+        signal = shutdown_signal() => {
+            // After SIGHUP the terminal may be gone: a failed write must not stop the cleanup.
+            let say = |line: String| { let _ = writeln!(std::io::stderr(), "{line}"); };
+            say(format!("interrupted by {signal}: removing containers and networks of run {}", engine.run_id()));
             match tokio::time::timeout(Duration::from_secs(10), engine.remove_run_completely(engine.run_id())).await {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => eprintln!("warning: cleanup after interrupt failed: {e:#}"),
-                Err(_) => eprintln!("warning: cleanup after interrupt did not finish within 10 s; run `perf-tests clean`"),
+                Ok(Err(e)) => say(format!("warning: cleanup after interrupt failed: {e:#}")),
+                Err(_) => say("warning: cleanup after interrupt did not finish within 10 s; run `perf-tests clean`".to_string()),
             }
             Err(Interrupted.into())
         }
     }
 }
 
-async fn shutdown_signal() {
+/// Waits for the first of SIGINT, SIGTERM and SIGHUP (a closed terminal or SSH session) and names
+/// it. SIGHUP is left alone when the process started with it ignored (`nohup`).
+async fn shutdown_signal() -> &'static str {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        use tokio::signal::unix::{signal, Signal, SignalKind};
+        /// A signal that could not be registered is never received.
+        async fn received(signal: Option<Signal>) {
+            if let Some(mut s) = signal {
+                if s.recv().await.is_some() {
+                    return;
                 }
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+            std::future::pending().await
+        }
+        let term = signal(SignalKind::terminate()).ok();
+        let hangup = if hangup_ignored() {
+            None
+        } else {
+            signal(SignalKind::hangup()).ok()
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+            _ = received(term) => "SIGTERM",
+            _ = received(hangup) => "SIGHUP",
         }
     }
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
+}
+
+/// True when SIGHUP is ignored (bit 0 of `SigIgn` in `/proc/self/status`), as under `nohup`.
+#[cfg(unix)]
+fn hangup_ignored() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| sighup_ignored_in(&status))
+        .unwrap_or(false)
+}
+
+#[cfg(unix)]
+fn sighup_ignored_in(status: &str) -> Option<bool> {
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:"))?;
+    u64::from_str_radix(mask.trim(), 16)
+        .ok()
+        .map(|m| m & 1 == 1)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sighup_is_bit_0_of_the_ignored_mask() {
+        let status = |mask: &str| format!("Name:\tx\nSigBlk:\t0000000000000001\nSigIgn:\t{mask}\n");
+        assert_eq!(sighup_ignored_in(&status("0000000000000001")), Some(true));
+        assert_eq!(sighup_ignored_in(&status("0000000000001000")), Some(false));
+        assert_eq!(sighup_ignored_in(&status("0000000000000000")), Some(false));
+        assert_eq!(sighup_ignored_in("Name:\tx\n"), None);
     }
 }

@@ -3,10 +3,12 @@
 //!
 //! Every container and network created here carries `io.perf-tests.run=<run id>` and
 //! `io.perf-tests.managed=true`, so teardown, interruption and `perf-tests clean` remove exactly
-//! what the runner made.
+//! what the runner made, and the host, pid and process start time of the process that made it
+//! ([`liveness`]), so `perf-tests clean` leaves live runs alone.
 
 mod deployment;
 mod interrupt;
+pub mod liveness;
 mod oneoff;
 
 pub use deployment::Deployment;
@@ -104,12 +106,15 @@ impl Engine {
         ))
     }
 
-    /// The labels every resource of this run carries.
+    /// The labels every resource of this run carries: the run id, the managed mark and this
+    /// process as the owner.
     pub fn run_labels(&self) -> HashMap<String, String> {
-        HashMap::from([
+        let mut labels = HashMap::from([
             (LABEL_RUN.to_string(), self.run_id.clone()),
             (LABEL_MANAGED.to_string(), "true".to_string()),
-        ])
+        ]);
+        labels.extend(liveness::Owner::current().labels());
+        labels
     }
 
     /// The labels of local image `image`, or `None` when the engine does not have it.
