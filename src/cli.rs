@@ -409,6 +409,18 @@ fn finish(
         );
         return EXIT_FAILURE;
     }
+    let unproven: Vec<&str> = scenario_results
+        .iter()
+        .filter(|r| r.path_check_failed())
+        .map(|r| r.name.as_str())
+        .collect();
+    if !unproven.is_empty() {
+        eprintln!(
+            "error: the path does not do what the scenario declares (path check failed) in: {}",
+            unproven.join(", ")
+        );
+        return EXIT_FAILURE;
+    }
     EXIT_OK
 }
 

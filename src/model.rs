@@ -76,6 +76,94 @@ impl Integrity {
     }
 }
 
+/// What the broker must hold for a record the workload sent through the path under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BrokerHolds {
+    /// The record as sent.
+    Unchanged,
+    /// The record with its ASCII letters upper-cased.
+    UpperCased,
+    /// Not the record, and no stretch of it readable.
+    Encrypted,
+}
+
+/// What the consumer must receive for a record it sent through the path under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConsumerReceives {
+    /// The record as sent.
+    Sent,
+    /// The record with its ASCII letters upper-cased.
+    UpperCased,
+}
+
+/// A scenario's declaration of what its path does to records (`expect:` in scenario.yaml).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    pub broker: BrokerHolds,
+    pub consumer: ConsumerReceives,
+}
+
+macro_rules! kebab_names {
+    ($t:ty { $($v:ident => $n:literal),* $(,)? }) => {
+        impl $t {
+            pub const NAMES: &'static [&'static str] = &[$($n),*];
+            pub fn name(self) -> &'static str {
+                match self { $(Self::$v => $n),* }
+            }
+        }
+        impl std::str::FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($n => Ok(Self::$v),)*
+                    _ => Err(format!("{s:?} is not one of {}", Self::NAMES.join(", "))),
+                }
+            }
+        }
+    };
+}
+kebab_names!(BrokerHolds { Unchanged => "unchanged", UpperCased => "upper-cased", Encrypted => "encrypted" });
+kebab_names!(ConsumerReceives { Sent => "sent", UpperCased => "upper-cased" });
+
+/// The outcome of checking a scenario's `expect:` on sample records: each was read back
+/// through the scenario's endpoint and straight from the broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathCheck {
+    pub expect: Expect,
+    /// Where the records were read straight from.
+    pub direct: String,
+    /// Records sent through the endpoint.
+    pub records: u64,
+    /// Records the broker held as expected.
+    pub broker_ok: u64,
+    /// Records the consumer received as expected.
+    pub consumer_ok: u64,
+    /// The first record that was not as expected, described.
+    pub first_mismatch: Option<String>,
+}
+
+impl PathCheck {
+    pub fn holds(&self) -> bool {
+        self.records > 0 && self.broker_ok == self.records && self.consumer_ok == self.records
+    }
+
+    /// "broker holds encrypted 20/20, consumer receives sent 20/20".
+    pub fn summary(&self) -> String {
+        format!(
+            "broker holds {} {}/{}, consumer receives {} {}/{}",
+            self.expect.broker.name(),
+            self.broker_ok,
+            self.records,
+            self.expect.consumer.name(),
+            self.consumer_ok,
+            self.records
+        )
+    }
+}
+
 /// One measurement (produce then consume) of one scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
@@ -173,9 +261,17 @@ pub struct ScenarioResult {
     /// Reasons the numbers may not measure the path (saturation), empty when none.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The check of the scenario's `expect:` (the worst repetition's), when it declares one.
+    #[serde(default)]
+    pub path_check: Option<PathCheck>,
 }
 
 impl ScenarioResult {
+    /// The path check failed: the row measures a path that does not do what it claims.
+    pub fn path_check_failed(&self) -> bool {
+        self.path_check.as_ref().is_some_and(|c| !c.holds())
+    }
+
     /// The measurements of every repetition: `repetitions`, or `measurement` when that is empty.
     pub fn all_measurements(&self) -> Vec<&Measurement> {
         if self.repetitions.is_empty() {

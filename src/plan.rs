@@ -32,6 +32,8 @@ pub struct PlannedScenario {
     pub setup: Vec<Step>,
     /// Teardown steps with variables resolved.
     pub teardown: Vec<Step>,
+    /// Where the path check reads records straight from: the suite's broker (`bootstrap`).
+    pub direct: String,
 }
 
 /// Discovers the suite, selects scenarios by `TEST` and resolves them.
@@ -50,11 +52,20 @@ pub fn plan(settings: &Settings) -> Result<Plan> {
             vars.insert("TOPIC".to_string(), topic.clone());
             let setup = resolve_steps(&scenario.file, "setup", &scenario.setup, &vars)?;
             let teardown = resolve_steps(&scenario.file, "teardown", &scenario.teardown, &vars)?;
+            if scenario.expect.is_some() && scenario.own_broker {
+                anyhow::bail!(
+                    "{}: expect: the path check reads from the suite's broker ({}), which a \
+                     scenario with own_broker does not use",
+                    scenario.file.display(),
+                    suite.bootstrap
+                );
+            }
             Ok(PlannedScenario {
                 scenario,
                 topic,
                 setup,
                 teardown,
+                direct: suite.bootstrap.clone(),
             })
         })
         .collect::<Result<Vec<_>>>()?;

@@ -44,6 +44,17 @@ pub const INTEGRITY_COLUMNS: [&str; 6] = [
     "Failed sends",
 ];
 
+/// Columns of the path check table.
+pub const PATH_CHECK_COLUMNS: [&str; 7] = [
+    "Name",
+    "Broker holds",
+    "Consumer receives",
+    "Records",
+    "Broker as expected",
+    "Consumer as expected",
+    "Result",
+];
+
 /// Columns of the resources table.
 pub const RESOURCE_COLUMNS: [&str; 8] = [
     "Name",
@@ -74,7 +85,7 @@ pub fn producer_table(results: &[ScenarioResult]) -> TableData {
         .map(|r| {
             let p = &r.measurement.producer;
             vec![
-                r.name.clone(),
+                row_name(r),
                 p.sent.to_string(),
                 format!("{:.6}", p.rate_rec_s),
                 format!("{:.2}", p.rate_mib_s),
@@ -136,7 +147,7 @@ pub fn consumer_table(results: &[ScenarioResult]) -> TableData {
         .map(|r| {
             let c = &r.measurement.consumer;
             vec![
-                r.name.clone(),
+                row_name(r),
                 format!("{:.4}", c.consumed_mib),
                 format!("{:.4}", c.consumed_mib_s),
                 c.consumed_recs.to_string(),
@@ -203,6 +214,44 @@ pub fn warnings(results: &[ScenarioResult]) -> Vec<String> {
         .collect()
 }
 
+/// A scenario's name in the result tables; a row whose path check failed says so, so that it
+/// cannot be read as a measurement of the path it claims.
+fn row_name(r: &ScenarioResult) -> String {
+    if r.path_check_failed() {
+        format!("{} (path check FAILED)", r.name)
+    } else {
+        r.name.clone()
+    }
+}
+
+/// What each scenario's path check found; `None` when no scenario declares `expect:`.
+pub fn path_check_table(results: &[ScenarioResult]) -> Option<TableData> {
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .filter_map(|r| r.path_check.as_ref().map(|c| (r, c)))
+        .map(|(r, c)| {
+            vec![
+                r.name.clone(),
+                c.expect.broker.name().to_string(),
+                c.expect.consumer.name().to_string(),
+                c.records.to_string(),
+                c.broker_ok.to_string(),
+                c.consumer_ok.to_string(),
+                match (&c.first_mismatch, c.holds()) {
+                    (_, true) => "holds".to_string(),
+                    (Some(m), false) => format!("FAILED: {m}"),
+                    (None, false) => "FAILED".to_string(),
+                },
+            ]
+        })
+        .collect();
+    (!rows.is_empty()).then(|| TableData {
+        title: "Path checks",
+        columns: PATH_CHECK_COLUMNS.to_vec(),
+        rows,
+    })
+}
+
 /// Scenarios whose record counters disagree or whose sends failed; `None` when all agree.
 pub fn integrity_table(results: &[ScenarioResult]) -> Option<TableData> {
     let rows: Vec<Vec<String>> = results
@@ -231,6 +280,7 @@ fn tables(results: &[ScenarioResult]) -> Vec<TableData> {
     let mut all = vec![producer_table(results), consumer_table(results)];
     all.extend(resources_table(results));
     all.extend(integrity_table(results));
+    all.extend(path_check_table(results));
     all
 }
 
@@ -340,6 +390,7 @@ pub(crate) mod tests {
             repetitions: Vec::new(),
             resources: Vec::new(),
             warnings: Vec::new(),
+            path_check: None,
         };
         let ok = Integrity {
             requested: 10_000_000,

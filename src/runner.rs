@@ -11,12 +11,13 @@ use anyhow::{bail, Context, Result};
 use crate::compose::{self, Project};
 use crate::engine::{self, Deployment, Engine, OneOff};
 use crate::images::{self, recipe};
-use crate::model::{Measurement, PhaseTimes, ScenarioResult, ServiceResources};
+use crate::model::{Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
 use crate::plan::{Plan, PlannedScenario};
 use crate::resources;
 use crate::scenario::Step;
 use crate::settings::{Driver, Settings};
 use crate::workload::kafka_tools::{self, KafkaTools};
+use crate::workload::verify::VerifySpec;
 use crate::workload::MeasureSpec;
 
 /// How long a service may take to become ready (running, healthy, or answering Kafka).
@@ -363,6 +364,7 @@ struct Repetition {
     phases: PhaseTimes,
     resources: Vec<ServiceResources>,
     images: BTreeMap<String, String>,
+    path_check: Option<PathCheck>,
 }
 
 /// One result from every repetition of a scenario: medians, every repetition, summed phase
@@ -396,6 +398,12 @@ fn combine(planned: &PlannedScenario, reps: Vec<Repetition>) -> ScenarioResult {
         repetitions: measurements,
         resources,
         warnings,
+        // A failure in any repetition stays visible.
+        path_check: reps
+            .iter()
+            .filter_map(|r| r.path_check.clone())
+            .find(|c| !c.holds())
+            .or_else(|| reps.iter().rev().find_map(|r| r.path_check.clone())),
     }
 }
 
@@ -483,6 +491,23 @@ async fn run_scenario(
         .await;
     let used = sampler.finish().await;
     phases.workload_s = t.elapsed().as_secs_f64();
+    // The path check runs after the measurement (not sampled, not timed with it), on the same
+    // topic name so that topic-selected behaviour (the encryption key) applies to it too.
+    let path_check = match (&measured, sc.expect) {
+        (Ok(_), Some(expect)) => Some(
+            wl.verify(&VerifySpec {
+                bootstrap: sc.bootstrap.clone(),
+                direct: planned.direct.clone(),
+                topic: planned.topic.clone(),
+                expect,
+                records: crate::workload::verify::SAMPLE_RECORDS,
+                record_size: settings.record_size as usize,
+                client: Vec::new(),
+            })
+            .await,
+        ),
+        _ => None,
+    };
 
     let t = Instant::now();
     let teardown = run_steps(deployment, "teardown", &planned.teardown).await;
@@ -495,8 +520,21 @@ async fn run_scenario(
     phases.total_s = started.elapsed().as_secs_f64();
 
     let measurement = measured.map_err(ctx)?;
+    let path_check = path_check.transpose().map_err(ctx)?;
     teardown.map_err(ctx)?;
     down.map_err(ctx)?;
+    if let Some(check) = &path_check {
+        let verdict = if check.holds() { "holds" } else { "FAILED" };
+        crate::progress::println(&format!(
+            "    path check {verdict}: {}{}",
+            check.summary(),
+            check
+                .first_mismatch
+                .as_ref()
+                .map(|m| format!("; {m}"))
+                .unwrap_or_default()
+        ));
+    }
     if let Some(problem) = measurement.integrity.problem() {
         crate::progress::println(&format!(
             "warning: {}: record counts disagree: {problem}",
@@ -508,6 +546,7 @@ async fn run_scenario(
         phases,
         resources: used,
         images: deployment.image_ids(),
+        path_check,
     })
 }
 
@@ -612,6 +651,15 @@ impl<'a> Workload<'a> {
             );
         }
         Ok(out.stdout)
+    }
+
+    /// The path check, always by the native workload (whatever the driver).
+    async fn verify(&self, spec: &VerifySpec) -> Result<PathCheck> {
+        let stdout = self
+            .call("verify", crate::workload::cli::verify_args(spec))
+            .await
+            .context("checking what the path does to records")?;
+        crate::workload::cli::parse_result(&stdout)
     }
 
     async fn probe(&self, service: &str, endpoint: &str) -> Result<()> {

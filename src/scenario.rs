@@ -81,6 +81,8 @@ pub struct Scenario {
     pub setup: Vec<Step>,
     /// Steps run before the services go down.
     pub teardown: Vec<Step>,
+    /// What the path does to records, checked on sample records after the measurement.
+    pub expect: Option<crate::model::Expect>,
 }
 
 /// Host names a per-run CA and server certificate are generated for.
@@ -194,6 +196,8 @@ struct ScenarioFile {
     setup: Vec<Step>,
     #[serde(default)]
     teardown: Vec<Step>,
+    #[serde(default)]
+    expect: Option<crate::model::Expect>,
 }
 
 /// A client property value: YAML writes `linger.ms: 5` as a number, Kafka wants a string.
@@ -411,6 +415,7 @@ impl Scenario {
             tls: raw.tls,
             setup: raw.setup,
             teardown: raw.teardown,
+            expect: raw.expect,
         })
     }
 }

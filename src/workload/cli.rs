@@ -89,6 +89,34 @@ pub enum WorkloadCommand {
         #[arg(long = "client-property", value_parser = parse_pair)]
         client_properties: Vec<(String, String)>,
     },
+    /// Check what the path does to records: produce samples through the endpoint, read them
+    /// back through it and straight from the broker, compare with the expectation.
+    Verify {
+        /// The scenario's endpoint, host:port.
+        #[arg(long)]
+        bootstrap: String,
+        /// The broker behind the endpoint, read without the path, host:port.
+        #[arg(long)]
+        direct: String,
+        /// Topic to create, check on and delete.
+        #[arg(long)]
+        topic: String,
+        /// What the broker must hold: unchanged, upper-cased or encrypted.
+        #[arg(long)]
+        broker_holds: crate::model::BrokerHolds,
+        /// What the consumer must receive: sent or upper-cased.
+        #[arg(long)]
+        consumer_receives: crate::model::ConsumerReceives,
+        /// Sample records.
+        #[arg(long, default_value_t = super::verify::SAMPLE_RECORDS)]
+        records: u64,
+        /// Bytes per sample record (at least 64).
+        #[arg(long, default_value_t = 1024)]
+        record_size: usize,
+        /// Property for the endpoint's clients, key=value; repeatable.
+        #[arg(long = "client-property", value_parser = parse_pair)]
+        client_properties: Vec<(String, String)>,
+    },
     /// Wait until the endpoint answers a Kafka metadata request.
     Probe {
         /// Kafka bootstrap endpoint, host:port.
@@ -101,6 +129,34 @@ pub enum WorkloadCommand {
         #[arg(long, default_value_t = 60.0)]
         timeout_s: f64,
     },
+}
+
+/// The `verify` command line that runs `spec` (the inverse of what `execute` reads).
+pub fn verify_args(spec: &super::verify::VerifySpec) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "verify",
+        "--bootstrap",
+        &spec.bootstrap,
+        "--direct",
+        &spec.direct,
+        "--topic",
+        &spec.topic,
+        "--broker-holds",
+        spec.expect.broker.name(),
+        "--consumer-receives",
+        spec.expect.consumer.name(),
+        "--records",
+        &spec.records.to_string(),
+        "--record-size",
+        &spec.record_size.to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
+    for (k, v) in &spec.client {
+        args.push("--client-property".into());
+        args.push(format!("{k}={v}"));
+    }
+    args
 }
 
 /// The `measure` command line that runs `spec` (the inverse of what `execute` reads).
@@ -219,6 +275,31 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             let admin = super::Admin::connect(&bootstrap, &client_properties)?;
             admin.end_offsets(&topic).await?.to_string()
         }
+        WorkloadCommand::Verify {
+            bootstrap,
+            direct,
+            topic,
+            broker_holds,
+            consumer_receives,
+            records,
+            record_size,
+            client_properties,
+        } => {
+            let spec = super::verify::VerifySpec {
+                bootstrap,
+                direct,
+                topic,
+                expect: crate::model::Expect {
+                    broker: broker_holds,
+                    consumer: consumer_receives,
+                },
+                records,
+                record_size,
+                client: client_properties,
+            };
+            let check = super::verify::verify(&spec).await?;
+            serde_json::to_string(&check).context("encoding the path check")?
+        }
         WorkloadCommand::Probe {
             bootstrap,
             client_properties,
@@ -239,6 +320,11 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
 
 /// Reads the measurement back from a `perf-tests workload measure` process's stdout.
 pub fn parse_result_line(stdout: &str) -> Result<Measurement> {
+    parse_result(stdout)
+}
+
+/// Reads the result a `perf-tests workload …` process printed on its stdout.
+pub fn parse_result<T: serde::de::DeserializeOwned>(stdout: &str) -> Result<T> {
     let Some(json) = stdout
         .lines()
         .rev()

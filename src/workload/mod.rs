@@ -12,6 +12,7 @@ pub mod kafka_tools;
 pub mod probe;
 pub mod producer;
 pub mod properties;
+pub mod verify;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,0 +1,343 @@
+//! The path check: proves the path under test does to records what its scenario declares
+//! (`expect:`). Sample records with lower-case text are produced through the endpoint, then
+//! read back through the endpoint (what a consumer receives) and straight from the broker (what
+//! the path stored), and each is compared with what was sent. A filter that silently does
+//! nothing, or encryption that leaves records readable, fails here.
+//!
+//! The measured records cannot show this: like Kafka's perf tool they are upper-case letters,
+//! which an upper-casing transform leaves unchanged.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use rdkafka::client::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::admin::{Admin, TopicSpec};
+use super::client::{LastError, Quiet};
+use super::properties::client_config;
+use crate::model::{BrokerHolds, ConsumerReceives, Expect, PathCheck};
+
+/// Sample records checked per scenario.
+pub const SAMPLE_RECORDS: u64 = 20;
+/// How long producing, and each read-back, may take.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What to check and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerifySpec {
+    /// The scenario's endpoint (the path under test).
+    pub bootstrap: String,
+    /// The broker behind it, read without the path.
+    pub direct: String,
+    pub topic: String,
+    pub expect: Expect,
+    pub records: u64,
+    pub record_size: usize,
+    /// Client properties for the endpoint.
+    pub client: Vec<(String, String)>,
+}
+
+/// Sample record `i`: its number, then lower-case prose, `size` bytes (at least 64).
+pub fn sample(i: u64, size: usize) -> Vec<u8> {
+    const TEXT: &str = "the quick brown fox jumps over the lazy dog; ";
+    let mut v = format!("perf-tests path check record {i:06}: ").into_bytes();
+    let size = size.max(64);
+    while v.len() < size {
+        let take = (size - v.len()).min(TEXT.len());
+        v.extend_from_slice(&TEXT.as_bytes()[..take]);
+    }
+    v.truncate(size);
+    v
+}
+
+/// Whether `stored` is what the broker must hold for `sent`; `Err` describes how it is not.
+pub fn broker_holds(expect: BrokerHolds, sent: &[u8], stored: &[u8]) -> Result<(), String> {
+    match expect {
+        BrokerHolds::Unchanged if stored == sent => Ok(()),
+        BrokerHolds::UpperCased if stored == sent.to_ascii_uppercase() => Ok(()),
+        BrokerHolds::Encrypted => {
+            if stored == sent {
+                return Err("the broker holds the record as sent (not encrypted)".into());
+            }
+            // Any 16 bytes of the record, as sent or upper-cased, readable at the broker.
+            let upper = sent.to_ascii_uppercase();
+            for plain in [sent, upper.as_slice()] {
+                if let Some(w) = plain.windows(16).find(|w| contains(stored, w)) {
+                    return Err(format!(
+                        "the broker holds readable text of the record ({:?})",
+                        String::from_utf8_lossy(w)
+                    ));
+                }
+            }
+            Ok(())
+        }
+        _ => Err(format!(
+            "the broker holds {} where {} was expected",
+            preview(stored),
+            expect.name()
+        )),
+    }
+}
+
+/// Whether `received` is what the consumer must receive for `sent`.
+pub fn consumer_receives(
+    expect: ConsumerReceives,
+    sent: &[u8],
+    received: &[u8],
+) -> Result<(), String> {
+    let ok = match expect {
+        ConsumerReceives::Sent => received == sent,
+        ConsumerReceives::UpperCased => received == sent.to_ascii_uppercase(),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "the consumer received {} where {} was expected",
+            preview(received),
+            expect.name()
+        ))
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn preview(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&bytes[..bytes.len().min(48)]);
+    format!("{s:?}{}", if bytes.len() > 48 { "…" } else { "" })
+}
+
+/// Produces the sample, reads it back both ways, compares, deletes the topic.
+pub async fn verify(spec: &VerifySpec) -> Result<PathCheck> {
+    let admin = Admin::connect(&spec.bootstrap, &spec.client)?;
+    admin
+        .create_topic(&TopicSpec::new(&spec.topic), TIMEOUT)
+        .await
+        .context("creating the path check's topic")?;
+    let result = check(spec).await;
+    let deleted = admin.delete_topic(&spec.topic).await;
+    let check = result?;
+    deleted.context("deleting the path check's topic")?;
+    Ok(check)
+}
+
+async fn check(spec: &VerifySpec) -> Result<PathCheck> {
+    let sent: Vec<Vec<u8>> = (0..spec.records)
+        .map(|i| sample(i, spec.record_size))
+        .collect();
+    let (bootstrap, client, topic) = (
+        spec.bootstrap.clone(),
+        spec.client.clone(),
+        spec.topic.clone(),
+    );
+    let to_send = sent.clone();
+    tokio::task::spawn_blocking(move || produce(&bootstrap, &client, &topic, &to_send))
+        .await
+        .context("path check producer task")??;
+
+    let read = |bootstrap: String, client: Vec<(String, String)>, what: &'static str| {
+        let topic = spec.topic.clone();
+        let n = spec.records as usize;
+        tokio::task::spawn_blocking(move || {
+            read_back(&bootstrap, &client, &topic, n).with_context(|| format!("reading {what}"))
+        })
+    };
+    let received = read(
+        spec.bootstrap.clone(),
+        spec.client.clone(),
+        "through the endpoint",
+    )
+    .await
+    .context("path check consumer task")??;
+    let stored = read(spec.direct.clone(), Vec::new(), "straight from the broker")
+        .await
+        .context("path check consumer task")??;
+
+    let mut check = PathCheck {
+        expect: spec.expect,
+        direct: spec.direct.clone(),
+        records: spec.records,
+        broker_ok: 0,
+        consumer_ok: 0,
+        first_mismatch: None,
+    };
+    for (i, s) in sent.iter().enumerate() {
+        match broker_holds(spec.expect.broker, s, &stored[i]) {
+            Ok(()) => check.broker_ok += 1,
+            Err(e) => {
+                check
+                    .first_mismatch
+                    .get_or_insert(format!("record {i}: {e}"));
+            }
+        }
+        match consumer_receives(spec.expect.consumer, s, &received[i]) {
+            Ok(()) => check.consumer_ok += 1,
+            Err(e) => {
+                check
+                    .first_mismatch
+                    .get_or_insert(format!("record {i}: {e}"));
+            }
+        }
+    }
+    Ok(check)
+}
+
+/// Counts failed deliveries and keeps the client's last error.
+#[derive(Default)]
+struct Deliveries {
+    last_error: LastError,
+    failed: AtomicU64,
+    first_failure: Mutex<Option<String>>,
+}
+
+impl ClientContext for Deliveries {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        self.last_error.log(level, fac, message);
+    }
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.last_error.error(error, reason);
+    }
+}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = ();
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        if let Err((e, _)) = result {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+            let mut first = self.first_failure.lock().unwrap_or_else(|p| p.into_inner());
+            first.get_or_insert_with(|| e.to_string());
+        }
+    }
+}
+
+fn produce(
+    bootstrap: &str,
+    client: &[(String, String)],
+    topic: &str,
+    records: &[Vec<u8>],
+) -> Result<()> {
+    let (config, _) = client_config(bootstrap, &[("acks", "all")], &[client])?;
+    let producer: BaseProducer<Deliveries> = config
+        .create_with_context(Deliveries::default())
+        .context("creating the path check producer")?;
+    for r in records {
+        producer
+            .send(BaseRecord::<(), [u8]>::to(topic).payload(r.as_slice()))
+            .map_err(|(e, _)| e)
+            .context("sending a path check record")?;
+    }
+    let ctx = producer.context();
+    producer.flush(TIMEOUT).with_context(|| {
+        format!(
+            "path check records not acknowledged{}",
+            ctx.last_error.suffix()
+        )
+    })?;
+    let failed = ctx.failed.load(Ordering::Relaxed);
+    if failed > 0 {
+        let first = ctx.first_failure.lock().unwrap_or_else(|p| p.into_inner());
+        bail!(
+            "{failed} of {} path check records failed delivery: {}",
+            records.len(),
+            first.as_deref().unwrap_or("unknown error")
+        );
+    }
+    Ok(())
+}
+
+/// The first `n` records of partition 0, from the beginning, in order.
+fn read_back(
+    bootstrap: &str,
+    client: &[(String, String)],
+    topic: &str,
+    n: usize,
+) -> Result<Vec<Vec<u8>>> {
+    let (config, _) = client_config(
+        bootstrap,
+        &[
+            ("group.id", "perf-tests-path-check"),
+            ("enable.auto.commit", "false"),
+        ],
+        &[client],
+    )?;
+    let consumer: BaseConsumer<Quiet> = config
+        .create_with_context(Quiet::default())
+        .context("creating the path check consumer")?;
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)?;
+    consumer.assign(&tpl)?;
+    let deadline = Instant::now() + TIMEOUT;
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        if Instant::now() > deadline {
+            bail!(
+                "{} of {n} records read within {}s{}",
+                out.len(),
+                TIMEOUT.as_secs(),
+                consumer.context().last_error.suffix()
+            );
+        }
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => out.push(m.payload().unwrap_or_default().to_vec()),
+            Some(Err(e)) => bail!("{e}{}", consumer.context().last_error.suffix()),
+            None => {}
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_are_numbered_lower_case_text_of_the_size() {
+        let s = sample(7, 100);
+        assert_eq!(s.len(), 100);
+        assert!(s.starts_with(b"perf-tests path check record 000007: the quick"));
+        assert_eq!(sample(1, 10).len(), 64, "at least 64 bytes");
+        assert_ne!(s, s.to_ascii_uppercase());
+    }
+
+    #[test]
+    fn broker_expectations() {
+        let sent = sample(1, 128);
+        let upper = sent.to_ascii_uppercase();
+        assert!(broker_holds(BrokerHolds::Unchanged, &sent, &sent).is_ok());
+        assert!(broker_holds(BrokerHolds::Unchanged, &sent, &upper).is_err());
+        assert!(broker_holds(BrokerHolds::UpperCased, &sent, &upper).is_ok());
+        assert!(broker_holds(BrokerHolds::UpperCased, &sent, &sent).is_err());
+        // Encrypted: neither the record nor any readable stretch of it.
+        let cipher: Vec<u8> = (0..200u32).map(|i| (i * 37 % 251) as u8).collect();
+        assert!(broker_holds(BrokerHolds::Encrypted, &sent, &cipher).is_ok());
+        let e = broker_holds(BrokerHolds::Encrypted, &sent, &sent).unwrap_err();
+        assert!(e.contains("not encrypted"), "{e}");
+        let mut wrapped = b"header".to_vec();
+        wrapped.extend_from_slice(&sent);
+        let e = broker_holds(BrokerHolds::Encrypted, &sent, &wrapped).unwrap_err();
+        assert!(e.contains("readable"), "{e}");
+        assert!(broker_holds(BrokerHolds::Encrypted, &sent, &upper).is_err());
+    }
+
+    #[test]
+    fn consumer_expectations() {
+        let sent = sample(2, 80);
+        let upper = sent.to_ascii_uppercase();
+        assert!(consumer_receives(ConsumerReceives::Sent, &sent, &sent).is_ok());
+        let e = consumer_receives(ConsumerReceives::Sent, &sent, &upper).unwrap_err();
+        assert!(e.contains("where sent was expected"), "{e}");
+        assert!(consumer_receives(ConsumerReceives::UpperCased, &sent, &upper).is_ok());
+        assert!(consumer_receives(ConsumerReceives::UpperCased, &sent, &sent).is_err());
+    }
+}
