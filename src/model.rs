@@ -261,6 +261,9 @@ pub struct ScenarioResult {
     /// Reasons the numbers may not measure the path (saturation), empty when none.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Image reference -> how it was made, for images built here (recipe, artifacts, JDK).
+    #[serde(default)]
+    pub image_sources: std::collections::BTreeMap<String, String>,
     /// The check of the scenario's `expect:` (the worst repetition's), when it declares one.
     #[serde(default)]
     pub path_check: Option<PathCheck>,

@@ -391,6 +391,7 @@ pub(crate) mod tests {
             resources: Vec::new(),
             warnings: Vec::new(),
             path_check: None,
+            image_sources: Default::default(),
         };
         let ok = Integrity {
             requested: 10_000_000,

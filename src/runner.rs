@@ -365,6 +365,7 @@ struct Repetition {
     resources: Vec<ServiceResources>,
     images: BTreeMap<String, String>,
     path_check: Option<PathCheck>,
+    image_sources: BTreeMap<String, String>,
 }
 
 /// One result from every repetition of a scenario: medians, every repetition, summed phase
@@ -395,6 +396,10 @@ fn combine(planned: &PlannedScenario, reps: Vec<Repetition>) -> ScenarioResult {
         measurement,
         phases,
         images: reps.last().map(|r| r.images.clone()).unwrap_or_default(),
+        image_sources: reps
+            .last()
+            .map(|r| r.image_sources.clone())
+            .unwrap_or_default(),
         repetitions: measurements,
         resources,
         warnings,
@@ -545,9 +550,35 @@ async fn run_scenario(
         measurement,
         phases,
         resources: used,
+        image_sources: image_sources(engine, &deployment.image_ids()).await,
         images: deployment.image_ids(),
         path_check,
     })
+}
+
+/// How each image built here was made, from its labels: recipe, artifacts and JDK.
+async fn image_sources(
+    engine: &Engine,
+    images: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for image in images.keys() {
+        let Ok(Some(labels)) = engine.image_labels(image).await else {
+            continue;
+        };
+        let parts: Vec<String> = [
+            ("io.perf-tests.recipe", ""),
+            ("io.perf-tests.artifacts", "artifacts "),
+            ("io.perf-tests.jdk", "JDK "),
+        ]
+        .iter()
+        .filter_map(|(key, prefix)| labels.get(*key).map(|v| format!("{prefix}{v}")))
+        .collect();
+        if !parts.is_empty() {
+            out.insert(image.clone(), parts.join("; "));
+        }
+    }
+    out
 }
 
 async fn run_steps(deployment: &Deployment, what: &str, steps: &[Step]) -> Result<()> {
