@@ -223,6 +223,15 @@ impl Plan {
             }
             steps(&mut out, "setup", &p.setup);
             steps(&mut out, "teardown", &p.teardown);
+            if let Some(e) = &s.expect {
+                let _ = writeln!(
+                    out,
+                    "    path check: broker holds {}, consumer receives {} (read straight from {})",
+                    e.broker.name(),
+                    e.consumer.name(),
+                    p.direct
+                );
+            }
         }
         out
     }

@@ -33,7 +33,7 @@ fn write(path: &Path, text: &str) {
     fs::write(path, text).unwrap();
 }
 
-/// A suite at `<tmp>/scenarios/offline` (the default SCENARIOS) with three scenarios, a
+/// A suite at `<tmp>/scenarios/kroxylicious` (the default SCENARIOS) with three scenarios, a
 /// non-numbered directory and a stray file.
 fn suite() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
@@ -47,15 +47,15 @@ fn suite() -> tempfile::TempDir {
         "services:\n  proxy:\n    image: ${KROXYLICIOUS_IMAGE}\n    depends_on: [broker, vault]\n  vault:\n    image: ${VAULT_IMAGE}\n",
     );
     write(
-        &p.join("scenarios/offline/suite.yaml"),
+        &p.join("scenarios/kroxylicious/suite.yaml"),
         "description: Temp suite\ncompose: [../../compose/base.yaml]\nservices: [broker]\nbootstrap: broker:9092\nready: { broker: \"broker:9092\" }\n",
     );
     write(
-        &p.join("scenarios/offline/01-baseline/scenario.yaml"),
+        &p.join("scenarios/kroxylicious/01-baseline/scenario.yaml"),
         "description: Broker alone\nbootstrap: broker:9092\n",
     );
     write(
-        &p.join("scenarios/offline/02-proxy/scenario.yaml"),
+        &p.join("scenarios/kroxylicious/02-proxy/scenario.yaml"),
         r#"description: Through the proxy
 compose: [../../../compose/base.yaml, ../../../compose/proxy.yaml]
 services: [proxy, vault]
@@ -69,11 +69,14 @@ teardown:
 "#,
     );
     write(
-        &p.join("scenarios/offline/10-own-broker/scenario.yaml"),
+        &p.join("scenarios/kroxylicious/10-own-broker/scenario.yaml"),
         "description: Its own broker\nservices: [broker2]\nown_broker: true\nbootstrap: broker2:9092\n",
     );
-    fs::create_dir_all(p.join("scenarios/offline/templates")).unwrap();
-    write(&p.join("scenarios/offline/03-file"), "not a directory\n");
+    fs::create_dir_all(p.join("scenarios/kroxylicious/templates")).unwrap();
+    write(
+        &p.join("scenarios/kroxylicious/03-file"),
+        "not a directory\n",
+    );
     root
 }
 
@@ -105,11 +108,11 @@ fn help_shows_every_setting_with_env_name_and_default() {
         "[default: 1024]",
         "[default: acks=all]",
         "[default: -1]",
-        "apache/kafka-native:3.9.0",
-        "quay.io/kroxylicious/kroxylicious:0.9.0",
-        "quay.io/strimzi/kafka:0.45.0-kafka-3.9.0",
-        "hashicorp/vault:1.15",
-        "[default: scenarios/offline]",
+        "[default: perf-tests/kafka:4.4.0]",
+        "[default: perf-tests/kroxylicious:0.12.0]",
+        "[default: perf-tests/kafka-tools:4.4.0]",
+        "[default: hashicorp/vault:1.15]",
+        "[default: scenarios/kroxylicious]",
         "[default: results]",
     ] {
         assert!(help.contains(default), "{default} in\n{help}");
@@ -248,7 +251,7 @@ fn a_record_size_no_broker_accepts_is_refused_before_anything_starts() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 
     // A suite whose brokers accept more says so, and its limit is the one enforced.
-    let file = root.path().join("scenarios/offline/suite.yaml");
+    let file = root.path().join("scenarios/kroxylicious/suite.yaml");
     let text = fs::read_to_string(&file).unwrap();
     write(&file, &format!("{text}max_record_size: 4194304\n"));
     let out = perf_tests(
@@ -273,7 +276,7 @@ fn list_marks_what_test_selects() {
     let root = suite();
     let out = perf_tests(root.path(), &["list"], &[("TEST", "0.*")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let suite_dir = root.path().join("scenarios/offline");
+    let suite_dir = root.path().join("scenarios/kroxylicious");
     assert_eq!(
         stdout(&out),
         format!(
@@ -374,7 +377,9 @@ fn bare_form_means_run() {
 fn scenario_file_errors_name_file_line_and_key() {
     let root = suite();
     write(
-        &root.path().join("scenarios/offline/02-proxy/scenario.yaml"),
+        &root
+            .path()
+            .join("scenarios/kroxylicious/02-proxy/scenario.yaml"),
         "description: d\nbootstrap: proxy:9092\nservics: [proxy]\n",
     );
     let out = perf_tests(root.path(), &["run", "--dry-run"], &[]);
@@ -384,7 +389,7 @@ fn scenario_file_errors_name_file_line_and_key() {
     assert!(err.contains("unknown field `servics`"), "{err}");
 
     write(
-        &root.path().join("scenarios/offline/02-proxy/scenario.yaml"),
+        &root.path().join("scenarios/kroxylicious/02-proxy/scenario.yaml"),
         "description: d\nbootstrap: proxy:9092\nsetup:\n  - exec: { service: v, command: [\"${NOPE}\"] }\n",
     );
     let out = perf_tests(root.path(), &["run", "--dry-run"], &[("TEST", "02.*")]);
@@ -395,7 +400,11 @@ fn scenario_file_errors_name_file_line_and_key() {
         "{err}"
     );
 
-    fs::remove_file(root.path().join("scenarios/offline/02-proxy/scenario.yaml")).unwrap();
+    fs::remove_file(
+        root.path()
+            .join("scenarios/kroxylicious/02-proxy/scenario.yaml"),
+    )
+    .unwrap();
     let out = perf_tests(root.path(), &["list"], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(

@@ -1,6 +1,9 @@
-//! The kroxylicious suite (scenarios/kroxylicious) and the kafka-tools driver: dry-run plans,
-//! the Compose file and proxy configurations, a run whose images cannot be pulled (against the
-//! real engine), and the native end-offset count the driver relies on (against a real broker).
+//! The kroxylicious suites (scenarios/kroxylicious, the default, with the in-memory KMS; and
+//! scenarios/kroxylicious-vault, record encryption with HashiCorp Vault) and the kafka-tools
+//! driver: dry-run plans, the Compose file, the proxy configurations (Kroxylicious 0.12.0
+//! schema) and what each scenario declares its path does; a run whose images cannot be pulled
+//! (against the real engine), and the native end-offset count the driver relies on (against a
+//! real broker).
 
 mod common;
 use common::{engine_lock, leftovers, repo, SETTING_VARS};
@@ -11,19 +14,25 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use perf_tests::compose;
+use perf_tests::compose::{self, Condition};
+use perf_tests::images::recipe::{self, Recipe};
+use perf_tests::model::{BrokerHolds, ConsumerReceives, Expect};
 use perf_tests::plan::{self, Plan};
 use perf_tests::scenario::Step;
 use perf_tests::settings::Settings;
 use serde_yaml::Value;
 
+/// The default suite: in-memory KMS, no Vault.
 const SUITE: &str = "scenarios/kroxylicious";
+/// 04 and 05 with HashiCorp Vault as the KMS.
+const VAULT_SUITE: &str = "scenarios/kroxylicious-vault";
 
-/// Images no engine has and no registry serves (`.invalid` never resolves).
+/// Images no engine has and no registry serves (`.invalid` never resolves), under the settings
+/// that choose them. None has a recipe in the suites, so each must be pulled.
 const IMAGES: [(&str, &str); 4] = [
     (
         "KAFKA_IMAGE",
-        "registry.invalid/perf-tests-test/kafka-native:absent",
+        "registry.invalid/perf-tests-test/kafka:absent",
     ),
     (
         "KROXYLICIOUS_IMAGE",
@@ -35,38 +44,89 @@ const IMAGES: [(&str, &str); 4] = [
     ),
     (
         "KAFKA_TOOL_IMAGE",
-        "registry.invalid/perf-tests-test/strimzi-kafka:absent",
+        "registry.invalid/perf-tests-test/kafka-tools:absent",
     ),
 ];
 
-/// The scenarios as the reference names them, with the endpoint, the per-scenario services and
-/// the proxy service whose configuration is the scenario's own file.
-const SCENARIOS: [(&str, &str, &[&str]); 5] = [
-    ("01-no-proxy-baseline", "broker1:9092", &[]),
-    (
-        "02-no-filters",
-        "kroxylicious:9092",
-        &["kroxylicious-no-filters"],
-    ),
-    (
-        "03-transform-filter",
-        "kroxylicious:9092",
-        &["kroxylicious-transform-filter"],
-    ),
-    (
-        "04-envelope-encryption-filter",
-        "kroxylicious:9092",
-        &["vault", "kroxylicious-envelope-encryption-filter"],
-    ),
-    (
-        "05-envelope-encryption-filter-no-encrypt",
-        "kroxylicious:9092",
-        &[
-            "vault",
-            "kroxylicious-envelope-encryption-filter-no-encrypt",
-        ],
-    ),
+/// A scenario as the suite names it: the endpoint, its own services (the proxy last, its
+/// configuration the scenario's own file) and what it declares its path does to records.
+struct Case {
+    name: &'static str,
+    endpoint: &'static str,
+    services: &'static [&'static str],
+    broker: BrokerHolds,
+    consumer: ConsumerReceives,
+}
+
+impl Case {
+    fn proxy(&self) -> Option<&'static str> {
+        self.services.last().copied()
+    }
+}
+
+const SCENARIOS: [Case; 5] = [
+    Case {
+        name: "01-no-proxy-baseline",
+        endpoint: "broker1:9092",
+        services: &[],
+        broker: BrokerHolds::Unchanged,
+        consumer: ConsumerReceives::Sent,
+    },
+    Case {
+        name: "02-no-filters",
+        endpoint: "kroxylicious:9092",
+        services: &["kroxylicious-no-filters"],
+        broker: BrokerHolds::Unchanged,
+        consumer: ConsumerReceives::Sent,
+    },
+    Case {
+        name: "03-transform-filter",
+        endpoint: "kroxylicious:9092",
+        services: &["kroxylicious-transform-filter"],
+        broker: BrokerHolds::UpperCased,
+        consumer: ConsumerReceives::UpperCased,
+    },
+    Case {
+        name: "04-envelope-encryption-filter",
+        endpoint: "kroxylicious:9092",
+        services: &["kroxylicious-envelope-encryption-filter"],
+        broker: BrokerHolds::Encrypted,
+        consumer: ConsumerReceives::Sent,
+    },
+    Case {
+        name: "05-envelope-encryption-filter-no-encrypt",
+        endpoint: "kroxylicious:9092",
+        services: &["kroxylicious-envelope-encryption-filter-no-encrypt"],
+        broker: BrokerHolds::Unchanged,
+        consumer: ConsumerReceives::Sent,
+    },
 ];
+
+const VAULT_SCENARIOS: [Case; 2] = [
+    Case {
+        name: "04-envelope-encryption-filter",
+        endpoint: "kroxylicious:9092",
+        services: &["vault", "kroxylicious-envelope-encryption-filter-vault"],
+        broker: BrokerHolds::Encrypted,
+        consumer: ConsumerReceives::Sent,
+    },
+    Case {
+        name: "05-envelope-encryption-filter-no-encrypt",
+        endpoint: "kroxylicious:9092",
+        services: &[
+            "vault",
+            "kroxylicious-envelope-encryption-filter-no-encrypt-vault",
+        ],
+        broker: BrokerHolds::Unchanged,
+        consumer: ConsumerReceives::Sent,
+    },
+];
+
+/// Each suite with its scenarios.
+const SUITES: [(&str, &[Case]); 2] = [(SUITE, &SCENARIOS), (VAULT_SUITE, &VAULT_SCENARIOS)];
+
+const TOPIC_04: &str = "perf-tests-04-envelope-encryption-filter";
+const TOPIC_05: &str = "perf-tests-05-envelope-encryption-filter-no-encrypt";
 
 fn perf_tests(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
@@ -82,21 +142,22 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn settings() -> Settings {
+fn settings(suite: &str) -> Settings {
     Settings {
-        scenarios: repo().join(SUITE),
+        scenarios: repo().join(suite),
         commit_id: "test".into(),
         ..Settings::default()
     }
 }
 
-fn load_plan() -> Plan {
-    plan::plan(&settings()).expect("the suite plans")
+fn load_plan(suite: &str) -> Plan {
+    plan::plan(&settings(suite)).unwrap_or_else(|e| panic!("{suite} plans: {e:#}"))
 }
 
-fn load_project() -> compose::Project {
-    let plan = load_plan();
-    compose::load(&plan.suite.compose, &settings().variables()).expect("the Compose file loads")
+fn load_project(suite: &str) -> compose::Project {
+    let plan = load_plan(suite);
+    compose::load(&plan.suite.compose, &settings(suite).variables())
+        .expect("the Compose file loads")
 }
 
 /// The lines of a dry run's block for one scenario.
@@ -121,10 +182,58 @@ fn field<'a>(block: &'a str, key: &str) -> &'a str {
         .unwrap_or_else(|| panic!("{key} not in\n{block}"))
 }
 
-#[test]
-fn dry_run_plans_all_five_scenarios_with_images_from_the_settings() {
+/// The setup steps a dry run lists for a scenario.
+fn setup_lines<'a>(plan: &'a str, name: &str) -> Vec<&'a str> {
+    let block = scenario_block(plan, name);
+    if field(block, "setup") == "(none)" {
+        return Vec::new();
+    }
+    block
+        .lines()
+        .skip_while(|l| !l.starts_with("    setup:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("      - "))
+        .collect()
+}
+
+/// The dry run's "Services" section.
+fn services_section(plan: &str) -> &str {
+    &plan[plan.find("Services (resolved").expect("services section")..]
+}
+
+/// The indented lines of one service's entry in the "Services" section.
+fn service_entry<'a>(services: &'a str, service: &str) -> Vec<&'a str> {
+    let at = services
+        .find(&format!("\n  {service} ["))
+        .unwrap_or_else(|| panic!("{service} not in\n{services}"));
+    services[at + 1..]
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("    "))
+        .collect()
+}
+
+fn image_of<'a>(services: &'a str, service: &str) -> &'a str {
+    service_entry(services, service)
+        .into_iter()
+        .find_map(|l| l.strip_prefix("    image: "))
+        .unwrap_or_else(|| panic!("no image for {service} in\n{services}"))
+}
+
+/// The service names the "Services" section lists, in order.
+fn listed_services(services: &str) -> Vec<&str> {
+    services
+        .lines()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|l| l.split(" [").next())
+        .collect()
+}
+
+/// A dry run of a whole suite with the unpullable images and the kafka-tools driver.
+fn dry_run_with_images(suite: &str) -> String {
     let mut env: Vec<(&str, &str)> = IMAGES.to_vec();
-    env.push(("SCENARIOS", SUITE));
+    env.push(("SCENARIOS", suite));
     env.push(("DRIVER", "kafka-tools"));
     let out = perf_tests(&["run", "--dry-run"], &env);
     let plan = text(&out.stdout);
@@ -134,100 +243,59 @@ fn dry_run_plans_all_five_scenarios_with_images_from_the_settings() {
         "{plan}\nstderr:\n{}",
         text(&out.stderr)
     );
-    assert!(
-        plan.contains("Selected scenarios (TEST=[0-9][0-9]-.*): 01-no-proxy-baseline, 02-no-filters, 03-transform-filter, 04-envelope-encryption-filter, 05-envelope-encryption-filter-no-encrypt"),
-        "{plan}"
-    );
+    plan
+}
+
+/// What a dry run says about each scenario of `cases` and its proxy, common to both suites.
+fn check_planned_scenarios(plan: &str, suite: &str, cases: &[Case]) {
     assert!(
         plan.contains(
             "  services: broker1\n  bootstrap: broker1:9092\n  ready: broker1 at broker1:9092\n"
         ),
         "{plan}"
     );
-
-    for (name, endpoint, services) in SCENARIOS {
-        let block = scenario_block(&plan, name);
-        assert_eq!(field(block, "bootstrap"), endpoint, "{block}");
+    let services = services_section(plan);
+    for case in cases {
+        let block = scenario_block(plan, case.name);
+        assert_eq!(field(block, "bootstrap"), case.endpoint, "{block}");
         assert_eq!(
             field(block, "topic"),
-            format!("perf-tests-{name}"),
+            format!("perf-tests-{}", case.name),
             "{block}"
         );
         assert_eq!(field(block, "run-wide services"), "used", "{block}");
-        let expected = if services.is_empty() {
+        let expected = if case.services.is_empty() {
             "(none)".to_string()
         } else {
-            services.join(", ")
+            case.services.join(", ")
         };
         assert_eq!(field(block, "services"), expected, "{block}");
-        if let Some(proxy) = services.last() {
-            assert_eq!(
-                field(block, "ready"),
-                format!("{proxy} at kroxylicious:9092"),
-                "{block}"
-            );
-        }
-    }
-    let setup = |name: &str| -> Vec<&str> {
-        scenario_block(&plan, name)
-            .lines()
-            .skip_while(|l| !l.starts_with("    setup:"))
-            .skip(1)
-            .take_while(|l| l.starts_with("      - "))
-            .collect()
-    };
-    assert_eq!(
-        setup("04-envelope-encryption-filter"),
-        [
-            r#"      - exec in vault: ["vault", "secrets", "enable", "transit"]"#,
-            r#"      - exec in vault: ["vault", "write", "-f", "transit/keys/KEK_perf-tests-04-envelope-encryption-filter"]"#,
-        ]
-    );
-    assert_eq!(
-        setup("05-envelope-encryption-filter-no-encrypt"),
-        [r#"      - exec in vault: ["vault", "secrets", "enable", "transit"]"#]
-    );
-    for name in [
-        "01-no-proxy-baseline",
-        "02-no-filters",
-        "03-transform-filter",
-    ] {
-        assert_eq!(field(scenario_block(&plan, name), "setup"), "(none)");
-    }
-
-    // Every service resolves to the image its setting names.
-    let services = &plan[plan.find("Services (resolved").expect("services section")..];
-    let image_of = |service: &str| -> &str {
-        let at = services
-            .find(&format!("\n  {service} ["))
-            .unwrap_or_else(|| panic!("{service} not in\n{services}"));
-        services[at..]
-            .lines()
-            .find_map(|l| l.strip_prefix("    image: "))
-            .unwrap()
-    };
-    assert_eq!(image_of("broker1"), IMAGES[0].1);
-    assert_eq!(image_of("vault"), IMAGES[2].1);
-    for (name, _, scenario_services) in &SCENARIOS[1..] {
-        let proxy = scenario_services.last().unwrap();
-        assert_eq!(image_of(proxy), IMAGES[1].1);
-        let at = services.find(&format!("\n  {proxy} [")).unwrap();
-        let entry: Vec<&str> = services[at + 1..]
-            .lines()
-            .skip(1)
-            .take_while(|l| l.starts_with("    "))
-            .collect();
+        assert_eq!(field(block, "teardown"), "(none)", "{block}");
+        let Some(proxy) = case.proxy() else {
+            assert_eq!(field(block, "ready"), "(none)", "{block}");
+            continue;
+        };
+        assert_eq!(
+            field(block, "ready"),
+            format!("{proxy} at kroxylicious:9092"),
+            "{block}"
+        );
+        // Every proxy runs the Kroxylicious image its setting names, answers to the alias the
+        // endpoint names, and reads the scenario's own configuration file.
+        assert_eq!(image_of(services, proxy), IMAGES[1].1);
+        let entry = service_entry(services, proxy);
         assert!(entry.contains(&"    aliases: kroxylicious"), "{entry:?}");
         let mount = format!(
             "    mount: {} -> /opt/kroxylicious/config/config.yaml (read-only)",
             repo()
-                .join(SUITE)
-                .join(name)
+                .join(suite)
+                .join(case.name)
                 .join("proxy-config.yaml")
                 .display()
         );
         assert!(entry.contains(&mount.as_str()), "{mount} in {entry:?}");
     }
+    assert_eq!(image_of(services, "broker1"), IMAGES[0].1);
     assert!(
         services.contains(&format!(
             "Driver: kafka-tools ({}, chosen by KAFKA_TOOL_IMAGE",
@@ -238,54 +306,210 @@ fn dry_run_plans_all_five_scenarios_with_images_from_the_settings() {
 }
 
 #[test]
-fn each_scenario_plans_on_its_own() {
-    for (name, _, services) in SCENARIOS {
-        let out = perf_tests(
-            &["run", "--dry-run", "--scenarios", SUITE, "--test", name],
-            &[],
+fn dry_run_plans_all_five_scenarios_with_images_from_the_settings() {
+    let plan = dry_run_with_images(SUITE);
+    assert!(
+        plan.contains("Selected scenarios (TEST=[0-9][0-9]-.*): 01-no-proxy-baseline, 02-no-filters, 03-transform-filter, 04-envelope-encryption-filter, 05-envelope-encryption-filter-no-encrypt"),
+        "{plan}"
+    );
+    check_planned_scenarios(&plan, SUITE, &SCENARIOS);
+    // The in-memory KMS needs no Vault and no setup: the keys are in the configuration.
+    for case in &SCENARIOS {
+        assert_eq!(setup_lines(&plan, case.name), Vec::<&str>::new());
+    }
+    let services = services_section(&plan);
+    let mut expected = vec!["broker1"];
+    expected.extend(SCENARIOS.iter().filter_map(Case::proxy));
+    assert_eq!(listed_services(services), expected, "{services}");
+    assert!(!plan.contains("vault"), "{plan}");
+}
+
+#[test]
+fn dry_run_of_the_vault_suite_plans_vault_and_the_key_of_04() {
+    let plan = dry_run_with_images(VAULT_SUITE);
+    assert!(
+        plan.contains("Selected scenarios (TEST=[0-9][0-9]-.*): 04-envelope-encryption-filter, 05-envelope-encryption-filter-no-encrypt\n"),
+        "{plan}"
+    );
+    check_planned_scenarios(&plan, VAULT_SUITE, &VAULT_SCENARIOS);
+    let enable = r#"      - exec in vault: ["vault", "secrets", "enable", "transit"]"#;
+    assert_eq!(
+        setup_lines(&plan, "04-envelope-encryption-filter"),
+        [
+            enable.to_string(),
+            format!(
+                r#"      - exec in vault: ["vault", "write", "-f", "transit/keys/KEK_{TOPIC_04}"]"#
+            ),
+        ]
+    );
+    assert_eq!(
+        setup_lines(&plan, "05-envelope-encryption-filter-no-encrypt"),
+        [enable]
+    );
+    let services = services_section(&plan);
+    assert_eq!(image_of(services, "vault"), IMAGES[2].1);
+    let mut expected = vec!["broker1", "vault"];
+    expected.extend(VAULT_SCENARIOS.iter().filter_map(Case::proxy));
+    assert_eq!(listed_services(services), expected, "{services}");
+    for case in &VAULT_SCENARIOS {
+        let entry = service_entry(services, case.proxy().unwrap());
+        assert!(
+            entry
+                .iter()
+                .any(|l| l.starts_with("    depends on: ") && l.contains("vault (ServiceHealthy)")),
+            "{entry:?}"
         );
-        let plan = text(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
-        assert!(plan.contains(&format!("Selected scenarios (TEST={name}): {name}\n")));
-        let section = &plan[plan.find("Services (resolved").unwrap()..];
-        let listed: Vec<&str> = section
-            .lines()
-            .filter_map(|l| l.strip_prefix("  "))
-            .filter(|l| !l.starts_with(' '))
-            .filter_map(|l| l.split(" [").next())
-            .collect();
-        let mut expected = vec!["broker1"];
-        expected.extend(services.iter().copied());
-        assert_eq!(listed, expected, "{name}:\n{section}");
-        assert!(section.contains("Driver: native"), "{section}");
     }
 }
 
 #[test]
-fn compose_file_knows_every_service_the_suite_names() {
-    let plan = load_plan();
-    let project = load_project();
-    let mut named: Vec<String> = plan.suite.services.clone();
-    for p in &plan.scenarios {
-        named.extend(p.scenario.services.iter().cloned());
-        named.extend(p.scenario.ready.keys().cloned());
-        for step in p.setup.iter().chain(&p.teardown) {
-            let Step::Exec { service, .. } = step;
-            named.push(service.clone());
+fn each_scenario_plans_on_its_own() {
+    for (suite, cases) in SUITES {
+        for case in cases {
+            let name = case.name;
+            let out = perf_tests(
+                &["run", "--dry-run", "--scenarios", suite, "--test", name],
+                &[],
+            );
+            let plan = text(&out.stdout);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{suite} {name}: {}",
+                text(&out.stderr)
+            );
+            assert!(plan.contains(&format!("Selected scenarios (TEST={name}): {name}\n")));
+            let section = services_section(&plan);
+            let mut expected = vec!["broker1"];
+            expected.extend(case.services.iter().copied());
+            assert_eq!(
+                listed_services(section),
+                expected,
+                "{suite} {name}:\n{section}"
+            );
+            assert!(section.contains("Driver: native"), "{section}");
+            // The default images: the suite's own recipes (and Vault's published image).
+            let defaults = Settings::default();
+            assert_eq!(image_of(section, "broker1"), defaults.kafka_image);
+            if let Some(proxy) = case.proxy() {
+                assert_eq!(image_of(section, proxy), defaults.kroxylicious_image);
+            }
+            if case.services.contains(&"vault") {
+                assert_eq!(image_of(section, "vault"), defaults.vault_image);
+            }
         }
     }
-    named.extend(plan.suite.ready.keys().cloned());
+}
+
+#[test]
+fn default_images_are_the_recipes_of_both_suites() {
+    let defaults = Settings::default();
+    assert_eq!(defaults.scenarios, PathBuf::from(SUITE));
+    assert_eq!(defaults.kafka_image, "perf-tests/kafka:4.4.0");
+    assert_eq!(
+        defaults.kroxylicious_image,
+        "perf-tests/kroxylicious:0.12.0"
+    );
+    assert_eq!(defaults.kafka_tool_image, "perf-tests/kafka-tools:4.4.0");
+    assert_eq!(defaults.vault_image, "hashicorp/vault:1.15");
+    let recipes =
+        |suite: &str| -> Vec<String> { load_plan(suite).suite.images.keys().cloned().collect() };
+    let mut wanted = vec![
+        defaults.kafka_image.clone(),
+        defaults.kafka_tool_image.clone(),
+        defaults.kroxylicious_image.clone(),
+    ];
+    wanted.sort();
+    assert_eq!(recipes(SUITE), wanted);
+    assert_eq!(
+        recipes(VAULT_SUITE),
+        wanted,
+        "Vault has no recipe: it is pulled"
+    );
+    // Both suites make the same images from the same inputs (the same fingerprint, so one
+    // build serves both).
+    let fingerprints = |suite: &str| -> Vec<(String, String)> {
+        let plan = load_plan(suite);
+        recipe::parse_recipes(&plan.suite.file, &plan.suite.images)
+            .unwrap_or_else(|e| panic!("{suite}: {e:#}"))
+            .into_iter()
+            .map(|r| match &r.recipe {
+                Recipe::Maven(m) => (r.image.clone(), m.fingerprint().unwrap()),
+                other => panic!("{}: not a Maven recipe: {other:?}", r.image),
+            })
+            .collect()
+    };
+    assert_eq!(fingerprints(SUITE), fingerprints(VAULT_SUITE));
+}
+
+#[test]
+fn scenarios_declare_what_their_path_does_to_records() {
+    for (suite, cases) in SUITES {
+        let plan = load_plan(suite);
+        let names: Vec<&str> = plan
+            .scenarios
+            .iter()
+            .map(|p| p.scenario.name.as_str())
+            .collect();
+        let wanted: Vec<&str> = cases.iter().map(|c| c.name).collect();
+        assert_eq!(names, wanted, "{suite}");
+        for (p, case) in plan.scenarios.iter().zip(cases) {
+            assert_eq!(
+                p.scenario.expect,
+                Some(Expect {
+                    broker: case.broker,
+                    consumer: case.consumer,
+                }),
+                "{suite} {}",
+                case.name
+            );
+            // The check reads the records straight from the suite's broker.
+            assert_eq!(p.direct, "broker1:9092", "{suite} {}", case.name);
+        }
+    }
+}
+
+#[test]
+fn compose_file_knows_every_service_the_suites_name() {
+    // Both suites share the Compose file; together they use every service in it.
+    let project = load_project(SUITE);
+    assert_eq!(
+        project.files,
+        load_project(VAULT_SUITE).files,
+        "one Compose file for both suites"
+    );
+    let mut named: Vec<String> = Vec::new();
+    for (suite, _) in SUITES {
+        let plan = load_plan(suite);
+        named.extend(plan.suite.services.iter().cloned());
+        named.extend(plan.suite.ready.keys().cloned());
+        for p in &plan.scenarios {
+            named.extend(p.scenario.services.iter().cloned());
+            named.extend(p.scenario.ready.keys().cloned());
+            for step in p.setup.iter().chain(&p.teardown) {
+                let Step::Exec { service, .. } = step;
+                named.push(service.clone());
+            }
+        }
+    }
     for service in &named {
         assert!(
             project.services.contains_key(service),
-            "{service} is named by the suite but not in {:?}",
+            "{service} is named by a suite but not in {:?}",
             project.files
         );
     }
-    // Nothing in the file is unused.
     for service in project.services.keys() {
         assert!(named.contains(service), "{service} is never used");
     }
+    // The default suite starts no Vault.
+    let default_plan = load_plan(SUITE);
+    let mut default_services = default_plan.suite.services.clone();
+    for p in &default_plan.scenarios {
+        default_services.extend(p.scenario.services.iter().cloned());
+    }
+    let closure = project.service_closure(&default_services).unwrap();
+    assert!(!closure.iter().any(|s| s == "vault"), "{closure:?}");
 
     let broker = &project.services["broker1"];
     assert_eq!(broker.image, Settings::default().kafka_image);
@@ -316,100 +540,210 @@ fn compose_file_knows_every_service_the_suite_names() {
     );
 
     // Each proxy: the Kroxylicious image, its own configuration file, the `kroxylicious` alias,
-    // a health check, and the broker (and Vault, for encryption) started first.
+    // a health check, and the broker (and a healthy Vault, in the Vault suite) started first.
     let mut configs = Vec::new();
-    for (name, _, services) in &SCENARIOS[1..] {
-        let proxy = &project.services[*services.last().unwrap()];
-        assert_eq!(proxy.image, Settings::default().kroxylicious_image);
-        assert_eq!(proxy.networks["default"], vec!["kroxylicious".to_string()]);
-        assert!(proxy.healthcheck.is_some());
-        assert!(proxy.depends_on.contains_key("broker1"));
-        assert_eq!(proxy.depends_on.contains_key("vault"), services.len() == 2);
-        assert_eq!(proxy.mounts.len(), 1, "{:?}", proxy.mounts);
-        let mount = &proxy.mounts[0];
-        assert_eq!(mount.target, "/opt/kroxylicious/config/config.yaml");
-        assert_eq!(
-            mount.source,
-            repo().join(SUITE).join(name).join("proxy-config.yaml")
-        );
-        assert!(mount.source.is_file());
-        configs.push(mount.source.clone());
+    for (suite, cases) in SUITES {
+        for case in cases {
+            let Some(name) = case.proxy() else { continue };
+            let proxy = &project.services[name];
+            assert_eq!(proxy.image, Settings::default().kroxylicious_image);
+            assert_eq!(proxy.networks["default"], vec!["kroxylicious".to_string()]);
+            assert!(proxy.healthcheck.is_some(), "{name}");
+            assert!(proxy.depends_on.contains_key("broker1"), "{name}");
+            let uses_vault = case.services.contains(&"vault");
+            assert_eq!(
+                proxy.depends_on.get("vault"),
+                uses_vault.then_some(&Condition::ServiceHealthy),
+                "{name}"
+            );
+            assert_eq!(proxy.mounts.len(), 1, "{:?}", proxy.mounts);
+            let mount = &proxy.mounts[0];
+            assert_eq!(mount.target, "/opt/kroxylicious/config/config.yaml");
+            assert_eq!(
+                mount.source,
+                repo().join(suite).join(case.name).join("proxy-config.yaml")
+            );
+            assert!(mount.source.is_file());
+            configs.push(mount.source.clone());
+        }
     }
+    configs.sort();
     configs.dedup();
     assert_eq!(
         configs.len(),
-        4,
+        6,
         "every scenario has its own proxy configuration"
     );
 }
 
-fn proxy_config(scenario: &str) -> Value {
-    let path: PathBuf = repo().join(SUITE).join(scenario).join("proxy-config.yaml");
+fn proxy_config(suite: &str, scenario: &str) -> Value {
+    let path: PathBuf = repo().join(suite).join(scenario).join("proxy-config.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn filter_types(config: &Value) -> Vec<String> {
-    config["filters"]
+/// The `filterDefinitions` of a configuration as (name, type) pairs.
+fn filter_definitions(config: &Value) -> Vec<(String, String)> {
+    match &config["filterDefinitions"] {
+        Value::Null => Vec::new(),
+        defs => defs
+            .as_sequence()
+            .expect("filterDefinitions is a list")
+            .iter()
+            .map(|f| {
+                (
+                    f["name"].as_str().expect("a filter has a name").to_string(),
+                    f["type"].as_str().expect("a filter has a type").to_string(),
+                )
+            })
+            .collect(),
+    }
+}
+
+fn default_filters(config: &Value) -> Vec<String> {
+    config["defaultFilters"]
         .as_sequence()
-        .expect("filters is a list")
+        .expect("defaultFilters is a list")
         .iter()
-        .map(|f| f["type"].as_str().unwrap().to_string())
+        .map(|f| f.as_str().unwrap().to_string())
         .collect()
+}
+
+/// The configuration of the only filter of a record-encryption scenario.
+fn encryption_config(config: &Value) -> &Value {
+    let defs = filter_definitions(config);
+    assert_eq!(defs, [("encrypt".into(), "RecordEncryption".into())]);
+    assert_eq!(default_filters(config), ["encrypt"]);
+    &config["filterDefinitions"][0]["config"]
+}
+
+/// The topic of a scenario, as the plan names it.
+fn topic(plan: &Plan, name: &str) -> String {
+    plan.scenarios
+        .iter()
+        .find(|p| p.scenario.name == name)
+        .unwrap_or_else(|| panic!("{name} not planned"))
+        .topic
+        .clone()
 }
 
 #[test]
 fn proxy_configurations_have_the_reference_filters() {
-    for (name, _, _) in &SCENARIOS[1..] {
-        let c = proxy_config(name);
-        let cluster = &c["virtualClusters"]["demo"];
-        assert_eq!(
-            cluster["targetCluster"]["bootstrap_servers"],
-            "broker1:9092"
-        );
-        let provider = &cluster["clusterNetworkAddressConfigProvider"];
-        assert_eq!(
-            provider["type"],
-            "PortPerBrokerClusterNetworkAddressConfigProvider"
-        );
-        assert_eq!(provider["config"]["bootstrapAddress"], "kroxylicious:9092");
+    // Every proxy: one virtual cluster in front of broker1, reached at kroxylicious:9092.
+    for (suite, cases) in SUITES {
+        for case in cases.iter().filter(|c| c.proxy().is_some()) {
+            let c = proxy_config(suite, case.name);
+            let clusters = c["virtualClusters"]
+                .as_sequence()
+                .expect("virtualClusters is a list");
+            assert_eq!(clusters.len(), 1, "{suite} {}", case.name);
+            let cluster = &clusters[0];
+            assert_eq!(cluster["name"], "demo");
+            assert_eq!(cluster["targetCluster"]["bootstrapServers"], "broker1:9092");
+            let gateways = cluster["gateways"].as_sequence().expect("gateways");
+            assert_eq!(gateways.len(), 1);
+            assert_eq!(
+                gateways[0]["portIdentifiesNode"]["bootstrapAddress"],
+                "kroxylicious:9092"
+            );
+            // Every filter the proxy applies is defined, and every definition is applied.
+            let defined: Vec<String> = filter_definitions(&c).into_iter().map(|d| d.0).collect();
+            assert_eq!(default_filters(&c), defined, "{suite} {}", case.name);
+            // No key of the old (0.9) schema is left.
+            assert!(c.get("filters").is_none(), "{suite} {}", case.name);
+            assert!(
+                cluster.get("clusterNetworkAddressConfigProvider").is_none(),
+                "{suite} {}",
+                case.name
+            );
+        }
     }
 
-    assert!(filter_types(&proxy_config("02-no-filters")).is_empty());
+    let none = proxy_config(SUITE, "02-no-filters");
+    assert!(filter_definitions(&none).is_empty());
+    assert!(default_filters(&none).is_empty());
 
-    let transform = proxy_config("03-transform-filter");
+    let transform = proxy_config(SUITE, "03-transform-filter");
     assert_eq!(
-        filter_types(&transform),
+        filter_definitions(&transform),
         [
-            "ProduceRequestTransformationFilterFactory",
-            "FetchResponseTransformationFilterFactory"
+            ("produce".into(), "ProduceRequestTransformation".into()),
+            ("fetch".into(), "FetchResponseTransformation".into()),
         ]
     );
-    for f in transform["filters"].as_sequence().unwrap() {
+    assert_eq!(default_filters(&transform), ["produce", "fetch"]);
+    for f in transform["filterDefinitions"].as_sequence().unwrap() {
         assert_eq!(f["config"]["transformation"], "UpperCasing");
         assert_eq!(f["config"]["transformationConfig"]["charset"], "UTF-8");
     }
 
-    let encrypt = proxy_config("04-envelope-encryption-filter");
+    // The in-memory KMS: 04's configuration holds the key the selector picks for 04's topic;
+    // 05 is the same filter with no key at all.
+    let plan = load_plan(SUITE);
+    let topic04 = topic(&plan, "04-envelope-encryption-filter");
+    let topic05 = topic(&plan, "05-envelope-encryption-filter-no-encrypt");
+    assert_eq!((topic04.as_str(), topic05.as_str()), (TOPIC_04, TOPIC_05));
+    let c04 = proxy_config(SUITE, "04-envelope-encryption-filter");
+    let c05 = proxy_config(SUITE, "05-envelope-encryption-filter-no-encrypt");
+    let (e04, e05) = (encryption_config(&c04), encryption_config(&c05));
+    for e in [e04, e05] {
+        assert_eq!(e["kms"], "UnitTestingKmsService");
+        assert_eq!(e["selector"], "TemplateKekSelector");
+        assert_eq!(e["selectorConfig"]["template"], "KEK_$(topicName)");
+    }
+    let template = e04["selectorConfig"]["template"].as_str().unwrap();
+    let alias = |topic: &str| template.replace("$(topicName)", topic);
+    let keks04 = e04["kmsConfig"]["existingKeks"]
+        .as_sequence()
+        .expect("04 provisions keys");
+    assert_eq!(keks04.len(), 1, "{keks04:?}");
+    assert_eq!(keks04[0]["alias"], alias(&topic04).as_str());
+    assert_eq!(alias(&topic04), format!("KEK_{TOPIC_04}"));
+    assert_eq!(keks04[0]["algorithm"], "AES");
+    assert!(keks04[0]["uuid"].as_str().is_some_and(|u| u.len() == 36));
+    assert!(keks04[0]["key"].as_str().is_some_and(|k| !k.is_empty()));
+    let keks05 = e05["kmsConfig"]["existingKeks"].as_sequence();
+    assert!(
+        keks05.is_none_or(|k| k.is_empty()),
+        "05 has no key for its topic: {keks05:?}"
+    );
+    // Apart from the keys, 05 measures the same filter as 04.
+    let without_keys = |c: &Value| {
+        let mut c = c.clone();
+        c["filterDefinitions"][0]["config"]["kmsConfig"]
+            .as_mapping_mut()
+            .unwrap()
+            .remove("existingKeks");
+        c
+    };
+    assert_eq!(without_keys(&c04), without_keys(&c05));
+
+    // The Vault suite: the filter reaches Vault's transit engine with the dev server's root
+    // token; 04 creates the key the selector picks for its topic, 05 creates none.
+    let plan = load_plan(VAULT_SUITE);
+    let v04 = proxy_config(VAULT_SUITE, "04-envelope-encryption-filter");
     assert_eq!(
-        encrypt,
-        proxy_config("05-envelope-encryption-filter-no-encrypt"),
+        v04,
+        proxy_config(VAULT_SUITE, "05-envelope-encryption-filter-no-encrypt"),
         "05 measures the same filter as 04, with no key for its topic"
     );
-    assert_eq!(filter_types(&encrypt), ["RecordEncryption"]);
-    let config = &encrypt["filters"][0]["config"];
-    assert_eq!(config["kms"], "VaultKmsService");
+    let e = encryption_config(&v04);
+    assert_eq!(e["kms"], "VaultKmsService");
     assert_eq!(
-        config["kmsConfig"]["vaultTransitEngineUrl"],
+        e["kmsConfig"]["vaultTransitEngineUrl"],
         "http://vault:8200/v1/transit"
     );
-    assert_eq!(config["kmsConfig"]["vaultToken"]["password"], "token");
-    assert_eq!(config["selector"], "TemplateKekSelector");
-    let template = config["selectorConfig"]["template"].as_str().unwrap();
-    assert_eq!(template, "KEK_${topicName}");
-
-    // The key 04 creates is the one the selector picks for 04's topic; 05 creates none.
-    let plan = load_plan();
+    assert_eq!(e["selector"], "TemplateKekSelector");
+    assert_eq!(e["selectorConfig"]["template"], "KEK_$(topicName)");
+    let vault = &load_project(VAULT_SUITE).services["vault"];
+    let token = e["kmsConfig"]["vaultToken"]["password"].as_str().unwrap();
+    assert!(
+        vault
+            .environment
+            .contains(&format!("VAULT_DEV_ROOT_TOKEN_ID={token}")),
+        "the proxy's token is the dev server's root token: {:?}",
+        vault.environment
+    );
     let keys = |name: &str| -> Vec<String> {
         let p = plan
             .scenarios
@@ -425,17 +759,11 @@ fn proxy_configurations_have_the_reference_filters() {
             })
             .collect()
     };
-    let topic04 = "perf-tests-04-envelope-encryption-filter";
     assert_eq!(
         keys("04-envelope-encryption-filter"),
-        [template.replace("${topicName}", topic04)]
+        [alias(&topic(&plan, "04-envelope-encryption-filter"))]
     );
     assert!(keys("05-envelope-encryption-filter-no-encrypt").is_empty());
-    // The Vault token of the proxy is the dev server's root token.
-    let vault = &load_project().services["vault"];
-    assert!(vault
-        .environment
-        .contains(&"VAULT_DEV_ROOT_TOKEN_ID=token".to_string()));
 }
 
 #[test]
@@ -503,46 +831,107 @@ fn run_id(stderr: &str) -> String {
         .to_string()
 }
 
+/// A run with `env` that must fail before anything starts: exit 1 and one error message, nothing
+/// left on the engine and no results written; returns its stderr.
+async fn failed_before_starting(env: &[(&str, &str)], results: &std::path::Path) -> String {
+    let out = perf_tests(&["run"], env);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{env:?}: {stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "one message: {stderr}");
+    assert!(!stderr.contains("==> starting"), "nothing starts: {stderr}");
+    assert_eq!(leftovers(&run_id(&stderr)).await, (0, 0), "{env:?}");
+    assert_eq!(
+        std::fs::read_dir(results).unwrap().count(),
+        0,
+        "no results are written"
+    );
+    stderr
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn unpullable_images_stop_the_run_naming_each_image_and_setting() {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
     let results_dir = results.path().to_str().unwrap();
-    for (driver, expected) in [("kafka-tools", 4), ("native", 3)] {
+    // The settings whose images a run of the suite with the driver needs. The default suite
+    // starts no Vault; the Vault suite does.
+    let cases: [(&str, &str, &[&str]); 3] = [
+        (
+            SUITE,
+            "kafka-tools",
+            &["KAFKA_IMAGE", "KROXYLICIOUS_IMAGE", "KAFKA_TOOL_IMAGE"],
+        ),
+        (SUITE, "native", &["KAFKA_IMAGE", "KROXYLICIOUS_IMAGE"]),
+        (
+            VAULT_SUITE,
+            "native",
+            &["KAFKA_IMAGE", "KROXYLICIOUS_IMAGE", "VAULT_IMAGE"],
+        ),
+    ];
+    for (suite, driver, needed) in cases {
         let mut env: Vec<(&str, &str)> = IMAGES.to_vec();
         env.extend([
-            ("SCENARIOS", SUITE),
+            ("SCENARIOS", suite),
             ("DRIVER", driver),
             ("NUM_RECORDS", "100"),
             ("RESULTS_DIR", results_dir),
         ]);
-        let out = perf_tests(&["run"], &env);
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{driver}: {stderr}");
-        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
-        assert_eq!(errors.len(), 1, "one message: {stderr}");
-        assert!(
-            errors[0].contains(&format!("{expected} image(s) are not on the engine")),
-            "{stderr}"
-        );
+        let stderr = failed_before_starting(&env, results.path()).await;
         let message = &stderr[stderr.find("error:").unwrap()..];
-        for (setting, image) in &IMAGES[..expected] {
-            assert!(
-                message.contains(&format!("  {image} (chosen by {setting})")),
-                "{driver}: {image} / {setting} in\n{message}"
-            );
-        }
-        if driver == "native" {
-            assert!(!message.contains("KAFKA_TOOL_IMAGE"), "{message}");
-        }
-        assert!(!stderr.contains("==> starting"), "nothing starts: {stderr}");
-        assert_eq!(leftovers(&run_id(&stderr)).await, (0, 0), "{driver}");
-        assert_eq!(
-            std::fs::read_dir(results.path()).unwrap().count(),
-            0,
-            "no results are written"
+        assert!(
+            message.contains(&format!(
+                "{} image(s) are not on the engine and cannot be pulled",
+                needed.len()
+            )),
+            "{suite} {driver}: {stderr}"
         );
+        for (setting, image) in &IMAGES {
+            let line = format!("  {image} (chosen by {setting})");
+            assert_eq!(
+                message.contains(&line),
+                needed.contains(setting),
+                "{suite} {driver}: {line:?} in\n{message}"
+            );
+            assert_eq!(message.contains(setting), needed.contains(setting));
+        }
     }
+}
+
+/// An image with a recipe of the suite (the default references) is made here, never pulled:
+/// with only KAFKA_IMAGE unpullable, the message names that one image alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn images_with_a_recipe_are_built_not_pulled() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let results_dir = results.path().to_str().unwrap();
+    let (setting, image) = IMAGES[0];
+    let env = [
+        (setting, image),
+        ("TEST", "02.*"),
+        ("DRIVER", "kafka-tools"),
+        ("NUM_RECORDS", "100"),
+        ("RESULTS_DIR", results_dir),
+    ];
+    let stderr = failed_before_starting(&env, results.path()).await;
+    let message = &stderr[stderr.find("error:").unwrap()..];
+    assert!(
+        message.contains("1 image(s) are not on the engine and cannot be pulled"),
+        "{stderr}"
+    );
+    assert!(
+        message.contains(&format!("  {image} (chosen by {setting})")),
+        "{message}"
+    );
+    let defaults = Settings::default();
+    for made_here in [&defaults.kroxylicious_image, &defaults.kafka_tool_image] {
+        assert!(
+            !stderr.contains(&format!("pulling {made_here}")),
+            "{made_here} is made from its recipe: {stderr}"
+        );
+        assert!(!message.contains(made_here.as_str()), "{message}");
+    }
+    assert!(stderr.contains(&format!("pulling {image}")), "{stderr}");
 }
 
 /// The count the kafka-tools driver takes its end offsets from, against a real broker.
