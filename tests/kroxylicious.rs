@@ -185,7 +185,7 @@ fn field<'a>(block: &'a str, key: &str) -> &'a str {
 /// The setup steps a dry run lists for a scenario.
 fn setup_lines<'a>(plan: &'a str, name: &str) -> Vec<&'a str> {
     let block = scenario_block(plan, name);
-    if field(block, "setup") == "(none)" {
+    if block.contains("\n    setup: (none)\n") {
         return Vec::new();
     }
     block
@@ -271,6 +271,15 @@ fn check_planned_scenarios(plan: &str, suite: &str, cases: &[Case]) {
         };
         assert_eq!(field(block, "services"), expected, "{block}");
         assert_eq!(field(block, "teardown"), "(none)", "{block}");
+        assert_eq!(
+            field(block, "path check"),
+            format!(
+                "broker holds {}, consumer receives {} (read straight from broker1:9092)",
+                case.broker.name(),
+                case.consumer.name()
+            ),
+            "{block}"
+        );
         let Some(proxy) = case.proxy() else {
             assert_eq!(field(block, "ready"), "(none)", "{block}");
             continue;
@@ -321,7 +330,9 @@ fn dry_run_plans_all_five_scenarios_with_images_from_the_settings() {
     let mut expected = vec!["broker1"];
     expected.extend(SCENARIOS.iter().filter_map(Case::proxy));
     assert_eq!(listed_services(services), expected, "{services}");
-    assert!(!plan.contains("vault"), "{plan}");
+    // Nothing but the settings mentions Vault.
+    let after_settings = &plan[plan.find("\nRun-wide:").unwrap()..];
+    assert!(!after_settings.contains("vault"), "{plan}");
 }
 
 #[test]

@@ -1,0 +1,445 @@
+//! The kroxylicious suite for real: Apache Kafka 4.4.0 and Kroxylicious 0.12.0 from the images
+//! built here (`perf-tests images build`), on the real engine with small counts. The whole
+//! default suite with both drivers, a path check that fails, a proxy that rejects its
+//! configuration and an image recipe whose Maven artifact does not resolve; each run must leave
+//! nothing on the engine.
+
+mod common;
+use common::{engine_lock, leftovers, repo, SETTING_VARS};
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value as Json;
+use serde_yaml::Value as Yaml;
+
+/// Records per measurement: enough for every counter and rate, small enough for a quick run.
+const RECORDS: u64 = 3000;
+const WARM_UP: &str = "200";
+
+/// The default suite's scenarios, with what each declares the broker holds and the consumer
+/// receives.
+const SCENARIOS: [(&str, &str, &str); 5] = [
+    ("01-no-proxy-baseline", "unchanged", "sent"),
+    ("02-no-filters", "unchanged", "sent"),
+    ("03-transform-filter", "upper-cased", "upper-cased"),
+    ("04-envelope-encryption-filter", "encrypted", "sent"),
+    (
+        "05-envelope-encryption-filter-no-encrypt",
+        "unchanged",
+        "sent",
+    ),
+];
+
+/// Sample records of every path check.
+const SAMPLE: u64 = 20;
+
+/// Runs `perf-tests run` from the repository with only `env` set among the settings, small
+/// counts (unless `env` sets them) and results under `results`.
+fn run(env: &[(&str, &str)], results: &Path) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    cmd.arg("run").current_dir(repo());
+    for var in SETTING_VARS {
+        cmd.env_remove(var);
+    }
+    let records = RECORDS.to_string();
+    cmd.env("NUM_RECORDS", &records)
+        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", WARM_UP)
+        .env("WARM_UP_NUM_RECORDS_PRE_TEST", WARM_UP)
+        .env("RESULTS_DIR", results);
+    cmd.envs(env.iter().copied());
+    cmd.output().expect("perf-tests starts")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The outcome of a run, for assertion messages.
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    fn of(out: Output) -> Ran {
+        Ran {
+            code: out.status.code(),
+            stdout: text(&out.stdout),
+            stderr: text(&out.stderr),
+        }
+    }
+
+    fn run_id(&self) -> String {
+        self.stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("==> run "))
+            .unwrap_or_else(|| panic!("no run id in\n{self}"))
+            .trim()
+            .to_string()
+    }
+
+    /// The rows of the table titled `title` in stdout, each row's cells by column name.
+    fn table(&self, title: &str) -> Vec<Vec<(String, String)>> {
+        let mut lines = self.stdout.lines().skip_while(|l| *l != title);
+        assert!(lines.next().is_some(), "no {title} table in\n{self}");
+        let header = cells(lines.next().unwrap());
+        let dashes = lines.next().unwrap();
+        assert!(dashes.starts_with("----"), "{title}: {dashes}");
+        lines
+            .take_while(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+            .map(|l| {
+                let row = cells(l);
+                assert_eq!(row.len(), header.len(), "{title}: {l:?}");
+                header.iter().cloned().zip(row).collect()
+            })
+            .collect()
+    }
+
+    /// The first cell of every row of a table.
+    fn names(&self, title: &str) -> Vec<String> {
+        self.table(title)
+            .into_iter()
+            .map(|row| row[0].1.clone())
+            .collect()
+    }
+
+    /// The results directory the run printed.
+    fn results_dir(&self) -> PathBuf {
+        self.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("Results: "))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| panic!("no results directory in\n{self}"))
+    }
+}
+
+impl std::fmt::Display for Ran {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// The cells of a plain table line: columns are separated by two or more spaces.
+fn cells(line: &str) -> Vec<String> {
+    line.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn cell<'a>(row: &'a [(String, String)], column: &str) -> &'a str {
+    row.iter()
+        .find(|(c, _)| c == column)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("no column {column:?} in {row:?}"))
+}
+
+fn number(row: &[(String, String)], column: &str) -> f64 {
+    let v = cell(row, column);
+    v.parse()
+        .unwrap_or_else(|e| panic!("{column} = {v:?} is not a number ({e}) in {row:?}"))
+}
+
+fn json(path: &Path) -> Json {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Asserts that nothing of the run is left on the engine.
+async fn assert_nothing_left(ran: &Ran) {
+    assert_eq!(
+        leftovers(&ran.run_id()).await,
+        (0, 0),
+        "containers/networks left behind by\n{ran}"
+    );
+}
+
+/// A successful run of `scenarios` (names with their expectations): the producer and consumer
+/// tables have a row for each with the records sent and consumed at non-zero rates, every path
+/// check holds as declared, in the tables, on stderr and in `<scenario>.json`; nothing is left.
+async fn assert_measured_and_proven(ran: &Ran, results: &Path, scenarios: &[(&str, &str, &str)]) {
+    assert_eq!(ran.code, Some(0), "{ran}");
+    let names: Vec<&str> = scenarios.iter().map(|s| s.0).collect();
+    for title in ["Producer Results", "Consumer Results", "Path checks"] {
+        assert_eq!(ran.names(title), names, "{title}\n{ran}");
+    }
+    for row in ran.table("Producer Results") {
+        assert_eq!(cell(&row, "Sent"), RECORDS.to_string(), "{row:?}");
+        assert!(number(&row, "Rate rec/s") > 0.0, "{row:?}");
+        assert!(number(&row, "Rate Mi/s") > 0.0, "{row:?}");
+    }
+    for row in ran.table("Consumer Results") {
+        assert_eq!(cell(&row, "Consumed recs"), RECORDS.to_string(), "{row:?}");
+        assert!(number(&row, "Consumed rec/s") > 0.0, "{row:?}");
+        assert!(number(&row, "Fetch rec/s") > 0.0, "{row:?}");
+    }
+    let sample = SAMPLE.to_string();
+    for (row, (name, broker, consumer)) in ran.table("Path checks").iter().zip(scenarios) {
+        assert_eq!(cell(row, "Broker holds"), *broker, "{name}: {row:?}");
+        assert_eq!(cell(row, "Consumer receives"), *consumer, "{name}: {row:?}");
+        assert_eq!(cell(row, "Records"), sample, "{row:?}");
+        assert_eq!(cell(row, "Broker as expected"), sample, "{row:?}");
+        assert_eq!(cell(row, "Consumer as expected"), sample, "{row:?}");
+        assert_eq!(cell(row, "Result"), "holds", "{row:?}");
+        let said = format!(
+            "path check holds: broker holds {broker} {SAMPLE}/{SAMPLE}, consumer receives \
+             {consumer} {SAMPLE}/{SAMPLE}"
+        );
+        assert!(ran.stderr.contains(&said), "{said:?} for {name} in\n{ran}");
+    }
+    assert!(!ran.stdout.contains("FAILED"), "{ran}");
+
+    let dir = ran.results_dir();
+    assert_eq!(dir.parent(), Some(results), "{}", dir.display());
+    let info = json(&dir.join("run.json"));
+    assert_eq!(info["run_id"].as_str(), Some(ran.run_id().as_str()));
+    let tables = std::fs::read_to_string(dir.join("tables.txt")).unwrap();
+    assert!(tables.contains("Path checks\n"), "{tables}");
+    for (name, broker, consumer) in scenarios {
+        let v = json(&dir.join(format!("{name}.json")));
+        let check = &v["path_check"];
+        assert_eq!(check["expect"]["broker"], *broker, "{name}: {check}");
+        assert_eq!(check["expect"]["consumer"], *consumer, "{name}: {check}");
+        assert_eq!(check["records"], SAMPLE, "{name}: {check}");
+        assert_eq!(check["broker_ok"], check["records"], "{name}: {check}");
+        assert_eq!(check["consumer_ok"], check["records"], "{name}: {check}");
+        assert_eq!(check["direct"], "broker1:9092", "{name}: {check}");
+        assert!(check["first_mismatch"].is_null(), "{name}: {check}");
+        let m = &v["measurement"];
+        for counter in ["requested", "acknowledged", "end_offsets", "consumed"] {
+            assert_eq!(m["integrity"][counter], RECORDS, "{name} {counter}: {m}");
+        }
+    }
+    assert_nothing_left(ran).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn default_suite_runs_every_scenario_and_proves_each_path() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let ran = Ran::of(run(&[], results.path()));
+    assert_measured_and_proven(&ran, results.path(), &SCENARIOS).await;
+    // The default suite is the kroxylicious one, and one run directory holds everything.
+    let runs: Vec<_> = std::fs::read_dir(results.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs, [ran.results_dir()]);
+    let info = json(&runs[0].join("run.json"));
+    let suite = info["suite"].as_str().expect("run.json names the suite");
+    assert!(suite.ends_with("scenarios/kroxylicious"), "{suite}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_tools_driver_measures_and_the_native_path_check_proves() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let ran = Ran::of(run(
+        &[("DRIVER", "kafka-tools"), ("TEST", "0[14].*")],
+        results.path(),
+    ));
+    assert_measured_and_proven(&ran, results.path(), &[SCENARIOS[0], SCENARIOS[3]]).await;
+}
+
+/// Copies a directory tree.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The kroxylicious suites and their Compose file, copied into a temporary directory in the
+/// repository's layout (the suite names the Compose file as `../../compose/kroxylicious.yaml`,
+/// the Compose file names the proxy configurations as `../scenarios/...`, and the recipes name
+/// their files relative to `suite.yaml`). Returns the directory and the copied default suite.
+fn copied_suite() -> (tempfile::TempDir, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    for suite in ["scenarios/kroxylicious", "scenarios/kroxylicious-vault"] {
+        copy_tree(&repo().join(suite), &root.path().join(suite));
+    }
+    std::fs::create_dir_all(root.path().join("compose")).unwrap();
+    std::fs::copy(
+        repo().join("compose/kroxylicious.yaml"),
+        root.path().join("compose/kroxylicious.yaml"),
+    )
+    .unwrap();
+    let suite = root.path().join("scenarios/kroxylicious");
+    (root, suite)
+}
+
+/// Replaces `from` (which must occur) with `to` in a file.
+fn edit(file: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.contains(from), "{from:?} not in {}", file.display());
+    std::fs::write(file, text.replace(from, to)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_path_that_does_not_do_what_its_scenario_declares_fails_the_run() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let (_root, suite) = copied_suite();
+    // 05 has no key for its topic: its records pass the filter unencrypted.
+    let name = "05-envelope-encryption-filter-no-encrypt";
+    edit(
+        &suite.join(name).join("scenario.yaml"),
+        "expect: { broker: unchanged, consumer: sent }",
+        "expect: { broker: encrypted, consumer: sent }",
+    );
+    let ran = Ran::of(run(
+        &[("SCENARIOS", suite.to_str().unwrap()), ("TEST", "05.*")],
+        results.path(),
+    ));
+    assert_eq!(ran.code, Some(1), "{ran}");
+    assert!(
+        ran.stderr.contains(&format!(
+            "error: the path does not do what the scenario declares (path check failed) in: {name}"
+        )),
+        "{ran}"
+    );
+    assert!(
+        ran.stderr.contains(&format!(
+            "path check FAILED: broker holds encrypted 0/{SAMPLE}, consumer receives sent \
+             {SAMPLE}/{SAMPLE}"
+        )),
+        "{ran}"
+    );
+    assert!(
+        ran.stderr
+            .contains("the broker holds the record as sent (not encrypted)"),
+        "{ran}"
+    );
+    // The measured rows say that they do not measure what the scenario claims.
+    let failed = format!("{name} (path check FAILED)");
+    for title in ["Producer Results", "Consumer Results"] {
+        assert_eq!(ran.names(title), [failed.as_str()], "{title}\n{ran}");
+    }
+    let checks = ran.table("Path checks");
+    assert_eq!(checks.len(), 1, "{ran}");
+    assert_eq!(cell(&checks[0], "Broker holds"), "encrypted");
+    assert_eq!(cell(&checks[0], "Broker as expected"), "0");
+    assert_eq!(cell(&checks[0], "Consumer as expected"), SAMPLE.to_string());
+    assert!(
+        cell(&checks[0], "Result").starts_with("FAILED: "),
+        "{:?}",
+        checks[0]
+    );
+    // The results are still saved, with the failed check.
+    let v = json(&ran.results_dir().join(format!("{name}.json")));
+    assert_eq!(v["path_check"]["broker_ok"], 0, "{v}");
+    assert_eq!(v["path_check"]["consumer_ok"], SAMPLE, "{v}");
+    assert_nothing_left(&ran).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_that_rejects_its_configuration_stops_the_run_with_its_reason() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let (_root, suite) = copied_suite();
+    edit(
+        &suite.join("02-no-filters/proxy-config.yaml"),
+        "defaultFilters: []",
+        "filterDefinitions:\n  - name: broken\n    type: NoSuchFilter\n    config: {}\n\
+         defaultFilters: [broken]",
+    );
+    let ran = Ran::of(run(
+        &[("SCENARIOS", suite.to_str().unwrap()), ("TEST", "02.*")],
+        results.path(),
+    ));
+    assert_eq!(ran.code, Some(1), "{ran}");
+    let error = &ran.stderr[ran
+        .stderr
+        .find("error:")
+        .unwrap_or_else(|| panic!("no error in\n{ran}"))..];
+    assert!(
+        error.starts_with("error: scenario 02-no-filters: service \"kroxylicious-no-filters\""),
+        "{error}"
+    );
+    // The proxy's own log says why: Kroxylicious does not know the filter type.
+    assert!(error.contains("log lines ---"), "{error}");
+    assert!(
+        error.contains("Couldn't parse configuration")
+            && error.contains("plugin instance for name 'NoSuchFilter'"),
+        "{error}"
+    );
+    assert!(!ran.stdout.contains("Producer Results"), "{ran}");
+    assert_eq!(
+        std::fs::read_dir(results.path()).unwrap().count(),
+        0,
+        "no results are written"
+    );
+    assert_nothing_left(&ran).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_maven_artifact_that_does_not_resolve_stops_the_run_before_anything_starts() {
+    const BROKEN: &str = "perf-tests-test/broken:1";
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let (_root, suite) = copied_suite();
+    let file = suite.join("suite.yaml");
+    let mut doc: Yaml = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let recipe: Yaml = serde_yaml::from_str(
+        "maven:\n  artifacts: [org.apache.kafka:kafka_2.13:0.0.404]\n  jdk: 17\n  \
+         entrypoint: [/bin/busybox, 'true']\n",
+    )
+    .unwrap();
+    doc["images"]
+        .as_mapping_mut()
+        .expect("the suite has image recipes")
+        .insert(BROKEN.into(), recipe);
+    std::fs::write(&file, serde_yaml::to_string(&doc).unwrap()).unwrap();
+
+    let ran = Ran::of(run(
+        &[
+            ("SCENARIOS", suite.to_str().unwrap()),
+            ("TEST", "01.*"),
+            ("KAFKA_IMAGE", BROKEN),
+        ],
+        results.path(),
+    ));
+    assert_eq!(ran.code, Some(1), "{ran}");
+    let error = &ran.stderr[ran
+        .stderr
+        .find("error:")
+        .unwrap_or_else(|| panic!("no error in\n{ran}"))..];
+    assert!(
+        error.starts_with(&format!("error: image recipe {BROKEN} ")),
+        "{error}"
+    );
+    // Maven's own error names the artifact it could not find.
+    assert!(
+        error.contains("[ERROR]") && error.contains("kafka_2.13") && error.contains("0.0.404"),
+        "{error}"
+    );
+    assert!(
+        !ran.stderr.contains("==> starting"),
+        "nothing starts: {ran}"
+    );
+    assert!(!ran.stdout.contains("Producer Results"), "{ran}");
+    assert_eq!(
+        std::fs::read_dir(results.path()).unwrap().count(),
+        0,
+        "no results are written"
+    );
+    assert_nothing_left(&ran).await;
+    let docker = bollard::Docker::connect_with_defaults().unwrap();
+    assert!(
+        docker.inspect_image(BROKEN).await.is_err(),
+        "{BROKEN} must not exist"
+    );
+}
