@@ -8,7 +8,7 @@ use std::process::Command;
 const RECORDS: u64 = 20_000;
 
 #[tokio::test(flavor = "multi_thread")]
-async fn default_suite_runs_end_to_end_and_leaves_nothing() {
+async fn offline_suite_runs_end_to_end_and_leaves_nothing() {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
@@ -18,7 +18,7 @@ async fn default_suite_runs_end_to_end_and_leaves_nothing() {
         .env("WARM_UP_NUM_RECORDS_PRE_TEST", "500")
         .env("RESULTS_DIR", results.path())
         .env_remove("TEST")
-        .env_remove("SCENARIOS")
+        .env("SCENARIOS", "scenarios/offline")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -136,7 +136,7 @@ async fn signal_during_a_measurement(signal: &str) {
         .env("TEST", "02.*")
         .env("NUM_RECORDS", "5e6")
         .env("RESULTS_DIR", results.path())
-        .env_remove("SCENARIOS")
+        .env("SCENARIOS", "scenarios/offline")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

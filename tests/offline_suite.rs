@@ -131,7 +131,7 @@ fn offline_suite_plan_resolves() {
         .current_dir(repo())
         .args(["run", "--dry-run"])
         .env_remove("TEST")
-        .env_remove("SCENARIOS")
+        .env("SCENARIOS", "scenarios/offline")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -26,6 +26,7 @@ fn run(results: &Path, run_id: Arc<Mutex<Option<String>>>) -> PathBuf {
     }
     let mut child = cmd
         .current_dir(repo())
+        .env("SCENARIOS", "scenarios/offline")
         .env("TEST", "02.*")
         .env("NUM_RECORDS", "2e4")
         .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")

@@ -25,7 +25,7 @@ fn perf_tests(results: &Path, envs: &[(&str, &str)], args: &[&str]) -> Output {
         .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
         .env("REPEAT", "3")
         .env("RESULTS_DIR", results)
-        .env_remove("SCENARIOS")
+        .env("SCENARIOS", "scenarios/offline")
         .env_remove("THROUGHPUT");
     for (k, v) in envs {
         cmd.env(k, v);

@@ -304,6 +304,11 @@ fn run_tool(what: &str, cmd: &mut Command) -> Result<String> {
 /// The lines of a tool's output that say what went wrong: Maven's `[ERROR]` lines (without
 /// its generic advice), else the last lines.
 fn error_lines(output: &str) -> String {
+    // Terminal colour codes, which some Maven versions print even in batch mode.
+    let plain = regex::Regex::new("\x1b\\[[0-9;]*m")
+        .expect("a valid pattern")
+        .replace_all(output, "");
+    let output = plain.as_ref();
     let errors: Vec<&str> = output
         .lines()
         .map(str::trim_end)
@@ -394,7 +399,8 @@ pub fn assemble(recipe: &MavenRecipe, work: &Path) -> Result<(Vec<ScratchFile>, 
         Command::new("mvn")
             .current_dir(work)
             .env("JAVA_HOME", &jdk.home)
-            .args(["-B", "-q", "-f", "pom.xml", "dependency:copy-dependencies"])
+            .args(["-B", "-q", "-Dstyle.color=never", "-f", "pom.xml"])
+            .arg("dependency:copy-dependencies")
             .arg(format!("-DoutputDirectory={}", libs.display()))
             .arg("-DincludeScope=runtime"),
     )?;
@@ -591,7 +597,7 @@ mod tests {
 
     #[test]
     fn maven_errors_are_quoted_without_its_advice() {
-        let out = "[INFO] x\n[ERROR] Failed to execute goal: Could not find artifact a:b:jar:9\n\
+        let out = "[INFO] x\n\x1b[0m[ERROR] Failed to execute goal: Could not find artifact a:b:jar:9\n\
                    [ERROR] \n[ERROR] Re-run Maven using the -X switch to enable full debug logging.\n";
         let e = error_lines(out);
         assert!(e.contains("Could not find artifact a:b:jar:9"), "{e}");
