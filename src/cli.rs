@@ -64,22 +64,6 @@ pub enum Command {
     Compare(CompareArgs),
 }
 
-/// `perf-tests workload …` (one workload step against a Kafka endpoint; the runner runs it in a
-/// container) is parsed on its own, never by `Cli`: it takes only its own flags, and some share
-/// a name with the run's global settings (`--num-records`), which clap cannot tell apart.
-#[derive(Debug, Parser)]
-#[command(name = "perf-tests", max_term_width = 100)]
-struct WorkloadCli {
-    #[command(subcommand)]
-    command: WorkloadOnly,
-}
-
-#[derive(Debug, Subcommand)]
-enum WorkloadOnly {
-    #[command(subcommand)]
-    Workload(crate::workload::cli::WorkloadCommand),
-}
-
 /// Options of `run`.
 #[derive(Debug, Default, Args)]
 pub struct RunArgs {
@@ -241,10 +225,8 @@ impl SettingsArgs {
 /// Parses the process arguments, runs the command and returns the process exit code.
 pub fn main() -> i32 {
     if std::env::args_os().nth(1).is_some_and(|a| a == "workload") {
-        return match WorkloadCli::try_parse() {
-            Ok(WorkloadCli {
-                command: WorkloadOnly::Workload(cmd),
-            }) => block_on(crate::workload::cli::execute(cmd)),
+        return match crate::workload::command::parse_from(std::env::args_os()) {
+            Ok(cmd) => block_on(crate::workload::command::execute(cmd)),
             Err(e) => {
                 let _ = e.print();
                 e.exit_code()

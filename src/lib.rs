@@ -8,6 +8,7 @@ pub mod charts;
 pub mod cli;
 pub mod compare;
 pub mod compose;
+pub mod driver;
 pub mod engine;
 pub mod images;
 pub mod model;

@@ -9,15 +9,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::compose::{self, Project};
-use crate::engine::{self, Deployment, Engine, OneOff};
+use crate::driver::{self, flow, Driver, MeasureSpec, Place, Session};
+use crate::engine::{self, Deployment, Engine};
 use crate::images::{self, recipe};
 use crate::model::{Measurement, PhaseTimes, ScenarioResult, ServiceResources};
 use crate::plan::{Plan, PlannedScenario};
 use crate::resources;
 use crate::scenario::Step;
-use crate::settings::{Driver, Settings};
-use crate::workload::kafka_tools::{self, KafkaTools};
-use crate::workload::MeasureSpec;
+use crate::settings::Settings;
 
 /// How long a service may take to become ready (running, healthy, or answering Kafka).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -53,8 +52,8 @@ struct Prepared {
     workload_image: String,
     tls_dir: PathBuf,
     run_wide: Vec<String>,
-    /// `KAFKA_TOOL_IMAGE` when DRIVER=kafka-tools, else none (the native workload measures).
-    tool_image: Option<String>,
+    /// What produces and consumes, chosen once for the run.
+    driver: Box<dyn Driver>,
 }
 
 /// What a run produced: its id (the label of everything it created) and one result per scenario.
@@ -116,13 +115,8 @@ async fn prepare(
     plan: &Plan,
     dir: &Path,
 ) -> Result<Prepared> {
-    let tool_image = match settings.driver {
-        Driver::Native => None,
-        Driver::KafkaTools => {
-            kafka_tools::check_plan(plan)?;
-            Some(settings.kafka_tool_image.clone())
-        }
-    };
+    let driver = driver::for_settings(settings);
+    driver.check(plan)?;
     let tls_dir = dir.join("tls");
     std::fs::create_dir_all(&tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
     let hosts: BTreeSet<String> = plan
@@ -155,10 +149,9 @@ async fn prepare(
         }
     }
     let with_recipe: BTreeSet<&String> = recipes.iter().map(|r| &r.image).collect();
+    let driver_images = driver.images();
     let mut others: Vec<&String> = images.iter().filter(|i| !with_recipe.contains(i)).collect();
-    if let Some(tool) = tool_image.as_ref().filter(|t| !images.contains(*t)) {
-        others.push(tool);
-    }
+    others.extend(driver_images.iter().filter(|i| !images.contains(*i)));
     ensure_pulled(engine, settings, &others).await?;
 
     phase("packaging the workload");
@@ -168,7 +161,7 @@ async fn prepare(
         workload_image,
         tls_dir,
         run_wide,
-        tool_image,
+        driver,
     })
 }
 
@@ -226,17 +219,10 @@ pub fn describe_services(settings: &Settings, plan: &Plan) -> Result<String> {
             out.push_str(&format!("    depends on: {}\n", deps.join(", ")));
         }
     }
-    out.push_str(&match settings.driver {
-        Driver::Native => "Driver: native (the workload image, built here)\n".to_string(),
-        Driver::KafkaTools => {
-            kafka_tools::check_plan(plan)?;
-            format!(
-                "Driver: kafka-tools ({}, chosen by KAFKA_TOOL_IMAGE; end offsets counted by \
-                 the workload image)\n",
-                settings.kafka_tool_image
-            )
-        }
-    });
+    let driver = driver::for_settings(settings);
+    driver.check(plan)?;
+    out.push_str(&driver.describe());
+    out.push('\n');
     Ok(out)
 }
 
@@ -316,18 +302,17 @@ async fn run_scenarios(
     if !prepared.run_wide.is_empty() {
         phase(&format!("starting {}", prepared.run_wide.join(", ")));
         deployment.up(&prepared.run_wide, READY_TIMEOUT).await?;
-        let wl = Workload::new(engine, deployment, prepared, &suite.client, false);
-        for (service, endpoint) in &suite.ready {
-            wl.probe(service, endpoint).await?;
-        }
-        if settings.warm_up_post_broker_start > 0 {
-            phase(&format!(
-                "warming the broker with {} records",
-                settings.warm_up_post_broker_start
-            ));
-            wl.warm_broker(&suite.bootstrap, settings.warm_up_post_broker_start)
-                .await?;
-        }
+        let session = open(engine, deployment, prepared, &suite.client, false).await?;
+        let warmed = ready_and_warm(
+            session.as_ref(),
+            &suite.ready,
+            &suite.bootstrap,
+            settings.warm_up_post_broker_start,
+        )
+        .await;
+        let closed = session.close().await;
+        warmed?;
+        closed?;
     }
     let repeat = settings.repeat.max(1) as usize;
     let n = plan.scenarios.len();
@@ -444,46 +429,21 @@ async fn run_scenario(
             .await
             .map_err(ctx)?;
     }
-    let wl = Workload::new(engine, deployment, prepared, &sc.client, sc.tls.is_some());
-    let mut before = Before {
-        ready: sc.ready.clone(),
-        warm_broker: if sc.own_broker {
-            settings.warm_up_post_broker_start
-        } else {
-            0
-        },
-    };
-    // The native workload checks readiness and warms the scenario's own broker in the container
-    // that measures, saving a container start for each; the Kafka tools cannot.
-    if wl.kafka_tools().is_some() {
-        for (service, endpoint) in &before.ready {
-            wl.probe(service, endpoint).await.map_err(ctx)?;
-        }
-        if before.warm_broker > 0 {
-            wl.warm_broker(&sc.bootstrap, before.warm_broker)
-                .await
-                .map_err(ctx)?;
-        }
-        before = Before::default();
-    }
-    phases.up_s = t.elapsed().as_secs_f64();
-
-    let t = Instant::now();
-    run_steps(deployment, "setup", &planned.setup)
+    let session = open(engine, deployment, prepared, &sc.client, sc.tls.is_some())
         .await
         .map_err(ctx)?;
-    phases.setup_s = t.elapsed().as_secs_f64();
-
-    let t = Instant::now();
-    let sampler = resources::Sampler::start(
-        engine.docker(),
-        sampling_targets(deployment, &prepared.run_wide, sc.own_broker),
-    );
-    let measured = wl
-        .measure(settings, &sc.bootstrap, &planned.topic, &before)
-        .await;
-    let used = sampler.finish().await;
-    phases.workload_s = t.elapsed().as_secs_f64();
+    phases.up_s = t.elapsed().as_secs_f64();
+    let outcome = measure_scenario(
+        engine,
+        deployment,
+        prepared,
+        settings,
+        planned,
+        session.as_ref(),
+        &mut phases,
+    )
+    .await;
+    let closed = session.close().await;
 
     let t = Instant::now();
     let teardown = run_steps(deployment, "teardown", &planned.teardown).await;
@@ -495,7 +455,8 @@ async fn run_scenario(
     phases.down_s = t.elapsed().as_secs_f64();
     phases.total_s = started.elapsed().as_secs_f64();
 
-    let measurement = measured.map_err(ctx)?;
+    let (measurement, used) = outcome.map_err(ctx)?;
+    closed.map_err(ctx)?;
     teardown.map_err(ctx)?;
     down.map_err(ctx)?;
     if let Some(problem) = measurement.integrity.problem() {
@@ -536,160 +497,98 @@ async fn run_steps(deployment: &Deployment, what: &str, steps: &[Step]) -> Resul
     Ok(())
 }
 
-/// Runs `perf-tests workload …` in a one-off container on the scenario network.
-/// What the measuring container does before it measures.
-#[derive(Debug, Default)]
-struct Before {
-    /// Service -> endpoint that must answer Kafka requests first.
-    ready: BTreeMap<String, String>,
-    /// Records to warm a broker started for this scenario with.
-    warm_broker: u64,
-}
-
-struct Workload<'a> {
-    engine: &'a Engine,
-    image: &'a str,
-    network: String,
-    binds: Vec<String>,
-    client: Vec<String>,
-    tool_image: Option<&'a str>,
-}
-
-impl<'a> Workload<'a> {
-    fn new(
-        engine: &'a Engine,
-        deployment: &Deployment,
-        prepared: &'a Prepared,
-        client: &BTreeMap<String, String>,
-        tls: bool,
-    ) -> Self {
-        let binds = if tls {
-            vec![format!("{}:{TLS_MOUNT}:ro", prepared.tls_dir.display())]
-        } else {
-            Vec::new()
-        };
-        let mut args = Vec::new();
-        for (k, v) in client {
-            args.push("--client-property".to_string());
-            args.push(format!("{k}={v}"));
-        }
-        Workload {
+/// Opens a driver session on the deployment's network, with the scenario's client properties and,
+/// when it uses TLS, the run's TLS material.
+async fn open(
+    engine: &Engine,
+    deployment: &Deployment,
+    prepared: &Prepared,
+    client: &BTreeMap<String, String>,
+    tls: bool,
+) -> Result<Box<dyn Session>> {
+    let binds = if tls {
+        vec![format!("{}:{TLS_MOUNT}:ro", prepared.tls_dir.display())]
+    } else {
+        Vec::new()
+    };
+    prepared
+        .driver
+        .open(Place {
             engine,
-            image: &prepared.workload_image,
+            workload_image: &prepared.workload_image,
             network: deployment.network_name("default"),
+            client: client.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             binds,
-            client: args,
-            tool_image: prepared.tool_image.as_deref(),
-        }
-    }
-
-    async fn call(&self, name: &str, args: Vec<String>) -> Result<String> {
-        let mut cmd = vec!["workload".to_string()];
-        cmd.extend(args);
-        cmd.extend(self.client.iter().cloned());
-        let spec = OneOff {
-            image: self.image.to_string(),
-            cmd,
-            env: Vec::new(),
-            binds: self.binds.clone(),
-            network: Some(self.network.clone()),
-            name_hint: name.to_string(),
-            ..Default::default()
-        };
-        let out = self
-            .engine
-            .run_oneoff(spec, crate::progress::detail)
-            .await?;
-        if out.exit_code != 0 {
-            bail!(
-                "workload `{name}` exited with {}: {}",
-                out.exit_code,
-                out.stderr
-                    .lines()
-                    .rev()
-                    .take(5)
-                    .collect::<Vec<_>>()
-                    .join(" / ")
-            );
-        }
-        Ok(out.stdout)
-    }
-
-    async fn probe(&self, service: &str, endpoint: &str) -> Result<()> {
-        self.call(
-            "probe",
-            vec![
-                "probe".into(),
-                "--bootstrap".into(),
-                endpoint.into(),
-                "--timeout-s".into(),
-                READY_TIMEOUT.as_secs().to_string(),
-            ],
-        )
+        })
         .await
-        .with_context(|| format!("service {service} did not answer Kafka requests at {endpoint}"))
-        .map(|_| ())
-    }
+}
 
-    fn kafka_tools(&self) -> Option<KafkaTools<'a>> {
-        self.tool_image
-            .map(|tool| KafkaTools::new(self.engine, tool, self.image, self.network.clone()))
+/// Waits for every `ready` endpoint, then warms the broker at `bootstrap` with `records` records
+/// (none when 0). Returns the time each took, as measurement steps.
+async fn ready_and_warm(
+    session: &dyn Session,
+    ready: &BTreeMap<String, String>,
+    bootstrap: &str,
+    records: u64,
+) -> Result<BTreeMap<String, f64>> {
+    let mut steps = BTreeMap::new();
+    let t = Instant::now();
+    for (service, endpoint) in ready {
+        flow::ready(session, service, endpoint, READY_TIMEOUT).await?;
     }
+    if !ready.is_empty() {
+        steps.insert("ready".to_string(), t.elapsed().as_secs_f64());
+    }
+    if records > 0 {
+        phase(&format!("warming the broker with {records} records"));
+        let t = Instant::now();
+        flow::warm_broker(session, bootstrap, records).await?;
+        steps.insert("warm_broker".to_string(), t.elapsed().as_secs_f64());
+    }
+    Ok(steps)
+}
 
-    async fn warm_broker(&self, bootstrap: &str, records: u64) -> Result<()> {
-        if let Some(tools) = self.kafka_tools() {
-            return tools.warm_broker(bootstrap, records).await;
-        }
-        self.call(
-            "warm-broker",
-            vec![
-                "warm-broker".into(),
-                "--bootstrap".into(),
-                bootstrap.into(),
-                "--num-records".into(),
-                records.to_string(),
-            ],
-        )
-        .await
-        .context("warming the broker")
-        .map(|_| ())
-    }
+/// A scenario whose services are up: readiness and its own broker's warm-up, setup, then the
+/// measurement with its resources sampled.
+async fn measure_scenario(
+    engine: &Engine,
+    deployment: &Deployment,
+    prepared: &Prepared,
+    settings: &Settings,
+    planned: &PlannedScenario,
+    session: &dyn Session,
+    phases: &mut PhaseTimes,
+) -> Result<(Measurement, Vec<ServiceResources>)> {
+    let sc = &planned.scenario;
+    let warm = if sc.own_broker {
+        settings.warm_up_post_broker_start
+    } else {
+        0
+    };
+    let before = ready_and_warm(session, &sc.ready, &sc.bootstrap, warm).await?;
+    phases.up_s += before.values().sum::<f64>();
 
-    async fn measure(
-        &self,
-        settings: &Settings,
-        bootstrap: &str,
-        topic: &str,
-        before: &Before,
-    ) -> Result<crate::model::Measurement> {
-        let mut spec = MeasureSpec::new(bootstrap, topic, settings.num_records);
-        spec.record_size = settings.record_size as usize;
-        spec.throughput = settings.throughput;
-        spec.properties = settings.producer_properties.clone();
-        spec.warm_up_records = settings.warm_up_pre_test;
-        spec.consume_timeout = CONSUME_TIMEOUT;
-        if let Some(tools) = self.kafka_tools() {
-            return tools.measure(&spec).await;
-        }
-        let mut args = crate::workload::cli::measure_args(&spec);
-        for endpoint in before.ready.values() {
-            args.push("--ready".into());
-            args.push(endpoint.clone());
-        }
-        args.push("--ready-timeout-s".into());
-        args.push(READY_TIMEOUT.as_secs().to_string());
-        args.push("--warm-broker-records".into());
-        args.push(before.warm_broker.to_string());
-        let mut stdout = self.call("measure", args).await;
-        if !before.ready.is_empty() {
-            let services: Vec<&str> = before.ready.keys().map(String::as_str).collect();
-            stdout = stdout.with_context(|| {
-                format!("services that must answer first: {}", services.join(", "))
-            });
-        }
-        let stdout = stdout?;
-        crate::workload::cli::parse_result_line(&stdout)
-    }
+    let t = Instant::now();
+    run_steps(deployment, "setup", &planned.setup).await?;
+    phases.setup_s = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let sampler = resources::Sampler::start(
+        engine.docker(),
+        sampling_targets(deployment, &prepared.run_wide, sc.own_broker),
+    );
+    let mut spec = MeasureSpec::new(&sc.bootstrap, &planned.topic, settings.num_records);
+    spec.record_size = settings.record_size as usize;
+    spec.throughput = settings.throughput;
+    spec.properties = settings.producer_properties.clone();
+    spec.warm_up_records = settings.warm_up_pre_test;
+    spec.consume_timeout = CONSUME_TIMEOUT;
+    let measured = flow::measure(session, &spec).await;
+    let used = sampler.finish().await;
+    phases.workload_s = t.elapsed().as_secs_f64();
+    let mut measurement = measured?;
+    measurement.steps_s.extend(before);
+    Ok((measurement, used))
 }
 
 #[cfg(test)]

@@ -548,7 +548,7 @@ async fn unpullable_images_stop_the_run_naming_each_image_and_setting() {
 /// The count the kafka-tools driver takes its end offsets from, against a real broker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workload_end_offsets_counts_the_records_of_a_topic() {
-    use perf_tests::workload::kafka_tools::parse_end_offsets;
+    use perf_tests::driver::native::parse_end_offsets;
     use perf_tests::workload::{produce, unique_suffix, Admin, ProduceConfig, TopicSpec};
 
     let broker = support::Broker::start().await;
