@@ -612,7 +612,7 @@ fn pct(c: Option<f64>) -> String {
 }
 
 /// Output format of `compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Markdown when stdout is not a terminal, else plain.
     Auto,

@@ -25,18 +25,6 @@ const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
 /// Where the run's TLS material is mounted in the workload container.
 const TLS_MOUNT: &str = "/tls";
 
-/// A unique, sortable id for one run; it labels every engine resource the run creates.
-pub fn new_run_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    format!(
-        "{}-{:06x}",
-        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
-        h.finish() & 0xff_ffff
-    )
-}
-
 /// Per-run scratch space on the host (generated certificates); removed when the run ends.
 struct RunDir(PathBuf);
 
@@ -67,7 +55,7 @@ pub struct RunOutput {
 
 /// Runs every planned scenario and returns their results (the caller reports and saves them).
 pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
-    let run_id = new_run_id();
+    let run_id = engine::new_run_id();
     // Everything the run creates carries this id (what a killed run left, `perf-tests clean`
     // removes).
     phase(&format!("run {run_id}"));

@@ -17,7 +17,6 @@
 //! process environment, then a `.env` file beside the first Compose file. Several files merge
 //! as Compose does: services by name, a key set in a later file replaces the earlier one.
 
-pub mod cli;
 mod file;
 pub mod interpolate;
 mod normalize;
