@@ -9,115 +9,18 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
-use serde_json::Value;
-use tabled::builder::Builder;
-use tabled::settings::{Padding, Style};
-
+use crate::metrics::{self, Better, Metric};
 use crate::model::{Measurement, ScenarioResult};
 use crate::results::RUN_FILE;
-use crate::stats;
+use crate::stats::{self, SIGNIFICANCE as ALPHA};
+use crate::table::{markdown_body, plain_body, TableData};
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
 
 /// Default regression threshold in percent.
 pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
-/// Significance level of the Mann-Whitney U test.
-pub const ALPHA: f64 = 0.05;
 /// First line of every Markdown comparison, so a pull-request comment can be found and updated.
 pub const MARKER: &str = "<!-- perf-tests -->";
-
-/// Which direction of a metric is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Better {
-    /// Rates: more is better.
-    Higher,
-    /// Latencies and times: less is better.
-    Lower,
-}
-
-/// A compared metric: its table name, its better direction and how to read it.
-#[derive(Clone, Copy)]
-pub struct Metric {
-    /// Column name as in the result tables.
-    pub name: &'static str,
-    /// Which way is better.
-    pub better: Better,
-    /// The value of one measurement.
-    pub get: fn(&Measurement) -> f64,
-}
-
-/// Every compared metric, producer first, in table order.
-pub const METRICS: [Metric; 14] = [
-    Metric {
-        name: "Rate rec/s",
-        better: Better::Higher,
-        get: |m| m.producer.rate_rec_s,
-    },
-    Metric {
-        name: "Rate Mi/s",
-        better: Better::Higher,
-        get: |m| m.producer.rate_mib_s,
-    },
-    Metric {
-        name: "Avg Lat ms",
-        better: Better::Lower,
-        get: |m| m.producer.avg_lat_ms,
-    },
-    Metric {
-        name: "Percentile50",
-        better: Better::Lower,
-        get: |m| m.producer.p50_ms,
-    },
-    Metric {
-        name: "Percentile95",
-        better: Better::Lower,
-        get: |m| m.producer.p95_ms,
-    },
-    Metric {
-        name: "Percentile99",
-        better: Better::Lower,
-        get: |m| m.producer.p99_ms,
-    },
-    Metric {
-        name: "Percentile999",
-        better: Better::Lower,
-        get: |m| m.producer.p999_ms,
-    },
-    Metric {
-        name: "Max Lat ms",
-        better: Better::Lower,
-        get: |m| m.producer.max_lat_ms,
-    },
-    Metric {
-        name: "Consumed Mi/s",
-        better: Better::Higher,
-        get: |m| m.consumer.consumed_mib_s,
-    },
-    Metric {
-        name: "Consumed rec/s",
-        better: Better::Higher,
-        get: |m| m.consumer.consumed_rec_s,
-    },
-    Metric {
-        name: "Rebalance Time ms",
-        better: Better::Lower,
-        get: |m| m.consumer.rebalance_ms,
-    },
-    Metric {
-        name: "Fetch Time ms",
-        better: Better::Lower,
-        get: |m| m.consumer.fetch_ms,
-    },
-    Metric {
-        name: "Fetch Mi/s",
-        better: Better::Higher,
-        get: |m| m.consumer.fetch_mib_s,
-    },
-    Metric {
-        name: "Fetch rec/s",
-        better: Better::Higher,
-        get: |m| m.consumer.fetch_rec_s,
-    },
-];
 
 /// The results of one side of a comparison (one run, or several pooled).
 #[derive(Debug, Clone)]
@@ -332,7 +235,7 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
             warnings.push(format!("scenario {name} is only in the base results"));
             continue;
         };
-        for m in &METRICS {
+        for m in metrics::compared() {
             rows.push(compare_metric(name, m, b, n, threshold_pct));
         }
     }
@@ -357,6 +260,7 @@ fn compare_metric(
     new: &[Measurement],
     threshold_pct: f64,
 ) -> Row {
+    let better = m.better.unwrap_or(Better::Higher);
     let b: Vec<f64> = base.iter().map(m.get).collect();
     let n: Vec<f64> = new.iter().map(m.get).collect();
     let (bm, nm) = (stats::median(&b), stats::median(&n));
@@ -367,7 +271,7 @@ fn compare_metric(
     let verdict = match (p, change_pct) {
         (None, _) => Verdict::Unknown,
         (Some(p), Some(c)) if p < ALPHA && c.abs() > threshold_pct => {
-            let worse = match m.better {
+            let worse = match better {
                 Better::Higher => c < 0.0,
                 Better::Lower => c > 0.0,
             };
@@ -382,7 +286,7 @@ fn compare_metric(
     Row {
         scenario: scenario.to_string(),
         metric: m.name,
-        better: m.better,
+        better,
         base: bm,
         new: nm,
         change_pct,
@@ -514,8 +418,9 @@ impl Comparison {
             )
         } else if undecidable {
             format!(
-                "no significance test possible (too few repetitions; at least 4 on each side \
-                 are needed for p < {ALPHA}), no regression claimed"
+                "no significance test possible (too few repetitions; at least {} on each side \
+                 are needed for p < {ALPHA}), no regression claimed",
+                stats::min_repetitions()
             )
         } else {
             format!("no significant regression beyond {}%", self.threshold_pct)
@@ -526,6 +431,15 @@ impl Comparison {
             String::new()
         };
         format!("{head}{improved} ({runs})")
+    }
+
+    /// Every row as a table (title unused: the summary line heads it).
+    fn table(&self) -> TableData {
+        TableData {
+            title: "",
+            columns: COLUMNS.to_vec(),
+            rows: self.rows.iter().map(|r| self.cells(r)).collect(),
+        }
     }
 
     fn cells(&self, r: &Row) -> Vec<String> {
@@ -560,13 +474,7 @@ impl Comparison {
         if !self.warnings.is_empty() {
             out.push('\n');
         }
-        let mut b = Builder::default();
-        b.push_record(COLUMNS);
-        for r in &self.rows {
-            b.push_record(self.cells(r));
-        }
-        let mut t = b.build();
-        t.with(Style::markdown());
+        let t = markdown_body(&self.table());
         out.push_str(&format!(
             "<details><summary>All metrics</summary>\n\n{t}\n\n</details>\n"
         ));
@@ -579,18 +487,7 @@ impl Comparison {
         for w in &self.warnings {
             out.push_str(&format!("warning: {w}\n"));
         }
-        let mut b = Builder::default();
-        b.push_record(COLUMNS);
-        b.push_record(COLUMNS.iter().map(|c| "-".repeat(c.len())));
-        for r in &self.rows {
-            b.push_record(self.cells(r));
-        }
-        let mut t = b.build();
-        t.with(Style::empty()).with(Padding::new(0, 2, 0, 0));
-        for line in t.to_string().lines() {
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
+        out.push_str(&plain_body(&self.table()));
         out
     }
 }
@@ -785,13 +682,14 @@ mod tests {
         assert!(md.trim_end().ends_with("</details>"));
         assert_eq!(
             md.matches("| 01-no-proxy-baseline |").count(),
-            METRICS.len()
+            metrics::compared().count()
         );
     }
 
     #[test]
     fn every_metric_has_a_sensible_direction() {
-        for m in METRICS {
+        assert_eq!(metrics::compared().count(), 14);
+        for m in metrics::compared() {
             let expected = if m.name.contains("Lat")
                 || m.name.starts_with("Percentile")
                 || m.name.ends_with(" ms")
@@ -800,7 +698,7 @@ mod tests {
             } else {
                 Better::Higher
             };
-            assert_eq!(m.better, expected, "{}", m.name);
+            assert_eq!(m.better, Some(expected), "{}", m.name);
         }
     }
 }

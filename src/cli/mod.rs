@@ -24,7 +24,7 @@ use crate::engine::Engine;
 use crate::model::ScenarioResult;
 use crate::scenario::{self, Scenario, Suite};
 use crate::settings::Settings;
-use crate::{plan, report, results, runner};
+use crate::{plan, results, runner};
 
 /// Exit code of a successful command.
 pub const EXIT_OK: i32 = 0;
@@ -189,8 +189,8 @@ fn finish(
     scenario_results: &[ScenarioResult],
     out: &mut dyn Write,
 ) -> i32 {
-    let _ = write!(out, "{}", report::render_text(scenario_results));
-    match results::write_run(results_dir, info, scenario_results) {
+    let _ = write!(out, "{}", crate::export::text::render(scenario_results));
+    match crate::export::write_run(results_dir, info, scenario_results) {
         Ok(dir) => {
             let _ = writeln!(out, "Results: {}", dir.display());
         }
@@ -293,7 +293,7 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(finish(dir.path(), &info(), &records, &mut out), EXIT_OK);
         let text = String::from_utf8(out).unwrap();
-        let tables = report::render_text(&records);
+        let tables = crate::export::text::render(&records);
         assert!(text.starts_with(&tables), "{text}");
         let saved = text.strip_prefix(&tables).unwrap();
         let saved = saved.strip_prefix("Results: ").unwrap().trim_end();
