@@ -10,12 +10,12 @@
 use std::path::{Path, PathBuf};
 
 use crate::metrics::{self, Better, Metric};
-use crate::model::{Measurement, ScenarioResult};
-use crate::results::RUN_FILE;
+use crate::model::Measurement;
+use crate::results::{read_run_info, read_scenarios, HostFacts, RunInfo, RUN_FILE};
+use crate::settings::Settings;
 use crate::stats::{self, SIGNIFICANCE as ALPHA};
 use crate::table::{markdown_body, plain_body, TableData};
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
 
 /// Default regression threshold in percent.
 pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
@@ -29,10 +29,8 @@ pub struct Side {
     pub dir: PathBuf,
     /// The run directories read (one, or several when pooled).
     pub runs: Vec<PathBuf>,
-    /// `settings` of each run's run.json.
-    pub settings: Vec<Value>,
-    /// `host` of each run's run.json.
-    pub hosts: Vec<Value>,
+    /// Each run's `run.json`.
+    pub runs_info: Vec<RunInfo>,
     /// Scenario name -> every repetition, in the order scenarios first appear.
     pub scenarios: Vec<(String, Vec<Measurement>)>,
 }
@@ -101,22 +99,11 @@ pub fn load(dir: &Path) -> Result<Side> {
     let mut side = Side {
         dir: dir.to_path_buf(),
         runs: runs.clone(),
-        settings: Vec::new(),
-        hosts: Vec::new(),
+        runs_info: Vec::new(),
         scenarios: Vec::new(),
     };
     for run in &runs {
-        let info = read_json(&run.join(RUN_FILE))?;
-        let obj = info
-            .as_object()
-            .with_context(|| format!("{}: expected a JSON object", run.join(RUN_FILE).display()))?;
-        for key in ["settings", "host"] {
-            if !obj.contains_key(key) {
-                bail!("{}: missing field `{key}`", run.join(RUN_FILE).display());
-            }
-        }
-        side.settings.push(info["settings"].clone());
-        side.hosts.push(info["host"].clone());
+        side.runs_info.push(read_run_info(run)?);
         let scenarios = read_scenarios(run)?;
         if scenarios.is_empty() {
             bail!(
@@ -133,35 +120,6 @@ pub fn load(dir: &Path) -> Result<Side> {
         }
     }
     Ok(side)
-}
-
-fn read_json(path: &Path) -> Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}: not valid JSON", path.display()))
-}
-
-/// Every `<scenario>.json` of a run directory, by file name.
-fn read_scenarios(run: &Path) -> Result<Vec<ScenarioResult>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(run)
-        .with_context(|| format!("cannot read directory {}", run.display()))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            p.extension().is_some_and(|e| e == "json")
-                && p.file_name().is_some_and(|n| n != RUN_FILE)
-        })
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(f)
-                .with_context(|| format!("cannot read {}", f.display()))?;
-            serde_json::from_str::<ScenarioResult>(&text)
-                .with_context(|| format!("{}: not a scenario result", f.display()))
-        })
-        .collect()
 }
 
 /// How a metric changed.
@@ -296,43 +254,60 @@ fn compare_metric(
     }
 }
 
-/// Settings that change what is measured, by their variable names (run.json field -> variable).
-const COMPARED_SETTINGS: [(&str, &str); 8] = [
-    ("num_records", "NUM_RECORDS"),
-    ("record_size", "RECORD_SIZE"),
-    ("producer_properties", "PRODUCER_PROPERTIES"),
-    ("throughput", "THROUGHPUT"),
-    (
-        "warm_up_post_broker_start",
-        "WARM_UP_NUM_RECORDS_POST_BROKER_START",
-    ),
-    ("warm_up_pre_test", "WARM_UP_NUM_RECORDS_PRE_TEST"),
-    ("kafka_image", "KAFKA_IMAGE"),
-    ("kroxylicious_image", "KROXYLICIOUS_IMAGE"),
+/// A property list as `k=v k=v`.
+fn pairs(props: &[(String, String)]) -> String {
+    props
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn or_unset<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map_or("unset".to_string(), T::to_string)
+}
+
+/// A named fact of a run record, as a person reads it.
+type Fact<T> = (&'static str, fn(&T) -> String);
+
+/// Settings that change what is measured, by their variable names.
+const COMPARED_SETTINGS: [Fact<Settings>; 8] = [
+    ("NUM_RECORDS", |s| s.num_records.to_string()),
+    ("RECORD_SIZE", |s| s.record_size.to_string()),
+    ("PRODUCER_PROPERTIES", |s| pairs(&s.producer_properties)),
+    ("THROUGHPUT", |s| s.throughput.to_string()),
+    ("WARM_UP_NUM_RECORDS_POST_BROKER_START", |s| {
+        s.warm_up_post_broker_start.to_string()
+    }),
+    ("WARM_UP_NUM_RECORDS_PRE_TEST", |s| {
+        s.warm_up_pre_test.to_string()
+    }),
+    ("KAFKA_IMAGE", |s| s.kafka_image.clone()),
+    ("KROXYLICIOUS_IMAGE", |s| s.kroxylicious_image.clone()),
 ];
 
 /// Host facts that change what is measured.
-const COMPARED_HOST: [&str; 5] = [
-    "hostname",
-    "cpus",
-    "memory_bytes",
-    "arch",
-    "docker_engine_version",
+const COMPARED_HOST: [Fact<HostFacts>; 5] = [
+    ("hostname", |h| h.hostname.clone()),
+    ("cpus", |h| h.cpus.to_string()),
+    ("memory_bytes", |h| or_unset(&h.memory_bytes)),
+    ("arch", |h| h.arch.clone()),
+    ("docker_engine_version", |h| {
+        or_unset(&h.docker_engine_version)
+    }),
 ];
 
 /// Warnings for settings and host facts that differ between (or within) the two sides.
 fn differences(base: &Side, new: &Side) -> Vec<String> {
     let mut out = Vec::new();
-    let all = |side: &Side, f: fn(&Side) -> &Vec<Value>, key: &str| -> Vec<String> {
-        let mut v: Vec<String> = f(side).iter().map(|x| show(&x[key])).collect();
+    let all = |side: &Side, f: &dyn Fn(&RunInfo) -> String| -> Vec<String> {
+        let mut v: Vec<String> = side.runs_info.iter().map(f).collect();
         v.dedup();
         v
     };
-    for (key, var) in COMPARED_SETTINGS {
-        let (b, n) = (
-            all(base, |s| &s.settings, key),
-            all(new, |s| &s.settings, key),
-        );
+    for (var, get) in COMPARED_SETTINGS {
+        let f = |i: &RunInfo| get(&i.settings);
+        let (b, n) = (all(base, &f), all(new, &f));
         if b != n {
             out.push(format!(
                 "settings differ: {var} is {} in the base and {} in the new results",
@@ -341,8 +316,9 @@ fn differences(base: &Side, new: &Side) -> Vec<String> {
             ));
         }
     }
-    for key in COMPARED_HOST {
-        let (b, n) = (all(base, |s| &s.hosts, key), all(new, |s| &s.hosts, key));
+    for (key, get) in COMPARED_HOST {
+        let f = |i: &RunInfo| get(&i.host);
+        let (b, n) = (all(base, &f), all(new, &f));
         if b != n {
             out.push(format!(
                 "hosts differ: {key} is {} in the base and {} in the new results",
@@ -352,23 +328,6 @@ fn differences(base: &Side, new: &Side) -> Vec<String> {
         }
     }
     out
-}
-
-/// A JSON value as a person reads it; property lists as `k=v k=v`.
-fn show(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "unset".into(),
-        Value::Array(items) => items
-            .iter()
-            .map(|i| match i {
-                Value::Array(kv) if kv.len() == 2 => format!("{}={}", show(&kv[0]), show(&kv[1])),
-                other => show(other),
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        other => other.to_string(),
-    }
 }
 
 impl Comparison {
@@ -577,13 +536,23 @@ mod tests {
                 (r.name.clone(), reps)
             })
             .collect();
+        let info = RunInfo {
+            settings: Settings {
+                num_records: 1000,
+                producer_properties: vec![("acks".into(), "all".into())],
+                ..Settings::default()
+            },
+            host: HostFacts {
+                hostname: "a".into(),
+                cpus: 2,
+                ..HostFacts::default()
+            },
+            ..crate::results::tests::info("c")
+        };
         Side {
             dir: PathBuf::from("x"),
             runs: vec![],
-            settings: vec![
-                serde_json::json!({"num_records": 1000, "producer_properties": [["acks", "all"]]}),
-            ],
-            hosts: vec![serde_json::json!({"hostname": "a", "cpus": 2})],
+            runs_info: vec![info],
             scenarios,
         }
     }
@@ -651,9 +620,9 @@ mod tests {
     fn differing_settings_and_hosts_are_warned_about() {
         let base = side(&[1.0]);
         let mut new = side(&[1.0]);
-        new.settings[0]["num_records"] = 5000.into();
-        new.settings[0]["producer_properties"] = serde_json::json!([["acks", "1"]]);
-        new.hosts[0]["hostname"] = "b".into();
+        new.runs_info[0].settings.num_records = 5000;
+        new.runs_info[0].settings.producer_properties = vec![("acks".into(), "1".into())];
+        new.runs_info[0].host.hostname = "b".into();
         let c = compare(&base, &new, 5.0);
         assert_eq!(
             c.warnings,

@@ -2,16 +2,18 @@
 //! beside one `<scenario>.json` per scenario (`crate::model::ScenarioResult`), and its name.
 //! `crate::export` writes them; readers (`compare`) read them back through the same types.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::model::ScenarioResult;
 use crate::settings::Settings;
 
 /// Facts about the machine a run was measured on.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HostFacts {
     /// Kernel host name.
     pub hostname: String,
@@ -63,25 +65,66 @@ fn mem_total_bytes(meminfo: &str) -> Option<u64> {
 /// The file of a run directory that describes the run (readers find run directories by it).
 pub const RUN_FILE: &str = "run.json";
 
-/// Everything about a run except its per-scenario results.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Everything about a run except its per-scenario results. Written as `run.json` and read back
+/// through this same type; `settings` and `host` must be there, the rest (and any setting or
+/// host fact a run of an older version did not record) reads back as its default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// Label value of every engine resource the run created.
+    #[serde(default)]
     pub run_id: String,
     /// Every setting of the run.
     pub settings: Settings,
     /// Version of perf-tests.
+    #[serde(default)]
     pub tool_version: String,
     /// The machine measured on.
     pub host: HostFacts,
     /// RFC 3339, UTC.
+    #[serde(default)]
     pub started_at: String,
     /// RFC 3339, UTC.
+    #[serde(default)]
     pub ended_at: String,
     /// Commit the measurement belongs to.
+    #[serde(default)]
     pub commit_id: String,
     /// Suite directory the scenarios came from.
+    #[serde(default)]
     pub suite: String,
+}
+
+/// Reads a run's `run.json` (`run` is its directory).
+pub fn read_run_info(run: &Path) -> Result<RunInfo> {
+    let path = run.join(RUN_FILE);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not valid JSON", path.display()))?;
+    serde_json::from_value(value).with_context(|| format!("{}: not a run record", path.display()))
+}
+
+/// Reads every `<scenario>.json` of a run directory, by file name.
+pub fn read_scenarios(run: &Path) -> Result<Vec<ScenarioResult>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(run)
+        .with_context(|| format!("cannot read directory {}", run.display()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && p.file_name().is_some_and(|n| n != RUN_FILE)
+        })
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f)
+                .with_context(|| format!("cannot read {}", f.display()))?;
+            serde_json::from_str::<ScenarioResult>(&text)
+                .with_context(|| format!("{}: not a scenario result", f.display()))
+        })
+        .collect()
 }
 
 impl RunInfo {
