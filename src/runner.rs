@@ -2,18 +2,17 @@
 //! teardown, down), returning plain result records. Everything it creates on the engine carries
 //! the run's label, so an error or Ctrl-C at any point tears down exactly what this run made.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::compose::{self, Project};
 use crate::driver::{self, flow, Driver, MeasureSpec, Place, Session};
 use crate::engine::{self, Deployment, Engine};
 use crate::images::{self, recipe};
 use crate::model::{Measurement, PhaseTimes, ScenarioResult, ServiceResources};
-use crate::plan::{Plan, PlannedScenario};
+use crate::plan::{self, ImageSource, Plan, PlannedScenario};
 use crate::resources;
 use crate::scenario::Step;
 use crate::settings::Settings;
@@ -34,12 +33,9 @@ impl Drop for RunDir {
     }
 }
 
-/// Everything a run needs from the outside before its first container starts.
+/// What a run needs from the engine before its first container starts.
 struct Prepared {
-    project: Project,
     workload_image: String,
-    tls_dir: PathBuf,
-    run_wide: Vec<String>,
     /// What produces and consumes, chosen once for the run.
     driver: Box<dyn Driver>,
 }
@@ -55,7 +51,7 @@ pub struct RunOutput {
 
 /// Runs every planned scenario and returns their results (the caller reports and saves them).
 pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
-    let run_id = engine::new_run_id();
+    let run_id = plan.run_id.clone();
     // Everything the run creates carries this id (what a killed run left, `perf-tests clean`
     // removes).
     phase(&format!("run {run_id}"));
@@ -76,9 +72,9 @@ async fn run_with(
     settings: &Settings,
     plan: &Plan,
 ) -> Result<Vec<ScenarioResult>> {
-    let run_dir = RunDir(std::env::temp_dir().join(format!("perf-tests-{run_id}")));
-    let prepared = prepare(engine, settings, plan, &run_dir.0).await?;
-    let mut deployment = Deployment::new(engine, prepared.project.clone(), &project_name(run_id));
+    let _run_dir = plan.tls_dir.parent().map(|d| RunDir(d.to_path_buf()));
+    let prepared = prepare(engine, settings, plan).await?;
+    let mut deployment = Deployment::new(engine, plan.project.clone(), &project_name(run_id));
     let result = run_scenarios(engine, &mut deployment, &prepared, settings, plan).await;
     phase("tearing down");
     let down = deployment.down_all().await;
@@ -96,167 +92,56 @@ fn phase(what: &str) {
     crate::progress::phase(what);
 }
 
-/// Resolves Compose files, makes or finds every image, and packages the workload.
-async fn prepare(
-    engine: &Engine,
-    settings: &Settings,
-    plan: &Plan,
-    dir: &Path,
-) -> Result<Prepared> {
+/// Chooses the driver, generates the TLS material, makes or finds every image the plan names,
+/// and packages the workload.
+async fn prepare(engine: &Engine, settings: &Settings, plan: &Plan) -> Result<Prepared> {
     let driver = driver::for_settings(settings);
     driver.check(plan)?;
-    let tls_dir = dir.join("tls");
-    std::fs::create_dir_all(&tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
-    let hosts: BTreeSet<String> = plan
-        .scenarios
-        .iter()
-        .filter_map(|p| p.scenario.tls.as_ref())
-        .flat_map(|t| t.hosts.iter().cloned())
-        .collect();
-    if !hosts.is_empty() {
-        crate::tls::generate(&tls_dir, &hosts.into_iter().collect::<Vec<_>>())?;
+    let tls_dir = &plan.tls_dir;
+    std::fs::create_dir_all(tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
+    if !plan.tls_hosts.is_empty() {
+        crate::tls::generate(tls_dir, &plan.tls_hosts)?;
     }
-
-    let vars = variables(settings, &tls_dir);
-    let project = compose::load(&compose_files(plan), &vars)?;
-
-    let (run_wide, services) = services_of(plan);
-    let needed = project.service_closure(&services)?;
-    let images: BTreeSet<String> = needed
-        .iter()
-        .filter_map(|s| project.services.get(s).map(|s| s.image.clone()))
-        .collect();
-
-    let recipes = recipe::parse_recipes(&plan.suite.file, &plan.suite.images)?;
-    for r in recipes.iter().filter(|r| images.contains(&r.image)) {
-        match recipe::ensure(engine, r, false).await? {
-            recipe::Outcome::Built => {
-                crate::progress::println(&format!("built image {}", r.describe()))
+    let mut pulled: Vec<(String, String)> = Vec::new();
+    for planned in &plan.images {
+        match &planned.source {
+            ImageSource::Recipe(r) => match recipe::ensure(engine, r, false).await? {
+                recipe::Outcome::Built => {
+                    crate::progress::println(&format!("built image {}", r.describe()))
+                }
+                recipe::Outcome::UpToDate => {}
+            },
+            ImageSource::Pull { chosen_by } => {
+                pulled.push((planned.image.clone(), chosen_by.clone()))
             }
-            recipe::Outcome::UpToDate => {}
         }
     }
-    let with_recipe: BTreeSet<&String> = recipes.iter().map(|r| &r.image).collect();
-    let driver_images = driver.images();
-    let mut others: Vec<&String> = images.iter().filter(|i| !with_recipe.contains(i)).collect();
-    others.extend(driver_images.iter().filter(|i| !images.contains(*i)));
-    ensure_pulled(engine, settings, &others).await?;
+    for image in driver.images() {
+        if !plan.images.iter().any(|i| i.image == image) {
+            let chosen_by = plan::chosen_by(&plan.variables, &image);
+            pulled.push((image, chosen_by));
+        }
+    }
+    ensure_pulled(engine, &pulled).await?;
 
     phase("packaging the workload");
     let workload_image = images::workload::ensure(engine).await?;
     Ok(Prepared {
-        project,
         workload_image,
-        tls_dir,
-        run_wide,
         driver,
     })
 }
 
-/// The Compose side of the plan for `--dry-run`: every service the run would start, its image
-/// and command, resolved from the Compose files with the run's variables. Touches no engine.
-pub fn describe_services(settings: &Settings, plan: &Plan) -> Result<String> {
-    let vars = variables(
-        settings,
-        &std::env::temp_dir().join("perf-tests-RUN_ID").join("tls"),
-    );
-    let project = compose::load(&compose_files(plan), &vars)?;
-    let (run_wide, services) = services_of(plan);
-    let needed = project.service_closure(&services)?;
-    let mut out = String::from("Services (resolved from the Compose files):\n");
-    for name in &needed {
-        let s = &project.services[name];
-        let scope = if run_wide.contains(name) {
-            "run-wide".to_string()
-        } else {
-            let users: Vec<&str> = plan
-                .scenarios
-                .iter()
-                .filter(|p| {
-                    project
-                        .service_closure(&p.scenario.services)
-                        .map(|c| c.contains(name))
-                        .unwrap_or(false)
-                })
-                .map(|p| p.scenario.name.as_str())
-                .collect();
-            users.join(", ")
-        };
-        out.push_str(&format!("  {name} [{scope}]\n    image: {}\n", s.image));
-        if let Some(cmd) = &s.command {
-            out.push_str(&format!("    command: {}\n", cmd.join(" ")));
-        }
-        let aliases: Vec<&str> = s.networks.values().flatten().map(String::as_str).collect();
-        if !aliases.is_empty() {
-            out.push_str(&format!("    aliases: {}\n", aliases.join(", ")));
-        }
-        for m in &s.mounts {
-            let ro = if m.read_only { " (read-only)" } else { "" };
-            out.push_str(&format!(
-                "    mount: {} -> {}{ro}\n",
-                m.source.display(),
-                m.target
-            ));
-        }
-        if !s.depends_on.is_empty() {
-            let deps: Vec<String> = s
-                .depends_on
-                .iter()
-                .map(|(d, c)| format!("{d} ({c:?})"))
-                .collect();
-            out.push_str(&format!("    depends on: {}\n", deps.join(", ")));
-        }
-    }
-    let driver = driver::for_settings(settings);
-    driver.check(plan)?;
-    out.push_str(&driver.describe());
-    out.push('\n');
-    Ok(out)
-}
-
-/// The run-wide services (when any selected scenario uses them) and every service the run needs.
-fn services_of(plan: &Plan) -> (Vec<String>, Vec<String>) {
-    let run_wide: Vec<String> = if plan.scenarios.iter().any(|p| !p.scenario.own_broker) {
-        plan.suite.services.clone()
-    } else {
-        Vec::new()
-    };
-    let mut services = run_wide.clone();
-    for p in &plan.scenarios {
-        services.extend(p.scenario.services.iter().cloned());
-    }
-    (run_wide, services)
-}
-
-/// The interpolation variables: the settings under their environment names, plus the run's own.
-fn variables(settings: &Settings, tls_dir: &Path) -> BTreeMap<String, String> {
-    let mut vars = settings.variables();
-    vars.insert("TLS_DIR".into(), tls_dir.display().to_string());
-    vars
-}
-
-fn compose_files(plan: &Plan) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = plan.suite.compose.clone();
-    for p in &plan.scenarios {
-        for f in &p.scenario.compose {
-            if !files.contains(f) {
-                files.push(f.clone());
-            }
-        }
-    }
-    files
-}
-
 /// Checks that images without a recipe are present or pullable; one message names them all.
-async fn ensure_pulled(engine: &Engine, settings: &Settings, images: &[&String]) -> Result<()> {
+async fn ensure_pulled(engine: &Engine, images: &[(String, String)]) -> Result<()> {
     let mut missing = Vec::new();
-    for image in images {
+    for (image, chosen_by) in images {
         if engine.image_labels(image).await?.is_some() {
             continue;
         }
         phase(&format!("pulling {image}"));
         if let Err(e) = engine.ensure_image(image).await {
-            missing.push(format!("  {image} ({}): {e:#}", chosen_by(settings, image)));
+            missing.push(format!("  {image} ({chosen_by}): {e:#}"));
         }
     }
     if !missing.is_empty() {
@@ -269,16 +154,6 @@ async fn ensure_pulled(engine: &Engine, settings: &Settings, images: &[&String])
     Ok(())
 }
 
-/// Names the setting whose value is this image, so the user knows what to change.
-fn chosen_by(settings: &Settings, image: &str) -> String {
-    settings
-        .variables()
-        .into_iter()
-        .find(|(k, v)| v == image && k.ends_with("_IMAGE"))
-        .map(|(k, _)| format!("chosen by {k}"))
-        .unwrap_or_else(|| "named in the Compose file".into())
-}
-
 async fn run_scenarios(
     engine: &Engine,
     deployment: &mut Deployment,
@@ -287,10 +162,10 @@ async fn run_scenarios(
     plan: &Plan,
 ) -> Result<Vec<ScenarioResult>> {
     let suite = &plan.suite;
-    if !prepared.run_wide.is_empty() {
-        phase(&format!("starting {}", prepared.run_wide.join(", ")));
-        deployment.up(&prepared.run_wide, READY_TIMEOUT).await?;
-        let session = open(engine, deployment, prepared, &suite.client, false).await?;
+    if !plan.run_wide.is_empty() {
+        phase(&format!("starting {}", plan.run_wide.join(", ")));
+        deployment.up(&plan.run_wide, READY_TIMEOUT).await?;
+        let session = open(engine, deployment, plan, prepared, &suite.client, false).await?;
         let warmed = ready_and_warm(
             session.as_ref(),
             &suite.ready,
@@ -312,8 +187,15 @@ async fn run_scenarios(
         // Each round starts one scenario later, so slow drift of a shared machine (thermal,
         // neighbours, a growing broker) spreads over every scenario instead of the last ones.
         for i in round_order(n, round) {
-            let rep =
-                run_scenario(engine, deployment, prepared, settings, &plan.scenarios[i]).await?;
+            let rep = run_scenario(
+                engine,
+                deployment,
+                plan,
+                prepared,
+                settings,
+                &plan.scenarios[i],
+            )
+            .await?;
             reps[i].push(rep);
         }
     }
@@ -400,6 +282,7 @@ fn sampling_targets(
 async fn run_scenario(
     engine: &Engine,
     deployment: &mut Deployment,
+    plan: &Plan,
     prepared: &Prepared,
     settings: &Settings,
     planned: &PlannedScenario,
@@ -417,14 +300,21 @@ async fn run_scenario(
             .await
             .map_err(ctx)?;
     }
-    let session = open(engine, deployment, prepared, &sc.client, sc.tls.is_some())
-        .await
-        .map_err(ctx)?;
+    let session = open(
+        engine,
+        deployment,
+        plan,
+        prepared,
+        &sc.client,
+        sc.tls.is_some(),
+    )
+    .await
+    .map_err(ctx)?;
     phases.up_s = t.elapsed().as_secs_f64();
     let outcome = measure_scenario(
         engine,
         deployment,
-        prepared,
+        &plan.run_wide,
         settings,
         planned,
         session.as_ref(),
@@ -434,7 +324,7 @@ async fn run_scenario(
     let closed = session.close().await;
 
     let t = Instant::now();
-    let teardown = run_steps(deployment, "teardown", &planned.teardown).await;
+    let teardown = run_steps(deployment, "teardown", &sc.teardown).await;
     let down = if sc.services.is_empty() {
         Ok(())
     } else {
@@ -490,12 +380,13 @@ async fn run_steps(deployment: &Deployment, what: &str, steps: &[Step]) -> Resul
 async fn open(
     engine: &Engine,
     deployment: &Deployment,
+    plan: &Plan,
     prepared: &Prepared,
     client: &BTreeMap<String, String>,
     tls: bool,
 ) -> Result<Box<dyn Session>> {
     let binds = if tls {
-        vec![format!("{}:{TLS_MOUNT}:ro", prepared.tls_dir.display())]
+        vec![format!("{}:{TLS_MOUNT}:ro", plan.tls_dir.display())]
     } else {
         Vec::new()
     };
@@ -541,7 +432,7 @@ async fn ready_and_warm(
 async fn measure_scenario(
     engine: &Engine,
     deployment: &Deployment,
-    prepared: &Prepared,
+    run_wide: &[String],
     settings: &Settings,
     planned: &PlannedScenario,
     session: &dyn Session,
@@ -557,13 +448,13 @@ async fn measure_scenario(
     phases.up_s += before.values().sum::<f64>();
 
     let t = Instant::now();
-    run_steps(deployment, "setup", &planned.setup).await?;
+    run_steps(deployment, "setup", &sc.setup).await?;
     phases.setup_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
     let sampler = resources::Sampler::start(
         engine.docker(),
-        sampling_targets(deployment, &prepared.run_wide, sc.own_broker),
+        sampling_targets(deployment, run_wide, sc.own_broker),
     );
     let mut spec = MeasureSpec::new(&sc.bootstrap, &planned.topic, settings.num_records);
     spec.record_size = settings.record_size as usize;

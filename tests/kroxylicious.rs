@@ -91,7 +91,7 @@ fn settings() -> Settings {
 }
 
 fn load_plan() -> Plan {
-    plan::plan(&settings()).expect("the suite plans")
+    plan::plan(&settings(), "test-run").expect("the suite plans")
 }
 
 fn load_project() -> compose::Project {
@@ -269,7 +269,7 @@ fn compose_file_knows_every_service_the_suite_names() {
     for p in &plan.scenarios {
         named.extend(p.scenario.services.iter().cloned());
         named.extend(p.scenario.ready.keys().cloned());
-        for step in p.setup.iter().chain(&p.teardown) {
+        for step in p.scenario.setup.iter().chain(&p.scenario.teardown) {
             let Step::Exec { service, .. } = step;
             named.push(service.clone());
         }
@@ -416,7 +416,8 @@ fn proxy_configurations_have_the_reference_filters() {
             .iter()
             .find(|p| p.scenario.name == name)
             .unwrap();
-        p.setup
+        p.scenario
+            .setup
             .iter()
             .filter_map(|Step::Exec { command, .. }| {
                 command

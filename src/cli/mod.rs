@@ -126,8 +126,14 @@ fn exit_code_of(e: &anyhow::Error) -> i32 {
 }
 
 fn run(settings: &Settings, args: &RunArgs) -> i32 {
-    let plan = match plan::plan(settings) {
-        Ok(plan) => plan,
+    let planned = plan::plan(settings, &crate::engine::new_run_id()).and_then(|plan| {
+        // The driver refuses what it cannot run before anything is printed or started.
+        let driver = crate::driver::for_settings(settings);
+        driver.check(&plan)?;
+        Ok((plan, driver.describe()))
+    });
+    let (plan, driver) = match planned {
+        Ok(planned) => planned,
         Err(e) => {
             eprintln!("error: {e:#}");
             return EXIT_USAGE;
@@ -135,16 +141,8 @@ fn run(settings: &Settings, args: &RunArgs) -> i32 {
     };
     if args.dry_run {
         print!("{}", plan.render(settings));
-        return match runner::describe_services(settings, &plan) {
-            Ok(services) => {
-                print!("{services}");
-                EXIT_OK
-            }
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                EXIT_USAGE
-            }
-        };
+        println!("{driver}");
+        return EXIT_OK;
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
