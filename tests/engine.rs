@@ -11,12 +11,20 @@ use bollard::query_parameters::{
 use futures_util::FutureExt;
 use perf_tests::compose;
 use perf_tests::engine::{Deployment, Engine, OneOff};
-use perf_tests::images::scratch::{build_scratch_image, image_label, ScratchFile};
+use perf_tests::images::scratch::{build_scratch_image, ScratchFile};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// The value of label `key` on local image `tag`, or `None` if the image or label is absent.
+async fn image_label(engine: &Engine, tag: &str, key: &str) -> anyhow::Result<Option<String>> {
+    Ok(engine
+        .image_labels(tag)
+        .await?
+        .and_then(|mut l| l.remove(key)))
+}
 
 const TOOLS_IMAGE: &str = "perf-tests-test/tools:latest";
 const CONTENT_LABEL: &str = "io.perf-tests.test-content";

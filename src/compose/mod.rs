@@ -126,13 +126,6 @@ pub struct Healthcheck {
     pub start_period: Option<Duration>,
 }
 
-impl Healthcheck {
-    /// True when the check is switched off (`disable: true` or `test: ["NONE"]`).
-    pub fn is_disabled(&self) -> bool {
-        self.test.first().map(String::as_str) == Some("NONE")
-    }
-}
-
 /// Durations print as written in Compose files (`300ms`, `1.5s`) in `compose config`.
 fn human_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {
