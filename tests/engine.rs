@@ -91,7 +91,7 @@ where
 {
     let _lock = engine_lock(false);
     let run_id = unique(prefix);
-    let engine = Engine::connect(&run_id).await.unwrap();
+    let engine = common::engine(&run_id).await;
     tools_image(&engine).await;
     let outcome = AssertUnwindSafe(body(engine.clone())).catch_unwind().await;
     engine.remove_run(&run_id).await.unwrap();
@@ -439,7 +439,7 @@ async fn scratch_image_carries_labels_and_runs_a_host_binary() {
 #[tokio::test]
 async fn remove_all_managed_removes_leftovers_and_nothing_else() {
     let _lock = engine_lock(true);
-    let engine = Engine::connect(&unique("clean")).await.unwrap();
+    let engine = common::engine(&unique("clean")).await;
     tools_image(&engine).await;
     // An unrelated container without labels: must survive.
     let bystander = unique("bystander");

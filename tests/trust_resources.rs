@@ -18,7 +18,7 @@ const SAMPLING: Duration = Duration::from_secs(6);
 async fn sampling_reads_real_containers_for_under_one_percent_of_a_core() {
     let _lock = engine_lock(false);
     let run_id = format!("trust-resources-{}", std::process::id());
-    let engine = Engine::connect(&run_id).await.unwrap();
+    let engine = common::engine(&run_id).await;
     // The body runs in its own task so the containers are removed even when it panics.
     let body = tokio::spawn(sample_two_brokers(engine.clone(), run_id.clone()));
     let outcome = body.await;
