@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use futures_util::future::LocalBoxFuture;
+
 use crate::driver::{self, flow, Driver, MeasureSpec, Place, Session};
-use crate::engine::{self, Deployment, Engine};
+use crate::engine::{self, Deployment, Engine, ExecOutput};
 use crate::images::{self, recipe};
 use crate::model::{Measurement, PhaseTimes, ScenarioResult, ServiceResources};
 use crate::plan::{self, ImageSource, Plan, PlannedScenario};
@@ -74,10 +76,15 @@ async fn run_with(
 ) -> Result<Vec<ScenarioResult>> {
     let _run_dir = plan.tls_dir.parent().map(|d| RunDir(d.to_path_buf()));
     let prepared = prepare(engine, settings, plan).await?;
-    let mut deployment = Deployment::new(engine, plan.project.clone(), &project_name(run_id));
-    let result = run_scenarios(engine, &mut deployment, &prepared, settings, plan).await;
+    let mut site = EngineSite {
+        engine,
+        deployment: Deployment::new(engine, plan.project.clone(), &project_name(run_id)),
+        plan,
+        prepared: &prepared,
+    };
+    let result = run_scenarios(&mut site, settings, plan).await;
     phase("tearing down");
-    let down = deployment.down_all().await;
+    let down = site.deployment.down_all().await;
     crate::progress::finish();
     let results = result?;
     down?;
@@ -154,18 +161,111 @@ async fn ensure_pulled(engine: &Engine, images: &[(String, String)]) -> Result<(
     Ok(())
 }
 
+/// Where a run happens, as the orchestration below sees it: services that come up and go down,
+/// commands run in them, driver sessions on their network, resource sampling. [`EngineSite`] is
+/// the engine's; a test's fake site runs the same orchestration without an engine.
+trait Site {
+    /// Brings `services` (and their dependencies) up and waits until they are ready.
+    fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
+    /// Takes `services` down.
+    fn down<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
+    /// Runs `command` in the container of `service`.
+    fn exec<'a>(
+        &'a self,
+        service: &'a str,
+        command: &'a [String],
+    ) -> LocalBoxFuture<'a, Result<ExecOutput>>;
+    /// Opens a driver session on the services' network with these client properties and, with
+    /// `tls`, the run's TLS material.
+    fn open<'a>(
+        &'a self,
+        client: &'a BTreeMap<String, String>,
+        tls: bool,
+    ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>>;
+    /// Starts sampling every container that is up (not the run-wide ones when `own_broker`).
+    fn sample(&self, run_wide: &[String], own_broker: bool) -> Box<dyn Sampling>;
+    /// Image id per image reference of the containers created so far.
+    fn image_ids(&self) -> BTreeMap<String, String>;
+}
+
+/// Resource sampling under way.
+trait Sampling {
+    /// Ends the sampling and returns the figures per service.
+    fn finish(self: Box<Self>) -> LocalBoxFuture<'static, Vec<ServiceResources>>;
+}
+
+impl Sampling for resources::Sampler {
+    fn finish(self: Box<Self>) -> LocalBoxFuture<'static, Vec<ServiceResources>> {
+        Box::pin(resources::Sampler::finish(*self))
+    }
+}
+
+/// The run on the Docker engine: the plan's Compose project deployed, the chosen driver.
+struct EngineSite<'a> {
+    engine: &'a Engine,
+    deployment: Deployment,
+    plan: &'a Plan,
+    prepared: &'a Prepared,
+}
+
+impl Site for EngineSite<'_> {
+    fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(self.deployment.up(services, READY_TIMEOUT))
+    }
+
+    fn down<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(self.deployment.down(services))
+    }
+
+    fn exec<'a>(
+        &'a self,
+        service: &'a str,
+        command: &'a [String],
+    ) -> LocalBoxFuture<'a, Result<ExecOutput>> {
+        Box::pin(self.deployment.exec(service, command))
+    }
+
+    fn open<'a>(
+        &'a self,
+        client: &'a BTreeMap<String, String>,
+        tls: bool,
+    ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>> {
+        let binds = if tls {
+            vec![format!("{}:{TLS_MOUNT}:ro", self.plan.tls_dir.display())]
+        } else {
+            Vec::new()
+        };
+        self.prepared.driver.open(Place {
+            engine: self.engine,
+            workload_image: &self.prepared.workload_image,
+            network: self.deployment.network_name("default"),
+            client: client.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            binds,
+        })
+    }
+
+    fn sample(&self, run_wide: &[String], own_broker: bool) -> Box<dyn Sampling> {
+        Box::new(resources::Sampler::start(
+            self.engine.docker(),
+            sampling_targets(&self.deployment, run_wide, own_broker),
+        ))
+    }
+
+    fn image_ids(&self) -> BTreeMap<String, String> {
+        self.deployment.image_ids()
+    }
+}
+
 async fn run_scenarios(
-    engine: &Engine,
-    deployment: &mut Deployment,
-    prepared: &Prepared,
+    site: &mut impl Site,
     settings: &Settings,
     plan: &Plan,
 ) -> Result<Vec<ScenarioResult>> {
     let suite = &plan.suite;
     if !plan.run_wide.is_empty() {
         phase(&format!("starting {}", plan.run_wide.join(", ")));
-        deployment.up(&plan.run_wide, READY_TIMEOUT).await?;
-        let session = open(engine, deployment, plan, prepared, &suite.client, false).await?;
+        site.up(&plan.run_wide).await?;
+        let session = site.open(&suite.client, false).await?;
         let warmed = ready_and_warm(
             session.as_ref(),
             &suite.ready,
@@ -187,15 +287,7 @@ async fn run_scenarios(
         // Each round starts one scenario later, so slow drift of a shared machine (thermal,
         // neighbours, a growing broker) spreads over every scenario instead of the last ones.
         for i in round_order(n, round) {
-            let rep = run_scenario(
-                engine,
-                deployment,
-                plan,
-                prepared,
-                settings,
-                &plan.scenarios[i],
-            )
-            .await?;
+            let rep = run_scenario(site, settings, plan, &plan.scenarios[i]).await?;
             reps[i].push(rep);
         }
     }
@@ -280,11 +372,9 @@ fn sampling_targets(
 }
 
 async fn run_scenario(
-    engine: &Engine,
-    deployment: &mut Deployment,
-    plan: &Plan,
-    prepared: &Prepared,
+    site: &mut impl Site,
     settings: &Settings,
+    plan: &Plan,
     planned: &PlannedScenario,
 ) -> Result<Repetition> {
     let sc = &planned.scenario;
@@ -295,25 +385,12 @@ async fn run_scenario(
     let t = Instant::now();
     let ctx = |e: anyhow::Error| e.context(format!("scenario {}", sc.name));
     if !sc.services.is_empty() {
-        deployment
-            .up(&sc.services, READY_TIMEOUT)
-            .await
-            .map_err(ctx)?;
+        site.up(&sc.services).await.map_err(ctx)?;
     }
-    let session = open(
-        engine,
-        deployment,
-        plan,
-        prepared,
-        &sc.client,
-        sc.tls.is_some(),
-    )
-    .await
-    .map_err(ctx)?;
+    let session = site.open(&sc.client, sc.tls.is_some()).await.map_err(ctx)?;
     phases.up_s = t.elapsed().as_secs_f64();
     let outcome = measure_scenario(
-        engine,
-        deployment,
+        &*site,
         &plan.run_wide,
         settings,
         planned,
@@ -324,11 +401,11 @@ async fn run_scenario(
     let closed = session.close().await;
 
     let t = Instant::now();
-    let teardown = run_steps(deployment, "teardown", &sc.teardown).await;
+    let teardown = run_steps(&*site, "teardown", &sc.teardown).await;
     let down = if sc.services.is_empty() {
         Ok(())
     } else {
-        deployment.down(&sc.services).await
+        site.down(&sc.services).await
     };
     phases.down_s = t.elapsed().as_secs_f64();
     phases.total_s = started.elapsed().as_secs_f64();
@@ -347,11 +424,11 @@ async fn run_scenario(
         measurement,
         phases,
         resources: used,
-        images: deployment.image_ids(),
+        images: site.image_ids(),
     })
 }
 
-async fn run_steps(deployment: &Deployment, what: &str, steps: &[Step]) -> Result<()> {
+async fn run_steps(site: &impl Site, what: &str, steps: &[Step]) -> Result<()> {
     for step in steps {
         match step {
             Step::Exec { service, command } => {
@@ -359,7 +436,7 @@ async fn run_steps(deployment: &Deployment, what: &str, steps: &[Step]) -> Resul
                     "{what}: exec in {service}: {}",
                     command.join(" ")
                 ));
-                let out = deployment.exec(service, command).await?;
+                let out = site.exec(service, command).await?;
                 if out.exit_code != 0 {
                     bail!(
                         "{what} step `{}` in service {service} exited with {}:\n{}{}",
@@ -373,33 +450,6 @@ async fn run_steps(deployment: &Deployment, what: &str, steps: &[Step]) -> Resul
         }
     }
     Ok(())
-}
-
-/// Opens a driver session on the deployment's network, with the scenario's client properties and,
-/// when it uses TLS, the run's TLS material.
-async fn open(
-    engine: &Engine,
-    deployment: &Deployment,
-    plan: &Plan,
-    prepared: &Prepared,
-    client: &BTreeMap<String, String>,
-    tls: bool,
-) -> Result<Box<dyn Session>> {
-    let binds = if tls {
-        vec![format!("{}:{TLS_MOUNT}:ro", plan.tls_dir.display())]
-    } else {
-        Vec::new()
-    };
-    prepared
-        .driver
-        .open(Place {
-            engine,
-            workload_image: &prepared.workload_image,
-            network: deployment.network_name("default"),
-            client: client.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            binds,
-        })
-        .await
 }
 
 /// Waits for every `ready` endpoint, then warms the broker at `bootstrap` with `records` records
@@ -430,8 +480,7 @@ async fn ready_and_warm(
 /// A scenario whose services are up: readiness and its own broker's warm-up, setup, then the
 /// measurement with its resources sampled.
 async fn measure_scenario(
-    engine: &Engine,
-    deployment: &Deployment,
+    site: &impl Site,
     run_wide: &[String],
     settings: &Settings,
     planned: &PlannedScenario,
@@ -448,14 +497,11 @@ async fn measure_scenario(
     phases.up_s += before.values().sum::<f64>();
 
     let t = Instant::now();
-    run_steps(deployment, "setup", &sc.setup).await?;
+    run_steps(site, "setup", &sc.setup).await?;
     phases.setup_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
-    let sampler = resources::Sampler::start(
-        engine.docker(),
-        sampling_targets(deployment, run_wide, sc.own_broker),
-    );
+    let sampler = site.sample(run_wide, sc.own_broker);
     let mut spec = MeasureSpec::new(&sc.bootstrap, &planned.topic, settings.num_records);
     spec.record_size = settings.record_size as usize;
     spec.throughput = settings.throughput;
@@ -472,7 +518,10 @@ async fn measure_scenario(
 
 #[cfg(test)]
 mod tests {
-    use super::round_order;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::driver::flow::tests::Fake;
 
     #[test]
     fn rounds_rotate_the_scenario_order() {
@@ -482,5 +531,175 @@ mod tests {
         assert_eq!(round_order(3, 3), [0, 1, 2]);
         assert_eq!(round_order(1, 5), [0]);
         assert!(round_order(0, 2).is_empty());
+    }
+
+    /// A site that records what the orchestration asks of it; its sessions are fake drivers
+    /// recording into the same log.
+    #[derive(Default)]
+    struct FakeSite {
+        log: Arc<Mutex<Vec<String>>>,
+        /// Steps the sessions fail.
+        fail: Vec<&'static str>,
+    }
+
+    impl FakeSite {
+        fn note(&self, what: String) {
+            self.log.lock().unwrap().push(what);
+        }
+    }
+
+    struct FakeSampling(Arc<Mutex<Vec<String>>>);
+
+    impl Sampling for FakeSampling {
+        fn finish(self: Box<Self>) -> LocalBoxFuture<'static, Vec<ServiceResources>> {
+            self.0.lock().unwrap().push("sampled".into());
+            Box::pin(async { Vec::new() })
+        }
+    }
+
+    impl Site for FakeSite {
+        fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
+            self.note(format!("up {}", services.join(" ")));
+            Box::pin(async { Ok(()) })
+        }
+        fn down<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
+            self.note(format!("down {}", services.join(" ")));
+            Box::pin(async { Ok(()) })
+        }
+        fn exec<'a>(
+            &'a self,
+            service: &'a str,
+            command: &'a [String],
+        ) -> LocalBoxFuture<'a, Result<ExecOutput>> {
+            self.note(format!("exec in {service}: {}", command.join(" ")));
+            Box::pin(async { Ok(ExecOutput::default()) })
+        }
+        fn open<'a>(
+            &'a self,
+            client: &'a BTreeMap<String, String>,
+            tls: bool,
+        ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>> {
+            self.note(format!("open client={client:?} tls={tls}"));
+            let session: Box<dyn Session> = Box::new(Fake {
+                calls: self.log.clone(),
+                fail: self.fail.clone(),
+                ..Fake::default()
+            });
+            Box::pin(async { Ok(session) })
+        }
+        fn sample(&self, run_wide: &[String], own_broker: bool) -> Box<dyn Sampling> {
+            self.note(format!(
+                "sample run-wide={run_wide:?} own_broker={own_broker}"
+            ));
+            Box::new(FakeSampling(self.log.clone()))
+        }
+        fn image_ids(&self) -> BTreeMap<String, String> {
+            BTreeMap::from([("proxy:1".to_string(), "sha256:p".to_string())])
+        }
+    }
+
+    /// A suite of one scenario through a proxy, with setup and teardown steps, planned.
+    fn planned(root: &std::path::Path) -> (Settings, Plan) {
+        use std::fs;
+        let suite = root.join("suite");
+        fs::create_dir_all(suite.join("01-proxy")).unwrap();
+        fs::write(
+            root.join("c.yaml"),
+            "services:\n  broker: { image: b }\n  proxy: { image: \"proxy:1\", depends_on: [broker] }\n  vault: { image: v }\n",
+        )
+        .unwrap();
+        fs::write(
+            suite.join("suite.yaml"),
+            "description: s\ncompose: [../c.yaml]\nservices: [broker]\nbootstrap: broker:9092\nready: { broker: \"broker:9092\" }\n",
+        )
+        .unwrap();
+        fs::write(
+            suite.join("01-proxy/scenario.yaml"),
+            "description: p\nservices: [proxy, vault]\nbootstrap: proxy:9092\nready: { proxy: \"proxy:9092\" }\nclient: { client.id: x }\nsetup:\n  - exec: { service: vault, command: [key, \"${TOPIC}\"] }\nteardown:\n  - exec: { service: vault, command: [unkey, \"${TOPIC}\"] }\n",
+        )
+        .unwrap();
+        let settings = Settings {
+            scenarios: suite,
+            commit_id: "c".into(),
+            num_records: 10,
+            warm_up_post_broker_start: 0,
+            warm_up_pre_test: 0,
+            ..Settings::default()
+        };
+        let plan = crate::plan::plan(&settings, "r").unwrap();
+        (settings, plan)
+    }
+
+    #[tokio::test]
+    async fn the_runner_orders_a_scenario_around_the_measurement() {
+        let root = tempfile::tempdir().unwrap();
+        let (settings, plan) = planned(root.path());
+        let mut site = FakeSite::default();
+        let results = run_scenarios(&mut site, &settings, &plan).await.unwrap();
+        let log = site.log.lock().unwrap().clone();
+        let topic = "perf-tests-01-proxy";
+        assert_eq!(
+            log,
+            [
+                "up broker".to_string(),
+                "open client={} tls=false".into(),
+                "probe broker:9092".into(),
+                "close".into(),
+                "up proxy vault".into(),
+                "open client={\"client.id\": \"x\"} tls=false".into(),
+                "probe proxy:9092".into(),
+                format!("exec in vault: key {topic}"),
+                "sample run-wide=[\"broker\"] own_broker=false".into(),
+                format!("create {topic}"),
+                "end-offsets".into(),
+                "produce 10 at -1".into(),
+                "end-offsets".into(),
+                "consume 10 from 0".into(),
+                format!("delete {topic}"),
+                "sampled".into(),
+                "close".into(),
+                format!("exec in vault: unkey {topic}"),
+                "down proxy vault".into(),
+            ]
+        );
+        assert_eq!(results.len(), 1);
+        let r = &results[0];
+        assert_eq!((r.name.as_str(), r.topic.as_str()), ("01-proxy", topic));
+        assert!(r.measurement.integrity.is_ok());
+        assert!(r.measurement.steps_s.contains_key("ready"));
+        assert_eq!(r.images["proxy:1"], "sha256:p");
+    }
+
+    #[tokio::test]
+    async fn a_failed_measurement_still_closes_tears_down_and_takes_the_services_down() {
+        let root = tempfile::tempdir().unwrap();
+        let (settings, plan) = planned(root.path());
+        let mut site = FakeSite {
+            fail: vec!["produce"],
+            ..FakeSite::default()
+        };
+        let err = run_scenarios(&mut site, &settings, &plan)
+            .await
+            .unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains("scenario 01-proxy") && msg.contains("produce"),
+            "{msg}"
+        );
+        let log = site.log.lock().unwrap().clone();
+        let tail: Vec<&str> = log.iter().rev().take(4).rev().map(String::as_str).collect();
+        assert_eq!(
+            tail,
+            [
+                "sampled",
+                "close",
+                "exec in vault: unkey perf-tests-01-proxy",
+                "down proxy vault"
+            ]
+        );
+        assert!(
+            log.contains(&"delete perf-tests-01-proxy".to_string()),
+            "{log:?}"
+        );
     }
 }

@@ -147,7 +147,7 @@ pub async fn ready(
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
 
     use anyhow::bail;
     use futures_util::future::BoxFuture;
@@ -159,11 +159,12 @@ pub(crate) mod tests {
     /// A session that records the steps asked of it and answers from a tiny in-memory topic.
     #[derive(Default)]
     pub struct Fake {
-        pub calls: Mutex<Vec<String>>,
+        /// Every step asked of it, in order (shareable with whoever else records).
+        pub calls: Arc<Mutex<Vec<String>>>,
         /// Records in the topic.
-        records: Mutex<u64>,
+        pub records: Mutex<u64>,
         /// Committed position of each group.
-        committed: Mutex<BTreeMap<String, u64>>,
+        pub committed: Mutex<BTreeMap<String, u64>>,
         /// Records the producer loses (acknowledged but never stored).
         pub lose: u64,
         /// Step names that fail.
