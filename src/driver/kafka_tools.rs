@@ -410,10 +410,6 @@ pub struct KafkaToolsDriver {
 }
 
 impl Driver for KafkaToolsDriver {
-    fn name(&self) -> &'static str {
-        "kafka-tools"
-    }
-
     fn check(&self, plan: &Plan) -> Result<()> {
         check_plan(plan)
     }

@@ -84,8 +84,6 @@ pub type Progress<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
 /// A way to produce and consume, chosen once per run.
 pub trait Driver: Send + Sync {
-    /// The `DRIVER` value that selects it.
-    fn name(&self) -> &'static str;
     /// Refuses a plan it cannot run faithfully, before anything starts.
     fn check(&self, _plan: &Plan) -> Result<()> {
         Ok(())

@@ -24,10 +24,6 @@ use crate::workload::command::{parse_result_line, Endpoint, WorkloadCommand, RES
 pub struct Native;
 
 impl Driver for Native {
-    fn name(&self) -> &'static str {
-        "native"
-    }
-
     fn describe(&self) -> String {
         "Driver: native (the workload image, built here)".to_string()
     }
