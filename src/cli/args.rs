@@ -15,7 +15,7 @@ use crate::settings::{self, Settings};
     name = "perf-tests",
     version,
     max_term_width = 100,
-    after_help = "`perf-tests workload --help`: the workload steps the runner runs in containers."
+    after_help = "`perf-tests workload --help`: the workload steps a driver runs in containers."
 )]
 pub struct Cli {
     /// Settings, accepted before or after the command.
