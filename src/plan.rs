@@ -80,20 +80,7 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
     let base_vars = settings.variables();
     let mut scenarios = selected
         .iter()
-        .map(|dir| {
-            let mut scenario = Scenario::load(&suite, dir)?;
-            let topic = format!("{TOPIC_PREFIX}{}", scenario.name);
-            let mut vars = base_vars.clone();
-            vars.insert("TOPIC".to_string(), topic.clone());
-            scenario.setup = resolve_steps(&scenario.file, "setup", &scenario.setup, &vars)?;
-            scenario.teardown =
-                resolve_steps(&scenario.file, "teardown", &scenario.teardown, &vars)?;
-            Ok(PlannedScenario {
-                scenario,
-                topic,
-                closure: Vec::new(),
-            })
-        })
+        .map(|dir| resolve_scenario(&suite, dir, &base_vars))
         .collect::<Result<Vec<_>>>()?;
 
     let tls_dir = std::env::temp_dir()
@@ -121,23 +108,7 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
         all.extend(p.scenario.services.iter().cloned());
     }
     let services = project.service_closure(&all)?;
-    let recipes = recipe::parse_recipes(&suite.file, &suite.images)?;
-    let used: BTreeSet<&String> = services
-        .iter()
-        .filter_map(|s| project.services.get(s).map(|s| &s.image))
-        .collect();
-    let images = used
-        .into_iter()
-        .map(|image| PlannedImage {
-            image: image.clone(),
-            source: match recipes.iter().find(|r| &r.image == image) {
-                Some(r) => ImageSource::Recipe(r.clone()),
-                None => ImageSource::Pull {
-                    chosen_by: chosen_by(&variables, image),
-                },
-            },
-        })
-        .collect();
+    let images = images_of(&suite, &project, &services, &variables)?;
     Ok(Plan {
         run_id: run_id.to_string(),
         suite,
@@ -150,6 +121,52 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
         services,
         images,
     })
+}
+
+/// A selected scenario with its topic and its steps' variables substituted.
+fn resolve_scenario(
+    suite: &Suite,
+    dir: &scenario::ScenarioDir,
+    base_vars: &BTreeMap<String, String>,
+) -> Result<PlannedScenario> {
+    let mut scenario = Scenario::load(suite, dir)?;
+    let topic = format!("{TOPIC_PREFIX}{}", scenario.name);
+    let mut vars = base_vars.clone();
+    vars.insert("TOPIC".to_string(), topic.clone());
+    scenario.setup = resolve_steps(&scenario.file, "setup", &scenario.setup, &vars)?;
+    scenario.teardown = resolve_steps(&scenario.file, "teardown", &scenario.teardown, &vars)?;
+    Ok(PlannedScenario {
+        scenario,
+        topic,
+        closure: Vec::new(),
+    })
+}
+
+/// Every image `services` run, each built from the suite's recipe when it has one, else taken
+/// from the engine or pulled.
+fn images_of(
+    suite: &Suite,
+    project: &Project,
+    services: &[String],
+    variables: &BTreeMap<String, String>,
+) -> Result<Vec<PlannedImage>> {
+    let recipes = recipe::parse_recipes(&suite.file, &suite.images)?;
+    let used: BTreeSet<&String> = services
+        .iter()
+        .filter_map(|s| project.services.get(s).map(|s| &s.image))
+        .collect();
+    Ok(used
+        .into_iter()
+        .map(|image| PlannedImage {
+            image: image.clone(),
+            source: match recipes.iter().find(|r| &r.image == image) {
+                Some(r) => ImageSource::Recipe(r.clone()),
+                None => ImageSource::Pull {
+                    chosen_by: chosen_by(variables, image),
+                },
+            },
+        })
+        .collect())
 }
 
 /// The suite's Compose files, then each selected scenario's that are not already among them.
