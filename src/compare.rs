@@ -9,115 +9,18 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::metrics::{self, Better, Metric};
+use crate::model::Measurement;
+use crate::results::{read_run_info, read_scenarios, HostFacts, RunInfo, RUN_FILE};
+use crate::settings::Settings;
+use crate::stats::{self, SIGNIFICANCE as ALPHA};
+use crate::table::{markdown_body, plain_body, TableData};
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
-use tabled::builder::Builder;
-use tabled::settings::{Padding, Style};
-
-use crate::model::{Measurement, ScenarioResult};
-use crate::results::RUN_FILE;
-use crate::stats;
 
 /// Default regression threshold in percent.
 pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
-/// Significance level of the Mann-Whitney U test.
-pub const ALPHA: f64 = 0.05;
 /// First line of every Markdown comparison, so a pull-request comment can be found and updated.
 pub const MARKER: &str = "<!-- perf-tests -->";
-
-/// Which direction of a metric is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Better {
-    /// Rates: more is better.
-    Higher,
-    /// Latencies and times: less is better.
-    Lower,
-}
-
-/// A compared metric: its table name, its better direction and how to read it.
-#[derive(Clone, Copy)]
-pub struct Metric {
-    /// Column name as in the result tables.
-    pub name: &'static str,
-    /// Which way is better.
-    pub better: Better,
-    /// The value of one measurement.
-    pub get: fn(&Measurement) -> f64,
-}
-
-/// Every compared metric, producer first, in table order.
-pub const METRICS: [Metric; 14] = [
-    Metric {
-        name: "Rate rec/s",
-        better: Better::Higher,
-        get: |m| m.producer.rate_rec_s,
-    },
-    Metric {
-        name: "Rate Mi/s",
-        better: Better::Higher,
-        get: |m| m.producer.rate_mib_s,
-    },
-    Metric {
-        name: "Avg Lat ms",
-        better: Better::Lower,
-        get: |m| m.producer.avg_lat_ms,
-    },
-    Metric {
-        name: "Percentile50",
-        better: Better::Lower,
-        get: |m| m.producer.p50_ms,
-    },
-    Metric {
-        name: "Percentile95",
-        better: Better::Lower,
-        get: |m| m.producer.p95_ms,
-    },
-    Metric {
-        name: "Percentile99",
-        better: Better::Lower,
-        get: |m| m.producer.p99_ms,
-    },
-    Metric {
-        name: "Percentile999",
-        better: Better::Lower,
-        get: |m| m.producer.p999_ms,
-    },
-    Metric {
-        name: "Max Lat ms",
-        better: Better::Lower,
-        get: |m| m.producer.max_lat_ms,
-    },
-    Metric {
-        name: "Consumed Mi/s",
-        better: Better::Higher,
-        get: |m| m.consumer.consumed_mib_s,
-    },
-    Metric {
-        name: "Consumed rec/s",
-        better: Better::Higher,
-        get: |m| m.consumer.consumed_rec_s,
-    },
-    Metric {
-        name: "Rebalance Time ms",
-        better: Better::Lower,
-        get: |m| m.consumer.rebalance_ms,
-    },
-    Metric {
-        name: "Fetch Time ms",
-        better: Better::Lower,
-        get: |m| m.consumer.fetch_ms,
-    },
-    Metric {
-        name: "Fetch Mi/s",
-        better: Better::Higher,
-        get: |m| m.consumer.fetch_mib_s,
-    },
-    Metric {
-        name: "Fetch rec/s",
-        better: Better::Higher,
-        get: |m| m.consumer.fetch_rec_s,
-    },
-];
 
 /// The results of one side of a comparison (one run, or several pooled).
 #[derive(Debug, Clone)]
@@ -126,10 +29,8 @@ pub struct Side {
     pub dir: PathBuf,
     /// The run directories read (one, or several when pooled).
     pub runs: Vec<PathBuf>,
-    /// `settings` of each run's run.json.
-    pub settings: Vec<Value>,
-    /// `host` of each run's run.json.
-    pub hosts: Vec<Value>,
+    /// Each run's `run.json`.
+    pub runs_info: Vec<RunInfo>,
     /// Scenario name -> every repetition, in the order scenarios first appear.
     pub scenarios: Vec<(String, Vec<Measurement>)>,
 }
@@ -198,22 +99,11 @@ pub fn load(dir: &Path) -> Result<Side> {
     let mut side = Side {
         dir: dir.to_path_buf(),
         runs: runs.clone(),
-        settings: Vec::new(),
-        hosts: Vec::new(),
+        runs_info: Vec::new(),
         scenarios: Vec::new(),
     };
     for run in &runs {
-        let info = read_json(&run.join(RUN_FILE))?;
-        let obj = info
-            .as_object()
-            .with_context(|| format!("{}: expected a JSON object", run.join(RUN_FILE).display()))?;
-        for key in ["settings", "host"] {
-            if !obj.contains_key(key) {
-                bail!("{}: missing field `{key}`", run.join(RUN_FILE).display());
-            }
-        }
-        side.settings.push(info["settings"].clone());
-        side.hosts.push(info["host"].clone());
+        side.runs_info.push(read_run_info(run)?);
         let scenarios = read_scenarios(run)?;
         if scenarios.is_empty() {
             bail!(
@@ -230,35 +120,6 @@ pub fn load(dir: &Path) -> Result<Side> {
         }
     }
     Ok(side)
-}
-
-fn read_json(path: &Path) -> Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}: not valid JSON", path.display()))
-}
-
-/// Every `<scenario>.json` of a run directory, by file name.
-fn read_scenarios(run: &Path) -> Result<Vec<ScenarioResult>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(run)
-        .with_context(|| format!("cannot read directory {}", run.display()))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            p.extension().is_some_and(|e| e == "json")
-                && p.file_name().is_some_and(|n| n != RUN_FILE)
-        })
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(f)
-                .with_context(|| format!("cannot read {}", f.display()))?;
-            serde_json::from_str::<ScenarioResult>(&text)
-                .with_context(|| format!("{}: not a scenario result", f.display()))
-        })
-        .collect()
 }
 
 /// How a metric changed.
@@ -332,7 +193,7 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
             warnings.push(format!("scenario {name} is only in the base results"));
             continue;
         };
-        for m in &METRICS {
+        for m in metrics::compared() {
             rows.push(compare_metric(name, m, b, n, threshold_pct));
         }
     }
@@ -357,6 +218,7 @@ fn compare_metric(
     new: &[Measurement],
     threshold_pct: f64,
 ) -> Row {
+    let better = m.better.unwrap_or(Better::Higher);
     let b: Vec<f64> = base.iter().map(m.get).collect();
     let n: Vec<f64> = new.iter().map(m.get).collect();
     let (bm, nm) = (stats::median(&b), stats::median(&n));
@@ -367,7 +229,7 @@ fn compare_metric(
     let verdict = match (p, change_pct) {
         (None, _) => Verdict::Unknown,
         (Some(p), Some(c)) if p < ALPHA && c.abs() > threshold_pct => {
-            let worse = match m.better {
+            let worse = match better {
                 Better::Higher => c < 0.0,
                 Better::Lower => c > 0.0,
             };
@@ -382,7 +244,7 @@ fn compare_metric(
     Row {
         scenario: scenario.to_string(),
         metric: m.name,
-        better: m.better,
+        better,
         base: bm,
         new: nm,
         change_pct,
@@ -392,43 +254,60 @@ fn compare_metric(
     }
 }
 
-/// Settings that change what is measured, by their variable names (run.json field -> variable).
-const COMPARED_SETTINGS: [(&str, &str); 8] = [
-    ("num_records", "NUM_RECORDS"),
-    ("record_size", "RECORD_SIZE"),
-    ("producer_properties", "PRODUCER_PROPERTIES"),
-    ("throughput", "THROUGHPUT"),
-    (
-        "warm_up_post_broker_start",
-        "WARM_UP_NUM_RECORDS_POST_BROKER_START",
-    ),
-    ("warm_up_pre_test", "WARM_UP_NUM_RECORDS_PRE_TEST"),
-    ("kafka_image", "KAFKA_IMAGE"),
-    ("kroxylicious_image", "KROXYLICIOUS_IMAGE"),
+/// A property list as `k=v k=v`.
+fn pairs(props: &[(String, String)]) -> String {
+    props
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn or_unset<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map_or("unset".to_string(), T::to_string)
+}
+
+/// A named fact of a run record, as a person reads it.
+type Fact<T> = (&'static str, fn(&T) -> String);
+
+/// Settings that change what is measured, by their variable names.
+const COMPARED_SETTINGS: [Fact<Settings>; 8] = [
+    ("NUM_RECORDS", |s| s.num_records.to_string()),
+    ("RECORD_SIZE", |s| s.record_size.to_string()),
+    ("PRODUCER_PROPERTIES", |s| pairs(&s.producer_properties)),
+    ("THROUGHPUT", |s| s.throughput.to_string()),
+    ("WARM_UP_NUM_RECORDS_POST_BROKER_START", |s| {
+        s.warm_up_post_broker_start.to_string()
+    }),
+    ("WARM_UP_NUM_RECORDS_PRE_TEST", |s| {
+        s.warm_up_pre_test.to_string()
+    }),
+    ("KAFKA_IMAGE", |s| s.kafka_image.clone()),
+    ("KROXYLICIOUS_IMAGE", |s| s.kroxylicious_image.clone()),
 ];
 
 /// Host facts that change what is measured.
-const COMPARED_HOST: [&str; 5] = [
-    "hostname",
-    "cpus",
-    "memory_bytes",
-    "arch",
-    "docker_engine_version",
+const COMPARED_HOST: [Fact<HostFacts>; 5] = [
+    ("hostname", |h| h.hostname.clone()),
+    ("cpus", |h| h.cpus.to_string()),
+    ("memory_bytes", |h| or_unset(&h.memory_bytes)),
+    ("arch", |h| h.arch.clone()),
+    ("docker_engine_version", |h| {
+        or_unset(&h.docker_engine_version)
+    }),
 ];
 
 /// Warnings for settings and host facts that differ between (or within) the two sides.
 fn differences(base: &Side, new: &Side) -> Vec<String> {
     let mut out = Vec::new();
-    let all = |side: &Side, f: fn(&Side) -> &Vec<Value>, key: &str| -> Vec<String> {
-        let mut v: Vec<String> = f(side).iter().map(|x| show(&x[key])).collect();
+    let all = |side: &Side, f: &dyn Fn(&RunInfo) -> String| -> Vec<String> {
+        let mut v: Vec<String> = side.runs_info.iter().map(f).collect();
         v.dedup();
         v
     };
-    for (key, var) in COMPARED_SETTINGS {
-        let (b, n) = (
-            all(base, |s| &s.settings, key),
-            all(new, |s| &s.settings, key),
-        );
+    for (var, get) in COMPARED_SETTINGS {
+        let f = |i: &RunInfo| get(&i.settings);
+        let (b, n) = (all(base, &f), all(new, &f));
         if b != n {
             out.push(format!(
                 "settings differ: {var} is {} in the base and {} in the new results",
@@ -437,8 +316,9 @@ fn differences(base: &Side, new: &Side) -> Vec<String> {
             ));
         }
     }
-    for key in COMPARED_HOST {
-        let (b, n) = (all(base, |s| &s.hosts, key), all(new, |s| &s.hosts, key));
+    for (key, get) in COMPARED_HOST {
+        let f = |i: &RunInfo| get(&i.host);
+        let (b, n) = (all(base, &f), all(new, &f));
         if b != n {
             out.push(format!(
                 "hosts differ: {key} is {} in the base and {} in the new results",
@@ -448,23 +328,6 @@ fn differences(base: &Side, new: &Side) -> Vec<String> {
         }
     }
     out
-}
-
-/// A JSON value as a person reads it; property lists as `k=v k=v`.
-fn show(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "unset".into(),
-        Value::Array(items) => items
-            .iter()
-            .map(|i| match i {
-                Value::Array(kv) if kv.len() == 2 => format!("{}={}", show(&kv[0]), show(&kv[1])),
-                other => show(other),
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        other => other.to_string(),
-    }
 }
 
 impl Comparison {
@@ -514,8 +377,9 @@ impl Comparison {
             )
         } else if undecidable {
             format!(
-                "no significance test possible (too few repetitions; at least 4 on each side \
-                 are needed for p < {ALPHA}), no regression claimed"
+                "no significance test possible (too few repetitions; at least {} on each side \
+                 are needed for p < {ALPHA}), no regression claimed",
+                stats::min_repetitions()
             )
         } else {
             format!("no significant regression beyond {}%", self.threshold_pct)
@@ -526,6 +390,15 @@ impl Comparison {
             String::new()
         };
         format!("{head}{improved} ({runs})")
+    }
+
+    /// Every row as a table (title unused: the summary line heads it).
+    fn table(&self) -> TableData {
+        TableData {
+            title: "",
+            columns: COLUMNS.to_vec(),
+            rows: self.rows.iter().map(|r| self.cells(r)).collect(),
+        }
     }
 
     fn cells(&self, r: &Row) -> Vec<String> {
@@ -560,13 +433,7 @@ impl Comparison {
         if !self.warnings.is_empty() {
             out.push('\n');
         }
-        let mut b = Builder::default();
-        b.push_record(COLUMNS);
-        for r in &self.rows {
-            b.push_record(self.cells(r));
-        }
-        let mut t = b.build();
-        t.with(Style::markdown());
+        let t = markdown_body(&self.table());
         out.push_str(&format!(
             "<details><summary>All metrics</summary>\n\n{t}\n\n</details>\n"
         ));
@@ -579,18 +446,7 @@ impl Comparison {
         for w in &self.warnings {
             out.push_str(&format!("warning: {w}\n"));
         }
-        let mut b = Builder::default();
-        b.push_record(COLUMNS);
-        b.push_record(COLUMNS.iter().map(|c| "-".repeat(c.len())));
-        for r in &self.rows {
-            b.push_record(self.cells(r));
-        }
-        let mut t = b.build();
-        t.with(Style::empty()).with(Padding::new(0, 2, 0, 0));
-        for line in t.to_string().lines() {
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
+        out.push_str(&plain_body(&self.table()));
         out
     }
 }
@@ -612,7 +468,7 @@ fn pct(c: Option<f64>) -> String {
 }
 
 /// Output format of `compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Markdown when stdout is not a terminal, else plain.
     Auto,
@@ -680,13 +536,23 @@ mod tests {
                 (r.name.clone(), reps)
             })
             .collect();
+        let info = RunInfo {
+            settings: Settings {
+                num_records: 1000,
+                producer_properties: vec![("acks".into(), "all".into())],
+                ..Settings::default()
+            },
+            host: HostFacts {
+                hostname: "a".into(),
+                cpus: 2,
+                ..HostFacts::default()
+            },
+            ..crate::results::tests::info("c")
+        };
         Side {
             dir: PathBuf::from("x"),
             runs: vec![],
-            settings: vec![
-                serde_json::json!({"num_records": 1000, "producer_properties": [["acks", "all"]]}),
-            ],
-            hosts: vec![serde_json::json!({"hostname": "a", "cpus": 2})],
+            runs_info: vec![info],
             scenarios,
         }
     }
@@ -754,9 +620,9 @@ mod tests {
     fn differing_settings_and_hosts_are_warned_about() {
         let base = side(&[1.0]);
         let mut new = side(&[1.0]);
-        new.settings[0]["num_records"] = 5000.into();
-        new.settings[0]["producer_properties"] = serde_json::json!([["acks", "1"]]);
-        new.hosts[0]["hostname"] = "b".into();
+        new.runs_info[0].settings.num_records = 5000;
+        new.runs_info[0].settings.producer_properties = vec![("acks".into(), "1".into())];
+        new.runs_info[0].host.hostname = "b".into();
         let c = compare(&base, &new, 5.0);
         assert_eq!(
             c.warnings,
@@ -785,13 +651,14 @@ mod tests {
         assert!(md.trim_end().ends_with("</details>"));
         assert_eq!(
             md.matches("| 01-no-proxy-baseline |").count(),
-            METRICS.len()
+            metrics::compared().count()
         );
     }
 
     #[test]
     fn every_metric_has_a_sensible_direction() {
-        for m in METRICS {
+        assert_eq!(metrics::compared().count(), 14);
+        for m in metrics::compared() {
             let expected = if m.name.contains("Lat")
                 || m.name.starts_with("Percentile")
                 || m.name.ends_with(" ms")
@@ -800,7 +667,7 @@ mod tests {
             } else {
                 Better::Higher
             };
-            assert_eq!(m.better, expected, "{}", m.name);
+            assert_eq!(m.better, Some(expected), "{}", m.name);
         }
     }
 }

@@ -1,15 +1,26 @@
 //! perf-tests: measures what a Kafka path costs.
 //!
-//! Data flows one way: `settings` + `scenario` discovery produce a `plan`;
-//! `runner` realises each planned scenario through `compose` + `engine`, drives
-//! the `workload`, and hands plain `model` records to `report` and `results`.
+//! Data flows one way, and so do the imports (no module imports one that imports it back):
+//!
+//! - `cli` parses the command line into plain `settings` and calls the stages below;
+//! - `plan` turns the settings, the `scenario` files and the `compose` files into one resolved
+//!   plan (scenarios, steps, Compose project, service closures, images and how each is had);
+//! - `runner` realises the plan on the `engine` (the Docker Engine API), builds what `images`
+//!   says, and measures each scenario through the `driver` chosen for the run, whose one
+//!   measurement flow orders the primitive steps a driver supplies (the native driver runs them
+//!   with the in-container `workload`); `resources` samples the containers meanwhile;
+//! - the plain `model` records it returns go to `export` (JSON, text and Markdown tables from
+//!   `report` and `table`, SVG charts), written into a `results` directory, which `compare`
+//!   reads back through the same types; `metrics` names every metric once for all of them.
 
-pub mod charts;
 pub mod cli;
 pub mod compare;
 pub mod compose;
+pub mod driver;
 pub mod engine;
+pub mod export;
 pub mod images;
+pub mod metrics;
 pub mod model;
 pub mod plan;
 pub mod progress;
@@ -20,5 +31,6 @@ pub mod runner;
 pub mod scenario;
 pub mod settings;
 pub mod stats;
+pub mod table;
 pub mod tls;
 pub mod workload;

@@ -1,11 +1,16 @@
-//! The plan: which scenarios run, in which order, with every variable resolved.
+//! The plan: everything a run will do, resolved before anything starts: which scenarios run in
+//! which order, their steps with every variable substituted, the Compose project with the run's
+//! variables, the services each part of the run needs, and every image with how it is had.
+//! `--dry-run` prints it; the runner realises it without reading settings or files again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
+use crate::compose::{self, Project};
+use crate::images::recipe::{self, ImageRecipe};
 use crate::scenario::{self, Scenario, Step, Suite};
 use crate::settings::Settings;
 
@@ -15,61 +20,192 @@ pub const TOPIC_PREFIX: &str = "perf-tests-";
 /// Everything a run will do, resolved before anything is started.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
+    /// The run's id: the label of everything it creates on the engine.
+    pub run_id: String,
     /// The suite the scenarios come from.
     pub suite: Suite,
     /// Selected scenarios, in run order.
     pub scenarios: Vec<PlannedScenario>,
+    /// Where the run's TLS material is generated (removed when the run ends).
+    pub tls_dir: PathBuf,
+    /// Host names the run's server certificate is for (none: no TLS material).
+    pub tls_hosts: Vec<String>,
+    /// The Compose files of the suite and every selected scenario, interpolated with
+    /// [`Plan::variables`].
+    pub project: Project,
+    /// The interpolation variables: every setting under its environment name, and `TLS_DIR`.
+    pub variables: BTreeMap<String, String>,
+    /// Services started once for the run (none when every selected scenario has its own broker).
+    pub run_wide: Vec<String>,
+    /// Every service the run starts (run-wide and every scenario's, with their dependencies),
+    /// in start order.
+    pub services: Vec<String>,
+    /// Every image a service of the run uses, and how it is had.
+    pub images: Vec<PlannedImage>,
 }
 
 /// One selected scenario with its variables substituted.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedScenario {
-    /// The scenario as written (steps still hold `${...}` references).
+    /// The scenario, its setup and teardown steps with every variable substituted.
     pub scenario: Scenario,
     /// Topic the workload produces to and consumes from.
     pub topic: String,
-    /// Setup steps with variables resolved.
-    pub setup: Vec<Step>,
-    /// Teardown steps with variables resolved.
-    pub teardown: Vec<Step>,
+    /// The scenario's own services with their dependencies (what it starts and stops, and what
+    /// it uses of the run-wide ones).
+    pub closure: Vec<String>,
     /// Where the path check reads records straight from: the suite's broker (`bootstrap`).
     pub direct: String,
 }
 
-/// Discovers the suite, selects scenarios by `TEST` and resolves them.
-pub fn plan(settings: &Settings) -> Result<Plan> {
+/// An image the run needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedImage {
+    pub image: String,
+    pub source: ImageSource,
+}
+
+/// How an image is had.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ImageSource {
+    /// Built here from the suite's recipe (skipped when up to date).
+    Recipe(ImageRecipe),
+    /// Taken from the engine, else pulled; the text names the setting that chooses it.
+    Pull { chosen_by: String },
+}
+
+/// Discovers the suite, selects scenarios by `TEST` and resolves everything run `run_id` needs.
+pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
     let suite = Suite::load(&settings.scenarios)?;
     suite.check_record_size(settings.record_size)?;
     let found = scenario::discover(&suite.dir)?;
     let selected = scenario::select(&found, &settings.test)?;
     let base_vars = settings.variables();
-    let scenarios = selected
+    let mut scenarios = selected
         .iter()
-        .map(|dir| {
-            let scenario = Scenario::load(&suite, dir)?;
-            let topic = format!("{TOPIC_PREFIX}{}", scenario.name);
-            let mut vars = base_vars.clone();
-            vars.insert("TOPIC".to_string(), topic.clone());
-            let setup = resolve_steps(&scenario.file, "setup", &scenario.setup, &vars)?;
-            let teardown = resolve_steps(&scenario.file, "teardown", &scenario.teardown, &vars)?;
-            if scenario.expect.is_some() && scenario.own_broker {
-                anyhow::bail!(
-                    "{}: expect: the path check reads from the suite's broker ({}), which a \
-                     scenario with own_broker does not use",
-                    scenario.file.display(),
-                    suite.bootstrap
-                );
-            }
-            Ok(PlannedScenario {
-                scenario,
-                topic,
-                setup,
-                teardown,
-                direct: suite.bootstrap.clone(),
-            })
-        })
+        .map(|dir| resolve_scenario(&suite, dir, &base_vars))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Plan { suite, scenarios })
+
+    let tls_dir = std::env::temp_dir()
+        .join(format!("perf-tests-{run_id}"))
+        .join("tls");
+    let tls_hosts: Vec<String> = scenarios
+        .iter()
+        .filter_map(|p| p.scenario.tls.as_ref())
+        .flat_map(|t| t.hosts.iter().cloned())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut variables = base_vars;
+    variables.insert("TLS_DIR".into(), tls_dir.display().to_string());
+    let project = compose::load(&compose_files(&suite, &scenarios), &variables)?;
+
+    let run_wide: Vec<String> = if scenarios.iter().any(|p| !p.scenario.own_broker) {
+        suite.services.clone()
+    } else {
+        Vec::new()
+    };
+    let mut all = run_wide.clone();
+    for p in &mut scenarios {
+        p.closure = project.service_closure(&p.scenario.services)?;
+        all.extend(p.scenario.services.iter().cloned());
+    }
+    let services = project.service_closure(&all)?;
+    let tool_image = (settings.driver == crate::settings::Driver::KafkaTools)
+        .then_some(&settings.kafka_tool_image);
+    let images = images_of(&suite, &project, &services, &variables, tool_image)?;
+    Ok(Plan {
+        run_id: run_id.to_string(),
+        suite,
+        scenarios,
+        tls_dir,
+        tls_hosts,
+        project,
+        variables,
+        run_wide,
+        services,
+        images,
+    })
+}
+
+/// A selected scenario with its topic and its steps' variables substituted.
+fn resolve_scenario(
+    suite: &Suite,
+    dir: &scenario::ScenarioDir,
+    base_vars: &BTreeMap<String, String>,
+) -> Result<PlannedScenario> {
+    let mut scenario = Scenario::load(suite, dir)?;
+    let topic = format!("{TOPIC_PREFIX}{}", scenario.name);
+    let mut vars = base_vars.clone();
+    vars.insert("TOPIC".to_string(), topic.clone());
+    scenario.setup = resolve_steps(&scenario.file, "setup", &scenario.setup, &vars)?;
+    scenario.teardown = resolve_steps(&scenario.file, "teardown", &scenario.teardown, &vars)?;
+    if scenario.expect.is_some() && scenario.own_broker {
+        anyhow::bail!(
+            "{}: expect: the path check reads from the suite's broker ({}), which a scenario \
+             with own_broker does not use",
+            scenario.file.display(),
+            suite.bootstrap
+        );
+    }
+    Ok(PlannedScenario {
+        scenario,
+        topic,
+        closure: Vec::new(),
+        direct: suite.bootstrap.clone(),
+    })
+}
+
+/// Every image `services` run, each built from the suite's recipe when it has one, else taken
+/// from the engine or pulled.
+fn images_of(
+    suite: &Suite,
+    project: &Project,
+    services: &[String],
+    variables: &BTreeMap<String, String>,
+    tool_image: Option<&String>,
+) -> Result<Vec<PlannedImage>> {
+    let recipes = recipe::parse_recipes(&suite.file, &suite.images)?;
+    let mut used: BTreeSet<&String> = services
+        .iter()
+        .filter_map(|s| project.services.get(s).map(|s| &s.image))
+        .collect();
+    // The tools' image is had like a service's: built from a recipe of the suite when it has one.
+    used.extend(tool_image);
+    Ok(used
+        .into_iter()
+        .map(|image| PlannedImage {
+            image: image.clone(),
+            source: match recipes.iter().find(|r| &r.image == image) {
+                Some(r) => ImageSource::Recipe(r.clone()),
+                None => ImageSource::Pull {
+                    chosen_by: chosen_by(variables, image),
+                },
+            },
+        })
+        .collect())
+}
+
+/// The suite's Compose files, then each selected scenario's that are not already among them.
+fn compose_files(suite: &Suite, scenarios: &[PlannedScenario]) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = suite.compose.clone();
+    for p in scenarios {
+        for f in &p.scenario.compose {
+            if !files.contains(f) {
+                files.push(f.clone());
+            }
+        }
+    }
+    files
+}
+
+/// Names the setting whose value is `image`, so the user knows what to change.
+pub fn chosen_by(variables: &BTreeMap<String, String>, image: &str) -> String {
+    variables
+        .iter()
+        .find(|(k, v)| *v == image && k.ends_with("_IMAGE"))
+        .map(|(k, _)| format!("chosen by {k}"))
+        .unwrap_or_else(|| "named in the Compose file".into())
 }
 
 fn resolve_steps(
@@ -221,8 +357,8 @@ impl Plan {
             if let Some(tls) = &s.tls {
                 let _ = writeln!(out, "    tls hosts: {}", list(&tls.hosts));
             }
-            steps(&mut out, "setup", &p.setup);
-            steps(&mut out, "teardown", &p.teardown);
+            steps(&mut out, "setup", &s.setup);
+            steps(&mut out, "teardown", &s.teardown);
             if let Some(e) = &s.expect {
                 let _ = writeln!(
                     out,
@@ -233,7 +369,57 @@ impl Plan {
                 );
             }
         }
+        let _ = writeln!(out, "Images:");
+        for i in &self.images {
+            let how = match &i.source {
+                ImageSource::Recipe(r) => format!("built here: {}", r.describe()),
+                ImageSource::Pull { chosen_by } => {
+                    format!("from the engine or pulled, {chosen_by}")
+                }
+            };
+            let _ = writeln!(out, "  - {}: {how}", i.image);
+        }
+        self.render_services(&mut out);
         out
+    }
+
+    /// The Compose side: every service the run would start, its image and command.
+    fn render_services(&self, out: &mut String) {
+        let _ = writeln!(out, "Services (resolved from the Compose files):");
+        for name in &self.services {
+            let s = &self.project.services[name];
+            let scope = if self.run_wide.contains(name) {
+                "run-wide".to_string()
+            } else {
+                let users: Vec<&str> = self
+                    .scenarios
+                    .iter()
+                    .filter(|p| p.closure.contains(name))
+                    .map(|p| p.scenario.name.as_str())
+                    .collect();
+                users.join(", ")
+            };
+            let _ = writeln!(out, "  {name} [{scope}]\n    image: {}", s.image);
+            if let Some(cmd) = &s.command {
+                let _ = writeln!(out, "    command: {}", cmd.join(" "));
+            }
+            let aliases: Vec<&str> = s.networks.values().flatten().map(String::as_str).collect();
+            if !aliases.is_empty() {
+                let _ = writeln!(out, "    aliases: {}", aliases.join(", "));
+            }
+            for m in &s.mounts {
+                let ro = if m.read_only { " (read-only)" } else { "" };
+                let _ = writeln!(out, "    mount: {} -> {}{ro}", m.source.display(), m.target);
+            }
+            if !s.depends_on.is_empty() {
+                let deps: Vec<String> = s
+                    .depends_on
+                    .iter()
+                    .map(|(d, c)| format!("{d} ({c:?})"))
+                    .collect();
+                let _ = writeln!(out, "    depends on: {}", deps.join(", "));
+            }
+        }
     }
 }
 
@@ -272,7 +458,11 @@ mod tests {
         let suite = root.path().join("suite");
         fs::create_dir_all(suite.join("01-a")).unwrap();
         fs::create_dir_all(suite.join("02-b")).unwrap();
-        fs::write(root.path().join("c.yaml"), "services: {}\n").unwrap();
+        fs::write(
+            root.path().join("c.yaml"),
+            "services:\n  broker: { image: b }\n  vault: { image: v }\n",
+        )
+        .unwrap();
         fs::write(
             suite.join("suite.yaml"),
             "description: s\ncompose: [../c.yaml]\nservices: [broker]\nbootstrap: broker:9092\n",
@@ -294,19 +484,33 @@ mod tests {
             commit_id: "c".into(),
             ..Settings::default()
         };
-        let p = plan(&settings).unwrap();
+        let p = plan(&settings, "run").unwrap();
         assert_eq!(p.scenarios.len(), 1);
         assert_eq!(p.scenarios[0].topic, "perf-tests-01-a");
         assert_eq!(
-            p.scenarios[0].setup,
+            p.scenarios[0].scenario.setup,
             [Step::Exec {
                 service: "vault".into(),
                 command: vec!["key".into(), "perf-tests-01-a".into(), "1024".into()]
             }]
         );
-        // The scenario keeps the steps as written.
-        assert!(matches!(&p.scenarios[0].scenario.setup[0],
-            Step::Exec { command, .. } if command[1] == "${TOPIC}"));
+        // The plan holds the resolved steps only: no reference is left to resolve later.
+        assert!(!format!("{:?}", p.scenarios[0].scenario).contains("${"));
+        assert_eq!(
+            p.tls_dir,
+            std::env::temp_dir().join("perf-tests-run").join("tls")
+        );
+        assert_eq!(p.variables["TLS_DIR"], p.tls_dir.display().to_string());
+        assert_eq!(p.run_wide, ["broker"]);
+        assert_eq!(
+            p.images,
+            [PlannedImage {
+                image: "b".into(),
+                source: ImageSource::Pull {
+                    chosen_by: "named in the Compose file".into()
+                }
+            }]
+        );
         let text = p.render(&settings);
         assert!(
             text.contains("Selected scenarios (TEST=01.*): 01-a"),
@@ -314,10 +518,13 @@ mod tests {
         );
         assert!(text.contains("topic: perf-tests-01-a"), "{text}");
 
-        let err = plan(&Settings {
-            test: ".*".into(),
-            ..settings
-        })
+        let err = plan(
+            &Settings {
+                test: ".*".into(),
+                ..settings
+            },
+            "run",
+        )
         .unwrap_err()
         .to_string();
         assert!(

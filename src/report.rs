@@ -1,38 +1,11 @@
 //! Result tables: the reference script's "Producer Results" and "Consumer Results" columns and
-//! number formats, as plain text (stdout, `tables.txt`) and as Markdown (`tables.md`).
+//! number formats (from the metric registry), plus resources and integrity, as plain data that
+//! the text and Markdown exporters render.
 
-use tabled::builder::Builder;
-use tabled::settings::{Padding, Style};
-
-use crate::model::{Measurement, ScenarioResult};
+use crate::metrics::{self, Metric, Table};
+use crate::model::ScenarioResult;
 use crate::stats;
-
-/// Columns of the producer table, as the reference prints them.
-pub const PRODUCER_COLUMNS: [&str; 10] = [
-    "Name",
-    "Sent",
-    "Rate rec/s",
-    "Rate Mi/s",
-    "Avg Lat ms",
-    "Max Lat ms",
-    "Percentile50",
-    "Percentile95",
-    "Percentile99",
-    "Percentile999",
-];
-
-/// Columns of the consumer table, as the reference prints them.
-pub const CONSUMER_COLUMNS: [&str; 9] = [
-    "Name",
-    "Consumed Mi",
-    "Consumed Mi/s",
-    "Consumed recs",
-    "Consumed rec/s",
-    "Rebalance Time ms",
-    "Fetch Time ms",
-    "Fetch Mi/s",
-    "Fetch rec/s",
-];
+use crate::table::TableData;
 
 /// Columns of the integrity table, shown only when counters disagree.
 pub const INTEGRITY_COLUMNS: [&str; 6] = [
@@ -67,112 +40,52 @@ pub const RESOURCE_COLUMNS: [&str; 8] = [
     "Net tx MiB",
 ];
 
-/// A titled table as plain strings, independent of rendering.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TableData {
-    /// Printed above the table.
-    pub title: &'static str,
-    /// Header cells.
-    pub columns: Vec<&'static str>,
-    /// Formatted cells, one row per scenario.
-    pub rows: Vec<Vec<String>>,
+/// A metric table (producer or consumer): the name, then the registry's columns of that table,
+/// then, when any scenario was repeated, the number of runs and the coefficient of variation of
+/// the metrics that have a spread column, so the medians can be judged.
+fn metric_table(title: &'static str, which: Table, results: &[ScenarioResult]) -> TableData {
+    let metrics: Vec<&Metric> = metrics::of_table(which).collect();
+    let mut columns = vec!["Name"];
+    columns.extend(metrics.iter().map(|m| m.name));
+    let mut rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            let mut row = vec![row_name(r)];
+            row.extend(metrics.iter().map(|m| m.format(&r.measurement)));
+            row
+        })
+        .collect();
+    if results.iter().any(|r| r.repetitions.len() > 1) {
+        let spread: Vec<(&str, &Metric)> = metrics
+            .iter()
+            .filter_map(|m| m.spread.map(|header| (header, *m)))
+            .collect();
+        columns.push("Runs");
+        columns.extend(spread.iter().map(|(header, _)| *header));
+        for (row, r) in rows.iter_mut().zip(results) {
+            let reps = r.all_measurements();
+            row.push(reps.len().to_string());
+            for (_, m) in &spread {
+                let v: Vec<f64> = reps.iter().map(|x| (m.get)(x)).collect();
+                row.push(format!("±{:.1}%", stats::cv_percent(&v)));
+            }
+        }
+    }
+    TableData {
+        title,
+        columns,
+        rows,
+    }
 }
 
 /// The producer table rows.
 pub fn producer_table(results: &[ScenarioResult]) -> TableData {
-    let rows = results
-        .iter()
-        .map(|r| {
-            let p = &r.measurement.producer;
-            vec![
-                row_name(r),
-                p.sent.to_string(),
-                format!("{:.6}", p.rate_rec_s),
-                format!("{:.2}", p.rate_mib_s),
-                format!("{:.2}", p.avg_lat_ms),
-                format!("{:.2}", p.max_lat_ms),
-                format!("{:.0}", p.p50_ms),
-                format!("{:.0}", p.p95_ms),
-                format!("{:.0}", p.p99_ms),
-                format!("{:.0}", p.p999_ms),
-            ]
-        })
-        .collect();
-    let mut table = TableData {
-        title: "Producer Results",
-        columns: PRODUCER_COLUMNS.to_vec(),
-        rows,
-    };
-    add_spread(
-        &mut table,
-        results,
-        &[
-            ("Rate ±CV%", |m| m.producer.rate_rec_s),
-            ("Avg Lat ±CV%", |m| m.producer.avg_lat_ms),
-            ("P99 ±CV%", |m| m.producer.p99_ms),
-        ],
-    );
-    table
-}
-
-/// A metric of a measurement, for spread columns.
-type Metric = fn(&Measurement) -> f64;
-
-/// After the reference's columns, when any scenario was repeated: the number of runs and the
-/// coefficient of variation of the chosen metrics, so the medians can be judged.
-fn add_spread(
-    table: &mut TableData,
-    results: &[ScenarioResult],
-    metrics: &[(&'static str, Metric)],
-) {
-    if !results.iter().any(|r| r.repetitions.len() > 1) {
-        return;
-    }
-    table.columns.push("Runs");
-    table.columns.extend(metrics.iter().map(|(c, _)| *c));
-    for (row, r) in table.rows.iter_mut().zip(results) {
-        let reps = r.all_measurements();
-        row.push(reps.len().to_string());
-        for (_, f) in metrics {
-            let v: Vec<f64> = reps.iter().map(|m| f(m)).collect();
-            row.push(format!("±{:.1}%", stats::cv_percent(&v)));
-        }
-    }
+    metric_table("Producer Results", Table::Producer, results)
 }
 
 /// The consumer table rows.
 pub fn consumer_table(results: &[ScenarioResult]) -> TableData {
-    let rows = results
-        .iter()
-        .map(|r| {
-            let c = &r.measurement.consumer;
-            vec![
-                row_name(r),
-                format!("{:.4}", c.consumed_mib),
-                format!("{:.4}", c.consumed_mib_s),
-                c.consumed_recs.to_string(),
-                format!("{:.4}", c.consumed_rec_s),
-                format!("{:.0}", c.rebalance_ms),
-                format!("{:.0}", c.fetch_ms),
-                format!("{:.4}", c.fetch_mib_s),
-                format!("{:.4}", c.fetch_rec_s),
-            ]
-        })
-        .collect();
-    let mut table = TableData {
-        title: "Consumer Results",
-        columns: CONSUMER_COLUMNS.to_vec(),
-        rows,
-    };
-    add_spread(
-        &mut table,
-        results,
-        &[
-            ("Consumed rec/s ±CV%", |m| m.consumer.consumed_rec_s),
-            ("Fetch rec/s ±CV%", |m| m.consumer.fetch_rec_s),
-        ],
-    );
-    table
+    metric_table("Consumer Results", Table::Consumer, results)
 }
 
 /// Resource use per scenario and service while the workload ran; `None` when nothing was sampled.
@@ -276,7 +189,8 @@ pub fn integrity_table(results: &[ScenarioResult]) -> Option<TableData> {
     })
 }
 
-fn tables(results: &[ScenarioResult]) -> Vec<TableData> {
+/// Every table of a run: producer, consumer, then resources and integrity when they have rows.
+pub fn tables(results: &[ScenarioResult]) -> Vec<TableData> {
     let mut all = vec![producer_table(results), consumer_table(results)];
     all.extend(resources_table(results));
     all.extend(integrity_table(results));
@@ -284,70 +198,11 @@ fn tables(results: &[ScenarioResult]) -> Vec<TableData> {
     all
 }
 
-/// One table in the reference's plain style: title, header, a dashed underline row, columns
-/// left-aligned and separated by two spaces, no trailing blanks.
-pub fn plain(table: &TableData) -> String {
-    let mut b = Builder::default();
-    b.push_record(table.columns.iter().copied());
-    b.push_record(table.columns.iter().map(|c| "-".repeat(c.len())));
-    for row in &table.rows {
-        b.push_record(row.iter().map(String::as_str));
-    }
-    let mut t = b.build();
-    t.with(Style::empty()).with(Padding::new(0, 2, 0, 0));
-    let mut out = format!("{}\n", table.title);
-    for line in t.to_string().lines() {
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-/// One table as a GitHub Markdown table under a bold title.
-pub fn markdown(table: &TableData) -> String {
-    let mut b = Builder::default();
-    b.push_record(table.columns.iter().copied());
-    for row in &table.rows {
-        b.push_record(row.iter().map(String::as_str));
-    }
-    let mut t = b.build();
-    t.with(Style::markdown());
-    format!("**{}**\n\n{}\n", table.title, t)
-}
-
-/// All tables as plain text (what the run prints and `tables.txt` holds), then any warnings.
-pub fn render_text(results: &[ScenarioResult]) -> String {
-    let mut out: String = tables(results).iter().map(plain).collect();
-    let warnings = warnings(results);
-    if !warnings.is_empty() {
-        out.push_str("Warnings\n");
-        for w in warnings {
-            out.push_str(&format!("{w}\n"));
-        }
-    }
-    out
-}
-
-/// All tables as Markdown (`tables.md`), then any warnings as a list.
-pub fn render_markdown(results: &[ScenarioResult]) -> String {
-    let mut out = tables(results)
-        .iter()
-        .map(markdown)
-        .collect::<Vec<_>>()
-        .join("\n");
-    let warnings = warnings(results);
-    if !warnings.is_empty() {
-        out.push_str("\n**Warnings**\n\n");
-        for w in warnings {
-            out.push_str(&format!("- {w}\n"));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::export::markdown::render as render_markdown;
+    use crate::export::text::render as render_text;
     use crate::model::*;
 
     /// Records with the reference's first two rows of numbers.
@@ -503,7 +358,21 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             r.repetitions = vec![slow, r.measurement.clone(), fast];
         }
         let table = producer_table(&results);
-        assert_eq!(table.columns[..10], PRODUCER_COLUMNS);
+        assert_eq!(
+            table.columns[..10],
+            [
+                "Name",
+                "Sent",
+                "Rate rec/s",
+                "Rate Mi/s",
+                "Avg Lat ms",
+                "Max Lat ms",
+                "Percentile50",
+                "Percentile95",
+                "Percentile99",
+                "Percentile999",
+            ]
+        );
         assert_eq!(
             table.columns[10..],
             ["Runs", "Rate ±CV%", "Avg Lat ±CV%", "P99 ±CV%"]

@@ -215,19 +215,6 @@ async fn follow(docker: Docker, container: String, mut stop: watch::Receiver<boo
     points
 }
 
-/// CPU time (user + system) this process has used so far, from /proc/self/stat; `None` where
-/// that file does not exist. Used to show that sampling is cheap.
-pub fn own_cpu_time() -> Option<std::time::Duration> {
-    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name may hold spaces; fields after it are space-separated.
-    let rest = &text[text.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    // USER_HZ is 100 on every Linux ABI.
-    Some(std::time::Duration::from_millis(ticks * 10))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,17 +327,5 @@ mod tests {
         assert_eq!(all.len(), 1);
         assert_eq!((all[0].cpu_pct_mean, all[0].cpu_pct_peak), (20.0, 90.0));
         assert_eq!(all[0].samples, 6);
-    }
-
-    #[test]
-    fn own_cpu_time_grows_with_work() {
-        let before = own_cpu_time().unwrap();
-        let t = std::time::Instant::now();
-        let mut x = 0u64;
-        while t.elapsed() < std::time::Duration::from_millis(200) {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-        }
-        std::hint::black_box(x);
-        assert!(own_cpu_time().unwrap() >= before + std::time::Duration::from_millis(100));
     }
 }

@@ -1,23 +1,19 @@
-//! The results directory of a run: `results/<UTC timestamp>-<commit>/` holding `run.json`, one
-//! `<scenario>.json` per scenario, `tables.txt`, `tables.md` and `charts.svg` (linked from
-//! `tables.md`).
-//!
-//! Everything is written into a hidden temporary directory inside the results directory and then
-//! renamed into place, so a results directory is either complete or absent. A run never replaces
-//! another: when the name is taken, `-2`, `-3`, ... is appended.
+//! The records of a run directory `results/<UTC timestamp>-<commit>/`: `run.json` ([`RunInfo`])
+//! beside one `<scenario>.json` per scenario (`crate::model::ScenarioResult`), and its name.
+//! `crate::export` writes them; readers (`compare`) read them back through the same types.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::ScenarioResult;
 use crate::settings::Settings;
-use crate::{charts, report};
 
 /// Facts about the machine a run was measured on.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HostFacts {
     /// Kernel host name.
     pub hostname: String,
@@ -69,25 +65,66 @@ fn mem_total_bytes(meminfo: &str) -> Option<u64> {
 /// The file of a run directory that describes the run (readers find run directories by it).
 pub const RUN_FILE: &str = "run.json";
 
-/// Everything about a run except its per-scenario results.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Everything about a run except its per-scenario results. Written as `run.json` and read back
+/// through this same type; `settings` and `host` must be there, the rest (and any setting or
+/// host fact a run of an older version did not record) reads back as its default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// Label value of every engine resource the run created.
+    #[serde(default)]
     pub run_id: String,
     /// Every setting of the run.
     pub settings: Settings,
     /// Version of perf-tests.
+    #[serde(default)]
     pub tool_version: String,
     /// The machine measured on.
     pub host: HostFacts,
     /// RFC 3339, UTC.
+    #[serde(default)]
     pub started_at: String,
     /// RFC 3339, UTC.
+    #[serde(default)]
     pub ended_at: String,
     /// Commit the measurement belongs to.
+    #[serde(default)]
     pub commit_id: String,
     /// Suite directory the scenarios came from.
+    #[serde(default)]
     pub suite: String,
+}
+
+/// Reads a run's `run.json` (`run` is its directory).
+pub fn read_run_info(run: &Path) -> Result<RunInfo> {
+    let path = run.join(RUN_FILE);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not valid JSON", path.display()))?;
+    serde_json::from_value(value).with_context(|| format!("{}: not a run record", path.display()))
+}
+
+/// Reads every `<scenario>.json` of a run directory, by file name.
+pub fn read_scenarios(run: &Path) -> Result<Vec<ScenarioResult>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(run)
+        .with_context(|| format!("cannot read directory {}", run.display()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && p.file_name().is_some_and(|n| n != RUN_FILE)
+        })
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f)
+                .with_context(|| format!("cannot read {}", f.display()))?;
+            serde_json::from_str::<ScenarioResult>(&text)
+                .with_context(|| format!("{}: not a scenario result", f.display()))
+        })
+        .collect()
 }
 
 impl RunInfo {
@@ -142,89 +179,12 @@ pub fn run_dir_name(info: &RunInfo) -> Result<String> {
     Ok(format!("{}-{commit}", started.format("%Y%m%dT%H%M%SZ")))
 }
 
-/// Removes the temporary directory unless the write completed.
-struct TempDirGuard(Option<PathBuf>);
-
-impl Drop for TempDirGuard {
-    fn drop(&mut self) {
-        if let Some(dir) = self.0.take() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-}
-
-fn write_json<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<()> {
-    let path = dir.join(name);
-    let mut text =
-        serde_json::to_string_pretty(value).with_context(|| format!("cannot serialise {name}"))?;
-    text.push('\n');
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Writes the results directory of a run and returns its path.
-pub fn write_run(
-    results_dir: &Path,
-    info: &RunInfo,
-    results: &[ScenarioResult],
-) -> Result<PathBuf> {
-    std::fs::create_dir_all(results_dir).with_context(|| {
-        format!(
-            "cannot create results directory {} (RESULTS_DIR)",
-            results_dir.display()
-        )
-    })?;
-    let name = run_dir_name(info)?;
-    let tmp = results_dir.join(format!(".tmp-{name}-{}", std::process::id()));
-    std::fs::create_dir(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    let mut guard = TempDirGuard(Some(tmp.clone()));
-
-    write_json(&tmp, RUN_FILE, info)?;
-    for r in results {
-        write_json(&tmp, &format!("{}.json", r.name), r)?;
-    }
-    let text = report::render_text(results);
-    std::fs::write(tmp.join("tables.txt"), text).context("cannot write tables.txt")?;
-    let md = format!(
-        "{}\n[![Throughput and latency per scenario](charts.svg)](charts.svg)\n",
-        report::render_markdown(results)
-    );
-    std::fs::write(tmp.join("tables.md"), md).context("cannot write tables.md")?;
-    std::fs::write(tmp.join("charts.svg"), charts::render(results))
-        .context("cannot write charts.svg")?;
-
-    for n in 1.. {
-        let candidate = if n == 1 {
-            results_dir.join(&name)
-        } else {
-            results_dir.join(format!("{name}-{n}"))
-        };
-        // rename(2) would replace an empty directory, so never rename onto an existing name.
-        if candidate.exists() {
-            continue;
-        }
-        match std::fs::rename(&tmp, &candidate) {
-            Ok(()) => {
-                guard.0 = None;
-                return Ok(candidate);
-            }
-            // Another run took the name between the check and the rename.
-            Err(_) if candidate.exists() => continue,
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!("cannot move {} to {}", tmp.display(), candidate.display())
-                })
-            }
-        }
-    }
-    unreachable!("the suffix loop only ends by returning")
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use chrono::TimeZone;
 
-    fn info(commit: &str) -> RunInfo {
+    pub(crate) fn info(commit: &str) -> RunInfo {
         let settings = Settings {
             commit_id: commit.to_string(),
             ..Settings::default()
@@ -238,93 +198,6 @@ mod tests {
             start,
             start + chrono::Duration::seconds(90),
         )
-    }
-
-    fn entries(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        names
-    }
-
-    #[test]
-    fn writes_every_file_and_leaves_no_temp_dir() {
-        let root = tempfile::tempdir().unwrap();
-        let results_dir = root.path().join("results");
-        let results = crate::report::tests::sample();
-        let dir = write_run(&results_dir, &info("abc1234"), &results).unwrap();
-        assert_eq!(dir, results_dir.join("20250102T030405Z-abc1234"));
-        assert_eq!(entries(&results_dir), ["20250102T030405Z-abc1234"]);
-        assert_eq!(
-            entries(&dir),
-            [
-                "01-no-proxy-baseline.json",
-                "02-no-filters.json",
-                "charts.svg",
-                "run.json",
-                "tables.md",
-                "tables.txt"
-            ]
-        );
-        let run: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
-        assert_eq!(run["commit_id"], "abc1234");
-        assert_eq!(run["started_at"], "2025-01-02T03:04:05Z");
-        assert_eq!(run["ended_at"], "2025-01-02T03:05:35Z");
-        assert_eq!(run["settings"]["num_records"], 10_000_000);
-        assert_eq!(run["host"]["docker_engine_version"], "20.10.0");
-        assert_eq!(run["tool_version"], env!("CARGO_PKG_VERSION"));
-        let back: ScenarioResult =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("02-no-filters.json")).unwrap())
-                .unwrap();
-        assert_eq!(back, results[1]);
-        assert_eq!(
-            std::fs::read_to_string(dir.join("tables.txt")).unwrap(),
-            report::render_text(&results)
-        );
-        let md = std::fs::read_to_string(dir.join("tables.md")).unwrap();
-        assert!(md.contains("](charts.svg)"), "{md}");
-        let svg = std::fs::read_to_string(dir.join("charts.svg")).unwrap();
-        crate::charts::check_well_formed(&svg).unwrap();
-    }
-
-    #[test]
-    fn never_overwrites_an_existing_run() {
-        let root = tempfile::tempdir().unwrap();
-        let results = crate::report::tests::sample();
-        let first = write_run(root.path(), &info("abc"), &results).unwrap();
-        // An empty directory squatting on the next name is not replaced either.
-        std::fs::create_dir(root.path().join("20250102T030405Z-abc-2")).unwrap();
-        let second = write_run(root.path(), &info("abc"), &results[..1]).unwrap();
-        assert_eq!(second, root.path().join("20250102T030405Z-abc-3"));
-        assert_eq!(entries(&first).len(), 6);
-        assert_eq!(entries(&second).len(), 5);
-        assert!(entries(&root.path().join("20250102T030405Z-abc-2")).is_empty());
-        assert_eq!(
-            entries(root.path()),
-            [
-                "20250102T030405Z-abc",
-                "20250102T030405Z-abc-2",
-                "20250102T030405Z-abc-3"
-            ]
-        );
-    }
-
-    #[test]
-    fn a_failed_write_leaves_nothing_behind() {
-        let root = tempfile::tempdir().unwrap();
-        let mut results = crate::report::tests::sample();
-        // A scenario name that cannot be a file name makes the write fail midway.
-        results[1].name = "no/such/dir".to_string();
-        let err = write_run(root.path(), &info("abc"), &results).unwrap_err();
-        assert!(format!("{err:#}").contains("no/such/dir.json"), "{err:#}");
-        assert!(
-            entries(root.path()).is_empty(),
-            "{:?}",
-            entries(root.path())
-        );
     }
 
     #[test]

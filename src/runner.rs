@@ -2,23 +2,22 @@
 //! teardown, down), returning plain result records. Everything it creates on the engine carries
 //! the run's label, so an error or Ctrl-C at any point tears down exactly what this run made.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::compose::{self, Project};
-use crate::engine::{self, Deployment, Engine, OneOff};
+use futures_util::future::LocalBoxFuture;
+
+use crate::driver::{self, flow, Driver, MeasureSpec, Place, Session, VerifySpec, SAMPLE_RECORDS};
+use crate::engine::{self, Deployment, Engine, ExecOutput};
 use crate::images::{self, recipe};
 use crate::model::{Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
-use crate::plan::{Plan, PlannedScenario};
+use crate::plan::{self, ImageSource, Plan, PlannedScenario};
 use crate::resources;
 use crate::scenario::Step;
-use crate::settings::{Driver, Settings};
-use crate::workload::kafka_tools::{self, KafkaTools};
-use crate::workload::verify::VerifySpec;
-use crate::workload::MeasureSpec;
+use crate::settings::Settings;
 
 /// How long a service may take to become ready (running, healthy, or answering Kafka).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -26,18 +25,6 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
 /// Where the run's TLS material is mounted in the workload container.
 const TLS_MOUNT: &str = "/tls";
-
-/// A unique, sortable id for one run; it labels every engine resource the run creates.
-pub fn new_run_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    format!(
-        "{}-{:06x}",
-        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
-        h.finish() & 0xff_ffff
-    )
-}
 
 /// Per-run scratch space on the host (generated certificates); removed when the run ends.
 struct RunDir(PathBuf);
@@ -48,14 +35,11 @@ impl Drop for RunDir {
     }
 }
 
-/// Everything a run needs from the outside before its first container starts.
+/// What a run needs from the engine before its first container starts.
 struct Prepared {
-    project: Project,
     workload_image: String,
-    tls_dir: PathBuf,
-    run_wide: Vec<String>,
-    /// `KAFKA_TOOL_IMAGE` when DRIVER=kafka-tools, else none (the native workload measures).
-    tool_image: Option<String>,
+    /// What produces and consumes, chosen once for the run.
+    driver: Box<dyn Driver>,
 }
 
 /// What a run produced: its id (the label of everything it created) and one result per scenario.
@@ -69,7 +53,7 @@ pub struct RunOutput {
 
 /// Runs every planned scenario and returns their results (the caller reports and saves them).
 pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
-    let run_id = new_run_id();
+    let run_id = plan.run_id.clone();
     // Everything the run creates carries this id (what a killed run left, `perf-tests clean`
     // removes).
     phase(&format!("run {run_id}"));
@@ -90,12 +74,17 @@ async fn run_with(
     settings: &Settings,
     plan: &Plan,
 ) -> Result<Vec<ScenarioResult>> {
-    let run_dir = RunDir(std::env::temp_dir().join(format!("perf-tests-{run_id}")));
-    let prepared = prepare(engine, settings, plan, &run_dir.0).await?;
-    let mut deployment = Deployment::new(engine, prepared.project.clone(), &project_name(run_id));
-    let result = run_scenarios(engine, &mut deployment, &prepared, settings, plan).await;
+    let _run_dir = plan.tls_dir.parent().map(|d| RunDir(d.to_path_buf()));
+    let prepared = prepare(engine, settings, plan).await?;
+    let mut site = EngineSite {
+        engine,
+        deployment: Deployment::new(engine, plan.project.clone(), &project_name(run_id)),
+        plan,
+        prepared: &prepared,
+    };
+    let result = run_scenarios(&mut site, settings, plan).await;
     phase("tearing down");
-    let down = deployment.down_all().await;
+    let down = site.deployment.down_all().await;
     crate::progress::finish();
     let results = result?;
     down?;
@@ -110,179 +99,56 @@ fn phase(what: &str) {
     crate::progress::phase(what);
 }
 
-/// Resolves Compose files, makes or finds every image, and packages the workload.
-async fn prepare(
-    engine: &Engine,
-    settings: &Settings,
-    plan: &Plan,
-    dir: &Path,
-) -> Result<Prepared> {
-    let tool_image = match settings.driver {
-        Driver::Native => None,
-        Driver::KafkaTools => {
-            kafka_tools::check_plan(plan)?;
-            Some(settings.kafka_tool_image.clone())
-        }
-    };
-    let tls_dir = dir.join("tls");
-    std::fs::create_dir_all(&tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
-    let hosts: BTreeSet<String> = plan
-        .scenarios
-        .iter()
-        .filter_map(|p| p.scenario.tls.as_ref())
-        .flat_map(|t| t.hosts.iter().cloned())
-        .collect();
-    if !hosts.is_empty() {
-        crate::tls::generate(&tls_dir, &hosts.into_iter().collect::<Vec<_>>())?;
+/// Chooses the driver, generates the TLS material, makes or finds every image the plan names,
+/// and packages the workload.
+async fn prepare(engine: &Engine, settings: &Settings, plan: &Plan) -> Result<Prepared> {
+    let driver = driver::for_settings(settings);
+    driver.check(plan)?;
+    let tls_dir = &plan.tls_dir;
+    std::fs::create_dir_all(tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
+    if !plan.tls_hosts.is_empty() {
+        crate::tls::generate(tls_dir, &plan.tls_hosts)?;
     }
-
-    let vars = variables(settings, &tls_dir);
-    let project = compose::load(&compose_files(plan), &vars)?;
-
-    let (run_wide, services) = services_of(plan);
-    let needed = project.service_closure(&services)?;
-    let mut images: BTreeSet<String> = needed
-        .iter()
-        .filter_map(|s| project.services.get(s).map(|s| s.image.clone()))
-        .collect();
-    // The tools' image may have a recipe of the suite too.
-    images.extend(tool_image.iter().cloned());
-
-    let recipes = recipe::parse_recipes(&plan.suite.file, &plan.suite.images)?;
-    for r in recipes.iter().filter(|r| images.contains(&r.image)) {
-        match recipe::ensure(engine, r, false).await? {
-            recipe::Outcome::Built => {
-                crate::progress::println(&format!("built image {}", r.describe()))
+    let mut pulled: Vec<(String, String)> = Vec::new();
+    for planned in &plan.images {
+        match &planned.source {
+            ImageSource::Recipe(r) => match recipe::ensure(engine, r, false).await? {
+                recipe::Outcome::Built => {
+                    crate::progress::println(&format!("built image {}", r.describe()))
+                }
+                recipe::Outcome::UpToDate => {}
+            },
+            ImageSource::Pull { chosen_by } => {
+                pulled.push((planned.image.clone(), chosen_by.clone()))
             }
-            recipe::Outcome::UpToDate => {}
         }
     }
-    let with_recipe: BTreeSet<&String> = recipes.iter().map(|r| &r.image).collect();
-    let others: Vec<&String> = images.iter().filter(|i| !with_recipe.contains(i)).collect();
-    ensure_pulled(engine, settings, &others).await?;
+    for image in driver.images() {
+        if !plan.images.iter().any(|i| i.image == image) {
+            let chosen_by = plan::chosen_by(&plan.variables, &image);
+            pulled.push((image, chosen_by));
+        }
+    }
+    ensure_pulled(engine, &pulled).await?;
 
     phase("packaging the workload");
     let workload_image = images::workload::ensure(engine).await?;
     Ok(Prepared {
-        project,
         workload_image,
-        tls_dir,
-        run_wide,
-        tool_image,
+        driver,
     })
 }
 
-/// The Compose side of the plan for `--dry-run`: every service the run would start, its image
-/// and command, resolved from the Compose files with the run's variables. Touches no engine.
-pub fn describe_services(settings: &Settings, plan: &Plan) -> Result<String> {
-    let vars = variables(
-        settings,
-        &std::env::temp_dir().join("perf-tests-RUN_ID").join("tls"),
-    );
-    let project = compose::load(&compose_files(plan), &vars)?;
-    let (run_wide, services) = services_of(plan);
-    let needed = project.service_closure(&services)?;
-    let mut out = String::from("Services (resolved from the Compose files):\n");
-    for name in &needed {
-        let s = &project.services[name];
-        let scope = if run_wide.contains(name) {
-            "run-wide".to_string()
-        } else {
-            let users: Vec<&str> = plan
-                .scenarios
-                .iter()
-                .filter(|p| {
-                    project
-                        .service_closure(&p.scenario.services)
-                        .map(|c| c.contains(name))
-                        .unwrap_or(false)
-                })
-                .map(|p| p.scenario.name.as_str())
-                .collect();
-            users.join(", ")
-        };
-        out.push_str(&format!("  {name} [{scope}]\n    image: {}\n", s.image));
-        if let Some(cmd) = &s.command {
-            out.push_str(&format!("    command: {}\n", cmd.join(" ")));
-        }
-        let aliases: Vec<&str> = s.networks.values().flatten().map(String::as_str).collect();
-        if !aliases.is_empty() {
-            out.push_str(&format!("    aliases: {}\n", aliases.join(", ")));
-        }
-        for m in &s.mounts {
-            let ro = if m.read_only { " (read-only)" } else { "" };
-            out.push_str(&format!(
-                "    mount: {} -> {}{ro}\n",
-                m.source.display(),
-                m.target
-            ));
-        }
-        if !s.depends_on.is_empty() {
-            let deps: Vec<String> = s
-                .depends_on
-                .iter()
-                .map(|(d, c)| format!("{d} ({c:?})"))
-                .collect();
-            out.push_str(&format!("    depends on: {}\n", deps.join(", ")));
-        }
-    }
-    out.push_str(&match settings.driver {
-        Driver::Native => "Driver: native (the workload image, built here)\n".to_string(),
-        Driver::KafkaTools => {
-            kafka_tools::check_plan(plan)?;
-            format!(
-                "Driver: kafka-tools ({}, chosen by KAFKA_TOOL_IMAGE; end offsets counted by \
-                 the workload image)\n",
-                settings.kafka_tool_image
-            )
-        }
-    });
-    Ok(out)
-}
-
-/// The run-wide services (when any selected scenario uses them) and every service the run needs.
-fn services_of(plan: &Plan) -> (Vec<String>, Vec<String>) {
-    let run_wide: Vec<String> = if plan.scenarios.iter().any(|p| !p.scenario.own_broker) {
-        plan.suite.services.clone()
-    } else {
-        Vec::new()
-    };
-    let mut services = run_wide.clone();
-    for p in &plan.scenarios {
-        services.extend(p.scenario.services.iter().cloned());
-    }
-    (run_wide, services)
-}
-
-/// The interpolation variables: the settings under their environment names, plus the run's own.
-fn variables(settings: &Settings, tls_dir: &Path) -> BTreeMap<String, String> {
-    let mut vars = settings.variables();
-    vars.insert("TLS_DIR".into(), tls_dir.display().to_string());
-    vars
-}
-
-fn compose_files(plan: &Plan) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = plan.suite.compose.clone();
-    for p in &plan.scenarios {
-        for f in &p.scenario.compose {
-            if !files.contains(f) {
-                files.push(f.clone());
-            }
-        }
-    }
-    files
-}
-
 /// Checks that images without a recipe are present or pullable; one message names them all.
-async fn ensure_pulled(engine: &Engine, settings: &Settings, images: &[&String]) -> Result<()> {
+async fn ensure_pulled(engine: &Engine, images: &[(String, String)]) -> Result<()> {
     let mut missing = Vec::new();
-    for image in images {
+    for (image, chosen_by) in images {
         if engine.image_labels(image).await?.is_some() {
             continue;
         }
         phase(&format!("pulling {image}"));
         if let Err(e) = engine.ensure_image(image).await {
-            missing.push(format!("  {image} ({}): {e:#}", chosen_by(settings, image)));
+            missing.push(format!("  {image} ({chosen_by}): {e:#}"));
         }
     }
     if !missing.is_empty() {
@@ -295,39 +161,182 @@ async fn ensure_pulled(engine: &Engine, settings: &Settings, images: &[&String])
     Ok(())
 }
 
-/// Names the setting whose value is this image, so the user knows what to change.
-fn chosen_by(settings: &Settings, image: &str) -> String {
-    settings
-        .variables()
-        .into_iter()
-        .find(|(k, v)| v == image && k.ends_with("_IMAGE"))
-        .map(|(k, _)| format!("chosen by {k}"))
-        .unwrap_or_else(|| "named in the Compose file".into())
+/// Where a run happens, as the orchestration below sees it: services that come up and go down,
+/// commands run in them, driver sessions on their network, resource sampling. [`EngineSite`] is
+/// the engine's; a test's fake site runs the same orchestration without an engine.
+trait Site {
+    /// Brings `services` (and their dependencies) up and waits until they are ready.
+    fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
+    /// Takes `services` down.
+    fn down<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
+    /// Runs `command` in the container of `service`.
+    fn exec<'a>(
+        &'a self,
+        service: &'a str,
+        command: &'a [String],
+    ) -> LocalBoxFuture<'a, Result<ExecOutput>>;
+    /// Opens a driver session on the services' network with these client properties and, with
+    /// `tls`, the run's TLS material.
+    fn open<'a>(
+        &'a self,
+        client: &'a BTreeMap<String, String>,
+        tls: bool,
+    ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>>;
+    /// Starts sampling every container that is up (not the run-wide ones when `own_broker`).
+    fn sample(&self, run_wide: &[String], own_broker: bool) -> Box<dyn Sampling>;
+    /// Image id per image reference of the containers created so far.
+    fn image_ids(&self) -> BTreeMap<String, String>;
+    /// How each of `images` was made, for images built here (recipe, artifacts, JDK).
+    fn image_sources<'a>(
+        &'a self,
+        images: &'a BTreeMap<String, String>,
+    ) -> LocalBoxFuture<'a, BTreeMap<String, String>>;
+    /// The path check: sample records through the endpoint, read back both ways, compared.
+    /// Always the native workload's, whatever the driver.
+    fn verify<'a>(
+        &'a self,
+        spec: &'a VerifySpec,
+        tls: bool,
+    ) -> LocalBoxFuture<'a, Result<PathCheck>>;
+}
+
+/// Resource sampling under way.
+trait Sampling {
+    /// Ends the sampling and returns the figures per service.
+    fn finish(self: Box<Self>) -> LocalBoxFuture<'static, Vec<ServiceResources>>;
+}
+
+impl Sampling for resources::Sampler {
+    fn finish(self: Box<Self>) -> LocalBoxFuture<'static, Vec<ServiceResources>> {
+        Box::pin(resources::Sampler::finish(*self))
+    }
+}
+
+/// The run on the Docker engine: the plan's Compose project deployed, the chosen driver.
+struct EngineSite<'a> {
+    engine: &'a Engine,
+    deployment: Deployment,
+    plan: &'a Plan,
+    prepared: &'a Prepared,
+}
+
+impl Site for EngineSite<'_> {
+    fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(self.deployment.up(services, READY_TIMEOUT))
+    }
+
+    fn down<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(self.deployment.down(services))
+    }
+
+    fn exec<'a>(
+        &'a self,
+        service: &'a str,
+        command: &'a [String],
+    ) -> LocalBoxFuture<'a, Result<ExecOutput>> {
+        Box::pin(self.deployment.exec(service, command))
+    }
+
+    fn open<'a>(
+        &'a self,
+        client: &'a BTreeMap<String, String>,
+        tls: bool,
+    ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>> {
+        self.prepared.driver.open(self.place(client, tls))
+    }
+
+    fn sample(&self, run_wide: &[String], own_broker: bool) -> Box<dyn Sampling> {
+        Box::new(resources::Sampler::start(
+            self.engine.docker(),
+            sampling_targets(&self.deployment, run_wide, own_broker),
+        ))
+    }
+
+    fn image_ids(&self) -> BTreeMap<String, String> {
+        self.deployment.image_ids()
+    }
+
+    fn image_sources<'a>(
+        &'a self,
+        images: &'a BTreeMap<String, String>,
+    ) -> LocalBoxFuture<'a, BTreeMap<String, String>> {
+        Box::pin(image_sources(self.engine, images))
+    }
+
+    fn verify<'a>(
+        &'a self,
+        spec: &'a VerifySpec,
+        tls: bool,
+    ) -> LocalBoxFuture<'a, Result<PathCheck>> {
+        let place = self.place(&BTreeMap::new(), tls);
+        Box::pin(async move { driver::native::path_check(&place, spec).await })
+    }
+}
+
+impl EngineSite<'_> {
+    /// Where driver sessions and the path check run: the services' network, the run's TLS
+    /// material when `tls`.
+    fn place<'a>(&'a self, client: &BTreeMap<String, String>, tls: bool) -> Place<'a> {
+        let binds = if tls {
+            vec![format!("{}:{TLS_MOUNT}:ro", self.plan.tls_dir.display())]
+        } else {
+            Vec::new()
+        };
+        Place {
+            engine: self.engine,
+            workload_image: &self.prepared.workload_image,
+            network: self.deployment.network_name("default"),
+            client: client.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            binds,
+        }
+    }
+}
+
+/// How each image built here was made, from its labels: recipe, artifacts and JDK.
+async fn image_sources(
+    engine: &Engine,
+    images: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for image in images.keys() {
+        let Ok(Some(labels)) = engine.image_labels(image).await else {
+            continue;
+        };
+        let parts: Vec<String> = [
+            ("io.perf-tests.recipe", ""),
+            ("io.perf-tests.artifacts", "artifacts "),
+            ("io.perf-tests.jdk", "JDK "),
+        ]
+        .iter()
+        .filter_map(|(key, prefix)| labels.get(*key).map(|v| format!("{prefix}{v}")))
+        .collect();
+        if !parts.is_empty() {
+            out.insert(image.clone(), parts.join("; "));
+        }
+    }
+    out
 }
 
 async fn run_scenarios(
-    engine: &Engine,
-    deployment: &mut Deployment,
-    prepared: &Prepared,
+    site: &mut impl Site,
     settings: &Settings,
     plan: &Plan,
 ) -> Result<Vec<ScenarioResult>> {
     let suite = &plan.suite;
-    if !prepared.run_wide.is_empty() {
-        phase(&format!("starting {}", prepared.run_wide.join(", ")));
-        deployment.up(&prepared.run_wide, READY_TIMEOUT).await?;
-        let wl = Workload::new(engine, deployment, prepared, &suite.client, false);
-        for (service, endpoint) in &suite.ready {
-            wl.probe(service, endpoint).await?;
-        }
-        if settings.warm_up_post_broker_start > 0 {
-            phase(&format!(
-                "warming the broker with {} records",
-                settings.warm_up_post_broker_start
-            ));
-            wl.warm_broker(&suite.bootstrap, settings.warm_up_post_broker_start)
-                .await?;
-        }
+    if !plan.run_wide.is_empty() {
+        phase(&format!("starting {}", plan.run_wide.join(", ")));
+        site.up(&plan.run_wide).await?;
+        let session = site.open(&suite.client, false).await?;
+        let warmed = ready_and_warm(
+            session.as_ref(),
+            &suite.ready,
+            &suite.bootstrap,
+            settings.warm_up_post_broker_start,
+        )
+        .await;
+        let closed = session.close().await;
+        warmed?;
+        closed?;
     }
     let repeat = settings.repeat.max(1) as usize;
     let n = plan.scenarios.len();
@@ -339,8 +348,7 @@ async fn run_scenarios(
         // Each round starts one scenario later, so slow drift of a shared machine (thermal,
         // neighbours, a growing broker) spreads over every scenario instead of the last ones.
         for i in round_order(n, round) {
-            let rep =
-                run_scenario(engine, deployment, prepared, settings, &plan.scenarios[i]).await?;
+            let rep = run_scenario(site, settings, plan, &plan.scenarios[i]).await?;
             reps[i].push(rep);
         }
     }
@@ -364,8 +372,8 @@ struct Repetition {
     phases: PhaseTimes,
     resources: Vec<ServiceResources>,
     images: BTreeMap<String, String>,
-    path_check: Option<PathCheck>,
     image_sources: BTreeMap<String, String>,
+    path_check: Option<PathCheck>,
 }
 
 /// One result from every repetition of a scenario: medians, every repetition, summed phase
@@ -396,13 +404,13 @@ fn combine(planned: &PlannedScenario, reps: Vec<Repetition>) -> ScenarioResult {
         measurement,
         phases,
         images: reps.last().map(|r| r.images.clone()).unwrap_or_default(),
+        repetitions: measurements,
+        resources,
+        warnings,
         image_sources: reps
             .last()
             .map(|r| r.image_sources.clone())
             .unwrap_or_default(),
-        repetitions: measurements,
-        resources,
-        warnings,
         // A failure in any repetition stays visible.
         path_check: reps
             .iter()
@@ -437,10 +445,9 @@ fn sampling_targets(
 }
 
 async fn run_scenario(
-    engine: &Engine,
-    deployment: &mut Deployment,
-    prepared: &Prepared,
+    site: &mut impl Site,
     settings: &Settings,
+    plan: &Plan,
     planned: &PlannedScenario,
 ) -> Result<Repetition> {
     let sc = &planned.scenario;
@@ -451,81 +458,58 @@ async fn run_scenario(
     let t = Instant::now();
     let ctx = |e: anyhow::Error| e.context(format!("scenario {}", sc.name));
     if !sc.services.is_empty() {
-        deployment
-            .up(&sc.services, READY_TIMEOUT)
-            .await
-            .map_err(ctx)?;
+        site.up(&sc.services).await.map_err(ctx)?;
     }
-    let wl = Workload::new(engine, deployment, prepared, &sc.client, sc.tls.is_some());
-    let mut before = Before {
-        ready: sc.ready.clone(),
-        warm_broker: if sc.own_broker {
-            settings.warm_up_post_broker_start
-        } else {
-            0
-        },
-    };
-    // The native workload checks readiness and warms the scenario's own broker in the container
-    // that measures, saving a container start for each; the Kafka tools cannot.
-    if wl.kafka_tools().is_some() {
-        for (service, endpoint) in &before.ready {
-            wl.probe(service, endpoint).await.map_err(ctx)?;
-        }
-        if before.warm_broker > 0 {
-            wl.warm_broker(&sc.bootstrap, before.warm_broker)
-                .await
-                .map_err(ctx)?;
-        }
-        before = Before::default();
-    }
+    let session = site.open(&sc.client, sc.tls.is_some()).await.map_err(ctx)?;
     phases.up_s = t.elapsed().as_secs_f64();
-
-    let t = Instant::now();
-    run_steps(deployment, "setup", &planned.setup)
-        .await
-        .map_err(ctx)?;
-    phases.setup_s = t.elapsed().as_secs_f64();
-
-    let t = Instant::now();
-    let sampler = resources::Sampler::start(
-        engine.docker(),
-        sampling_targets(deployment, &prepared.run_wide, sc.own_broker),
-    );
-    let measured = wl
-        .measure(settings, &sc.bootstrap, &planned.topic, &before)
-        .await;
-    let used = sampler.finish().await;
-    phases.workload_s = t.elapsed().as_secs_f64();
+    let outcome = measure_scenario(
+        &*site,
+        &plan.run_wide,
+        settings,
+        planned,
+        session.as_ref(),
+        &mut phases,
+    )
+    .await;
+    let closed = session.close().await;
     // The path check runs after the measurement (not sampled, not timed with it), on the same
     // topic name so that topic-selected behaviour (the encryption key) applies to it too.
-    let path_check = match (&measured, sc.expect) {
-        (Ok(_), Some(expect)) => Some(
-            wl.verify(&VerifySpec {
+    let path_check = match (&outcome, sc.expect) {
+        (Ok(_), Some(expect)) => {
+            let spec = VerifySpec {
                 bootstrap: sc.bootstrap.clone(),
                 direct: planned.direct.clone(),
                 topic: planned.topic.clone(),
                 expect,
-                records: crate::workload::verify::SAMPLE_RECORDS,
+                records: SAMPLE_RECORDS,
                 record_size: settings.record_size as usize,
-                client: Vec::new(),
-            })
-            .await,
-        ),
+                client: sc
+                    .client
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            };
+            Some(site.verify(&spec, sc.tls.is_some()).await)
+        }
         _ => None,
     };
 
     let t = Instant::now();
-    let teardown = run_steps(deployment, "teardown", &planned.teardown).await;
+    let teardown = run_steps(&*site, "teardown", &sc.teardown).await;
     let down = if sc.services.is_empty() {
         Ok(())
     } else {
-        deployment.down(&sc.services).await
+        site.down(&sc.services).await
     };
     phases.down_s = t.elapsed().as_secs_f64();
     phases.total_s = started.elapsed().as_secs_f64();
 
-    let measurement = measured.map_err(ctx)?;
-    let path_check = path_check.transpose().map_err(ctx)?;
+    let (measurement, used) = outcome.map_err(ctx)?;
+    let path_check = path_check
+        .transpose()
+        .context("checking what the path does to records")
+        .map_err(ctx)?;
+    closed.map_err(ctx)?;
     teardown.map_err(ctx)?;
     down.map_err(ctx)?;
     if let Some(check) = &path_check {
@@ -546,42 +530,18 @@ async fn run_scenario(
             sc.name
         ));
     }
+    let images = site.image_ids();
     Ok(Repetition {
         measurement,
         phases,
         resources: used,
-        image_sources: image_sources(engine, &deployment.image_ids()).await,
-        images: deployment.image_ids(),
+        image_sources: site.image_sources(&images).await,
+        images,
         path_check,
     })
 }
 
-/// How each image built here was made, from its labels: recipe, artifacts and JDK.
-async fn image_sources(
-    engine: &Engine,
-    images: &BTreeMap<String, String>,
-) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for image in images.keys() {
-        let Ok(Some(labels)) = engine.image_labels(image).await else {
-            continue;
-        };
-        let parts: Vec<String> = [
-            ("io.perf-tests.recipe", ""),
-            ("io.perf-tests.artifacts", "artifacts "),
-            ("io.perf-tests.jdk", "JDK "),
-        ]
-        .iter()
-        .filter_map(|(key, prefix)| labels.get(*key).map(|v| format!("{prefix}{v}")))
-        .collect();
-        if !parts.is_empty() {
-            out.insert(image.clone(), parts.join("; "));
-        }
-    }
-    out
-}
-
-async fn run_steps(deployment: &Deployment, what: &str, steps: &[Step]) -> Result<()> {
+async fn run_steps(site: &impl Site, what: &str, steps: &[Step]) -> Result<()> {
     for step in steps {
         match step {
             Step::Exec { service, command } => {
@@ -589,7 +549,7 @@ async fn run_steps(deployment: &Deployment, what: &str, steps: &[Step]) -> Resul
                     "{what}: exec in {service}: {}",
                     command.join(" ")
                 ));
-                let out = deployment.exec(service, command).await?;
+                let out = site.exec(service, command).await?;
                 if out.exit_code != 0 {
                     bail!(
                         "{what} step `{}` in service {service} exited with {}:\n{}{}",
@@ -605,174 +565,76 @@ async fn run_steps(deployment: &Deployment, what: &str, steps: &[Step]) -> Resul
     Ok(())
 }
 
-/// Runs `perf-tests workload …` in a one-off container on the scenario network.
-/// What the measuring container does before it measures.
-#[derive(Debug, Default)]
-struct Before {
-    /// Service -> endpoint that must answer Kafka requests first.
-    ready: BTreeMap<String, String>,
-    /// Records to warm a broker started for this scenario with.
-    warm_broker: u64,
+/// Waits for every `ready` endpoint, then warms the broker at `bootstrap` with `records` records
+/// (none when 0). Returns the time each took, as measurement steps.
+async fn ready_and_warm(
+    session: &dyn Session,
+    ready: &BTreeMap<String, String>,
+    bootstrap: &str,
+    records: u64,
+) -> Result<BTreeMap<String, f64>> {
+    let mut steps = BTreeMap::new();
+    let t = Instant::now();
+    for (service, endpoint) in ready {
+        flow::ready(session, service, endpoint, READY_TIMEOUT).await?;
+    }
+    if !ready.is_empty() {
+        steps.insert("ready".to_string(), t.elapsed().as_secs_f64());
+    }
+    if records > 0 {
+        phase(&format!("warming the broker with {records} records"));
+        let t = Instant::now();
+        flow::warm_broker(session, bootstrap, records).await?;
+        steps.insert("warm_broker".to_string(), t.elapsed().as_secs_f64());
+    }
+    Ok(steps)
 }
 
-struct Workload<'a> {
-    engine: &'a Engine,
-    image: &'a str,
-    network: String,
-    binds: Vec<String>,
-    client: Vec<String>,
-    tool_image: Option<&'a str>,
-}
+/// A scenario whose services are up: readiness and its own broker's warm-up, setup, then the
+/// measurement with its resources sampled.
+async fn measure_scenario(
+    site: &impl Site,
+    run_wide: &[String],
+    settings: &Settings,
+    planned: &PlannedScenario,
+    session: &dyn Session,
+    phases: &mut PhaseTimes,
+) -> Result<(Measurement, Vec<ServiceResources>)> {
+    let sc = &planned.scenario;
+    let warm = if sc.own_broker {
+        settings.warm_up_post_broker_start
+    } else {
+        0
+    };
+    let before = ready_and_warm(session, &sc.ready, &sc.bootstrap, warm).await?;
+    phases.up_s += before.values().sum::<f64>();
 
-impl<'a> Workload<'a> {
-    fn new(
-        engine: &'a Engine,
-        deployment: &Deployment,
-        prepared: &'a Prepared,
-        client: &BTreeMap<String, String>,
-        tls: bool,
-    ) -> Self {
-        let binds = if tls {
-            vec![format!("{}:{TLS_MOUNT}:ro", prepared.tls_dir.display())]
-        } else {
-            Vec::new()
-        };
-        let mut args = Vec::new();
-        for (k, v) in client {
-            args.push("--client-property".to_string());
-            args.push(format!("{k}={v}"));
-        }
-        Workload {
-            engine,
-            image: &prepared.workload_image,
-            network: deployment.network_name("default"),
-            binds,
-            client: args,
-            tool_image: prepared.tool_image.as_deref(),
-        }
-    }
+    let t = Instant::now();
+    run_steps(site, "setup", &sc.setup).await?;
+    phases.setup_s = t.elapsed().as_secs_f64();
 
-    async fn call(&self, name: &str, args: Vec<String>) -> Result<String> {
-        let mut cmd = vec!["workload".to_string()];
-        cmd.extend(args);
-        cmd.extend(self.client.iter().cloned());
-        let spec = OneOff {
-            image: self.image.to_string(),
-            cmd,
-            env: Vec::new(),
-            binds: self.binds.clone(),
-            network: Some(self.network.clone()),
-            name_hint: name.to_string(),
-            ..Default::default()
-        };
-        let out = self
-            .engine
-            .run_oneoff(spec, crate::progress::detail)
-            .await?;
-        if out.exit_code != 0 {
-            bail!(
-                "workload `{name}` exited with {}: {}",
-                out.exit_code,
-                out.stderr
-                    .lines()
-                    .rev()
-                    .take(5)
-                    .collect::<Vec<_>>()
-                    .join(" / ")
-            );
-        }
-        Ok(out.stdout)
-    }
-
-    /// The path check, always by the native workload (whatever the driver).
-    async fn verify(&self, spec: &VerifySpec) -> Result<PathCheck> {
-        let stdout = self
-            .call("verify", crate::workload::cli::verify_args(spec))
-            .await
-            .context("checking what the path does to records")?;
-        crate::workload::cli::parse_result(&stdout)
-    }
-
-    async fn probe(&self, service: &str, endpoint: &str) -> Result<()> {
-        self.call(
-            "probe",
-            vec![
-                "probe".into(),
-                "--bootstrap".into(),
-                endpoint.into(),
-                "--timeout-s".into(),
-                READY_TIMEOUT.as_secs().to_string(),
-            ],
-        )
-        .await
-        .with_context(|| format!("service {service} did not answer Kafka requests at {endpoint}"))
-        .map(|_| ())
-    }
-
-    fn kafka_tools(&self) -> Option<KafkaTools<'a>> {
-        self.tool_image
-            .map(|tool| KafkaTools::new(self.engine, tool, self.image, self.network.clone()))
-    }
-
-    async fn warm_broker(&self, bootstrap: &str, records: u64) -> Result<()> {
-        if let Some(tools) = self.kafka_tools() {
-            return tools.warm_broker(bootstrap, records).await;
-        }
-        self.call(
-            "warm-broker",
-            vec![
-                "warm-broker".into(),
-                "--bootstrap".into(),
-                bootstrap.into(),
-                "--num-records".into(),
-                records.to_string(),
-            ],
-        )
-        .await
-        .context("warming the broker")
-        .map(|_| ())
-    }
-
-    async fn measure(
-        &self,
-        settings: &Settings,
-        bootstrap: &str,
-        topic: &str,
-        before: &Before,
-    ) -> Result<crate::model::Measurement> {
-        let mut spec = MeasureSpec::new(bootstrap, topic, settings.num_records);
-        spec.record_size = settings.record_size as usize;
-        spec.throughput = settings.throughput;
-        spec.properties = settings.producer_properties.clone();
-        spec.warm_up_records = settings.warm_up_pre_test;
-        spec.consume_timeout = CONSUME_TIMEOUT;
-        if let Some(tools) = self.kafka_tools() {
-            return tools.measure(&spec).await;
-        }
-        let mut args = crate::workload::cli::measure_args(&spec);
-        for endpoint in before.ready.values() {
-            args.push("--ready".into());
-            args.push(endpoint.clone());
-        }
-        args.push("--ready-timeout-s".into());
-        args.push(READY_TIMEOUT.as_secs().to_string());
-        args.push("--warm-broker-records".into());
-        args.push(before.warm_broker.to_string());
-        let mut stdout = self.call("measure", args).await;
-        if !before.ready.is_empty() {
-            let services: Vec<&str> = before.ready.keys().map(String::as_str).collect();
-            stdout = stdout.with_context(|| {
-                format!("services that must answer first: {}", services.join(", "))
-            });
-        }
-        let stdout = stdout?;
-        crate::workload::cli::parse_result_line(&stdout)
-    }
+    let t = Instant::now();
+    let sampler = site.sample(run_wide, sc.own_broker);
+    let mut spec = MeasureSpec::new(&sc.bootstrap, &planned.topic, settings.num_records);
+    spec.record_size = settings.record_size as usize;
+    spec.throughput = settings.throughput;
+    spec.properties = settings.producer_properties.clone();
+    spec.warm_up_records = settings.warm_up_pre_test;
+    spec.consume_timeout = CONSUME_TIMEOUT;
+    let measured = flow::measure(session, &spec).await;
+    let used = sampler.finish().await;
+    phases.workload_s = t.elapsed().as_secs_f64();
+    let mut measurement = measured?;
+    measurement.steps_s.extend(before);
+    Ok((measurement, used))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::round_order;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::driver::flow::tests::Fake;
 
     #[test]
     fn rounds_rotate_the_scenario_order() {
@@ -782,5 +644,236 @@ mod tests {
         assert_eq!(round_order(3, 3), [0, 1, 2]);
         assert_eq!(round_order(1, 5), [0]);
         assert!(round_order(0, 2).is_empty());
+    }
+
+    /// A site that records what the orchestration asks of it; its sessions are fake drivers
+    /// recording into the same log.
+    #[derive(Default)]
+    struct FakeSite {
+        log: Arc<Mutex<Vec<String>>>,
+        /// Steps the sessions fail.
+        fail: Vec<&'static str>,
+        /// The path check finds the broker holding records as sent.
+        path_unchanged: bool,
+    }
+
+    impl FakeSite {
+        fn note(&self, what: String) {
+            self.log.lock().unwrap().push(what);
+        }
+    }
+
+    struct FakeSampling(Arc<Mutex<Vec<String>>>);
+
+    impl Sampling for FakeSampling {
+        fn finish(self: Box<Self>) -> LocalBoxFuture<'static, Vec<ServiceResources>> {
+            self.0.lock().unwrap().push("sampled".into());
+            Box::pin(async { Vec::new() })
+        }
+    }
+
+    impl Site for FakeSite {
+        fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
+            self.note(format!("up {}", services.join(" ")));
+            Box::pin(async { Ok(()) })
+        }
+        fn down<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
+            self.note(format!("down {}", services.join(" ")));
+            Box::pin(async { Ok(()) })
+        }
+        fn exec<'a>(
+            &'a self,
+            service: &'a str,
+            command: &'a [String],
+        ) -> LocalBoxFuture<'a, Result<ExecOutput>> {
+            self.note(format!("exec in {service}: {}", command.join(" ")));
+            Box::pin(async { Ok(ExecOutput::default()) })
+        }
+        fn open<'a>(
+            &'a self,
+            client: &'a BTreeMap<String, String>,
+            tls: bool,
+        ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>> {
+            self.note(format!("open client={client:?} tls={tls}"));
+            let session: Box<dyn Session> = Box::new(Fake {
+                calls: self.log.clone(),
+                fail: self.fail.clone(),
+                ..Fake::default()
+            });
+            Box::pin(async { Ok(session) })
+        }
+        fn sample(&self, run_wide: &[String], own_broker: bool) -> Box<dyn Sampling> {
+            self.note(format!(
+                "sample run-wide={run_wide:?} own_broker={own_broker}"
+            ));
+            Box::new(FakeSampling(self.log.clone()))
+        }
+        fn image_ids(&self) -> BTreeMap<String, String> {
+            BTreeMap::from([("proxy:1".to_string(), "sha256:p".to_string())])
+        }
+        fn image_sources<'a>(
+            &'a self,
+            images: &'a BTreeMap<String, String>,
+        ) -> LocalBoxFuture<'a, BTreeMap<String, String>> {
+            let sources = images
+                .keys()
+                .map(|i| (i.clone(), format!("recipe of {i}")))
+                .collect();
+            Box::pin(async { sources })
+        }
+        fn verify<'a>(
+            &'a self,
+            spec: &'a VerifySpec,
+            tls: bool,
+        ) -> LocalBoxFuture<'a, Result<PathCheck>> {
+            self.note(format!(
+                "verify {} via {} direct {} tls={tls}",
+                spec.topic, spec.bootstrap, spec.direct
+            ));
+            let broker_ok = if self.path_unchanged { 0 } else { spec.records };
+            let check = PathCheck {
+                expect: spec.expect,
+                direct: spec.direct.clone(),
+                records: spec.records,
+                broker_ok,
+                consumer_ok: spec.records,
+                first_mismatch: (broker_ok == 0)
+                    .then(|| "record 0: the broker holds the record as sent".to_string()),
+            };
+            Box::pin(async { Ok(check) })
+        }
+    }
+
+    /// A suite of one scenario through a proxy, with setup and teardown steps, planned.
+    fn planned(root: &std::path::Path) -> (Settings, Plan) {
+        use std::fs;
+        let suite = root.join("suite");
+        fs::create_dir_all(suite.join("01-proxy")).unwrap();
+        fs::write(
+            root.join("c.yaml"),
+            "services:\n  broker: { image: b }\n  proxy: { image: \"proxy:1\", depends_on: [broker] }\n  vault: { image: v }\n",
+        )
+        .unwrap();
+        fs::write(
+            suite.join("suite.yaml"),
+            "description: s\ncompose: [../c.yaml]\nservices: [broker]\nbootstrap: broker:9092\nready: { broker: \"broker:9092\" }\n",
+        )
+        .unwrap();
+        fs::write(
+            suite.join("01-proxy/scenario.yaml"),
+            "description: p\nservices: [proxy, vault]\nbootstrap: proxy:9092\nready: { proxy: \"proxy:9092\" }\nclient: { client.id: x }\nexpect: { broker: encrypted, consumer: sent }\nsetup:\n  - exec: { service: vault, command: [key, \"${TOPIC}\"] }\nteardown:\n  - exec: { service: vault, command: [unkey, \"${TOPIC}\"] }\n",
+        )
+        .unwrap();
+        let settings = Settings {
+            scenarios: suite,
+            commit_id: "c".into(),
+            num_records: 10,
+            warm_up_post_broker_start: 0,
+            warm_up_pre_test: 0,
+            ..Settings::default()
+        };
+        let plan = crate::plan::plan(&settings, "r").unwrap();
+        (settings, plan)
+    }
+
+    #[tokio::test]
+    async fn the_runner_orders_a_scenario_around_the_measurement() {
+        let root = tempfile::tempdir().unwrap();
+        let (settings, plan) = planned(root.path());
+        let mut site = FakeSite::default();
+        let results = run_scenarios(&mut site, &settings, &plan).await.unwrap();
+        let log = site.log.lock().unwrap().clone();
+        let topic = "perf-tests-01-proxy";
+        assert_eq!(
+            log,
+            [
+                "up broker".to_string(),
+                "open client={} tls=false".into(),
+                "probe broker:9092".into(),
+                "close".into(),
+                "up proxy vault".into(),
+                "open client={\"client.id\": \"x\"} tls=false".into(),
+                "probe proxy:9092".into(),
+                format!("exec in vault: key {topic}"),
+                "sample run-wide=[\"broker\"] own_broker=false".into(),
+                format!("create {topic}"),
+                "end-offsets".into(),
+                "produce 10 at -1".into(),
+                "end-offsets".into(),
+                "consume 10 from 0".into(),
+                format!("delete {topic}"),
+                "sampled".into(),
+                "close".into(),
+                format!("verify {topic} via proxy:9092 direct broker:9092 tls=false"),
+                format!("exec in vault: unkey {topic}"),
+                "down proxy vault".into(),
+            ]
+        );
+        assert_eq!(results.len(), 1);
+        let r = &results[0];
+        assert_eq!((r.name.as_str(), r.topic.as_str()), ("01-proxy", topic));
+        assert!(r.measurement.integrity.is_ok());
+        assert!(r.measurement.steps_s.contains_key("ready"));
+        assert_eq!(r.images["proxy:1"], "sha256:p");
+        assert_eq!(r.image_sources["proxy:1"], "recipe of proxy:1");
+        let check = r.path_check.as_ref().expect("the scenario declares expect");
+        assert!(check.holds() && !r.path_check_failed(), "{check:?}");
+    }
+
+    #[tokio::test]
+    async fn a_path_that_does_not_do_what_it_declares_marks_the_result() {
+        let root = tempfile::tempdir().unwrap();
+        let (settings, plan) = planned(root.path());
+        let mut site = FakeSite {
+            path_unchanged: true,
+            ..FakeSite::default()
+        };
+        let results = run_scenarios(&mut site, &settings, &plan).await.unwrap();
+        let r = &results[0];
+        assert!(r.path_check_failed(), "{:?}", r.path_check);
+        let rendered = crate::report::tables(&results);
+        let producer = &rendered[0];
+        assert_eq!(producer.rows[0][0], "01-proxy (path check FAILED)");
+        let checks = rendered
+            .iter()
+            .find(|t| t.title == "Path checks")
+            .expect("a path check table");
+        assert!(
+            checks.rows[0][6].starts_with("FAILED: record 0"),
+            "{checks:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_measurement_still_closes_tears_down_and_takes_the_services_down() {
+        let root = tempfile::tempdir().unwrap();
+        let (settings, plan) = planned(root.path());
+        let mut site = FakeSite {
+            fail: vec!["produce"],
+            ..FakeSite::default()
+        };
+        let err = run_scenarios(&mut site, &settings, &plan)
+            .await
+            .unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains("scenario 01-proxy") && msg.contains("produce"),
+            "{msg}"
+        );
+        let log = site.log.lock().unwrap().clone();
+        let tail: Vec<&str> = log.iter().rev().take(4).rev().map(String::as_str).collect();
+        assert_eq!(
+            tail,
+            [
+                "sampled",
+                "close",
+                "exec in vault: unkey perf-tests-01-proxy",
+                "down proxy vault"
+            ]
+        );
+        assert!(
+            log.contains(&"delete perf-tests-01-proxy".to_string()),
+            "{log:?}"
+        );
     }
 }

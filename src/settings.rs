@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Default `TEST`: every numbered scenario.
 pub const DEFAULT_TEST: &str = "[0-9][0-9]-.*";
@@ -50,7 +50,7 @@ pub const UNKNOWN_COMMIT: &str = "unknown";
 pub const MAX_COUNT: u64 = 1_000_000_000_000_000;
 
 /// What produces and consumes the measured records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Driver {
     /// The built-in librdkafka workload (`perf-tests workload`).
@@ -86,7 +86,8 @@ pub fn parse_driver(s: &str) -> Result<Driver> {
 }
 
 /// Everything a run is parameterised by.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Settings {
     /// Regular expression selecting scenario directories by their whole name.
     pub test: String,

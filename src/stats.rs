@@ -57,7 +57,7 @@ pub fn min_max(values: &[f64]) -> (f64, f64) {
 }
 
 /// The significance level of every comparison.
-const SIGNIFICANCE: f64 = 0.05;
+pub const SIGNIFICANCE: f64 = 0.05;
 
 /// The outcome of a two-sided Mann-Whitney U test.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -82,6 +82,14 @@ pub fn min_p_value(n1: usize, n2: usize) -> f64 {
 /// Whether samples of these sizes can show a difference at p < 0.05 at all.
 pub fn can_be_significant(n1: usize, n2: usize) -> bool {
     min_p_value(n1, n2) < SIGNIFICANCE
+}
+
+/// The fewest repetitions a side needs (with as many on the other) for the test to be able to
+/// reach p < [`SIGNIFICANCE`]: 4 (3 against 3 gives at best p = 0.1).
+pub fn min_repetitions() -> usize {
+    (1..)
+        .find(|&n| can_be_significant(n, n))
+        .unwrap_or(usize::MAX)
 }
 
 fn binomial(n: usize, k: usize) -> f64 {

@@ -266,7 +266,8 @@ networks:
     assert_eq!(b.user.as_deref(), Some("1000"));
     assert_eq!(b.tmpfs, ["/tmp", "/run:size=1m"]);
     let proxy = &p.services["proxy"];
-    assert!(proxy.healthcheck.as_ref().unwrap().is_disabled());
+    // Switched off (`disable: true` or `test: ["NONE"]`).
+    assert_eq!(proxy.healthcheck.as_ref().unwrap().test, ["NONE"]);
     assert_eq!(proxy.depends_on["broker"], Condition::ServiceHealthy);
     assert_eq!(
         proxy.depends_on["init"],

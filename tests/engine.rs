@@ -12,12 +12,20 @@ use futures_util::FutureExt;
 use perf_tests::compose;
 use perf_tests::engine::liveness::Owner;
 use perf_tests::engine::{Deployment, Engine, OneOff};
-use perf_tests::images::scratch::{build_scratch_image, image_label, ScratchFile};
+use perf_tests::images::scratch::{build_scratch_image, ScratchFile};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// The value of label `key` on local image `tag`, or `None` if the image or label is absent.
+async fn image_label(engine: &Engine, tag: &str, key: &str) -> anyhow::Result<Option<String>> {
+    Ok(engine
+        .image_labels(tag)
+        .await?
+        .and_then(|mut l| l.remove(key)))
+}
 
 const TOOLS_IMAGE: &str = "perf-tests-test/tools:latest";
 const CONTENT_LABEL: &str = "io.perf-tests.test-content";
@@ -84,7 +92,7 @@ where
 {
     let _lock = engine_lock(false);
     let run_id = unique(prefix);
-    let engine = Engine::connect(&run_id).await.unwrap();
+    let engine = common::engine(&run_id).await;
     tools_image(&engine).await;
     let outcome = AssertUnwindSafe(body(engine.clone())).catch_unwind().await;
     engine.remove_run(&run_id).await.unwrap();
@@ -432,7 +440,7 @@ async fn scratch_image_carries_labels_and_runs_a_host_binary() {
 #[tokio::test]
 async fn remove_all_managed_removes_leftovers_and_nothing_else() {
     let _lock = engine_lock(true);
-    let engine = Engine::connect(&unique("clean")).await.unwrap();
+    let engine = common::engine(&unique("clean")).await;
     tools_image(&engine).await;
     // An unrelated container without labels: must survive.
     let bystander = unique("bystander");

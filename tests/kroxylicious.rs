@@ -151,7 +151,7 @@ fn settings(suite: &str) -> Settings {
 }
 
 fn load_plan(suite: &str) -> Plan {
-    plan::plan(&settings(suite)).unwrap_or_else(|e| panic!("{suite} plans: {e:#}"))
+    plan::plan(&settings(suite), "test-run").unwrap_or_else(|e| panic!("{suite} plans: {e:#}"))
 }
 
 fn load_project(suite: &str) -> compose::Project {
@@ -497,7 +497,7 @@ fn compose_file_knows_every_service_the_suites_name() {
         for p in &plan.scenarios {
             named.extend(p.scenario.services.iter().cloned());
             named.extend(p.scenario.ready.keys().cloned());
-            for step in p.setup.iter().chain(&p.teardown) {
+            for step in p.scenario.setup.iter().chain(&p.scenario.teardown) {
                 let Step::Exec { service, .. } = step;
                 named.push(service.clone());
             }
@@ -761,7 +761,8 @@ fn proxy_configurations_have_the_reference_filters() {
             .iter()
             .find(|p| p.scenario.name == name)
             .unwrap();
-        p.setup
+        p.scenario
+            .setup
             .iter()
             .filter_map(|Step::Exec { command, .. }| {
                 command
@@ -948,7 +949,7 @@ async fn images_with_a_recipe_are_built_not_pulled() {
 /// The count the kafka-tools driver takes its end offsets from, against a real broker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workload_end_offsets_counts_the_records_of_a_topic() {
-    use perf_tests::workload::kafka_tools::parse_end_offsets;
+    use perf_tests::driver::native::parse_end_offsets;
     use perf_tests::workload::{produce, unique_suffix, Admin, ProduceConfig, TopicSpec};
 
     let broker = support::Broker::start().await;

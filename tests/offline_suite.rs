@@ -71,7 +71,7 @@ async fn probe(
 #[tokio::test(flavor = "multi_thread")]
 async fn debian_recipe_builds_runs_and_is_not_rebuilt() {
     let _lock = engine_lock(false);
-    let engine = Engine::connect(&run_id("recipe")).await.unwrap();
+    let engine = common::engine(&run_id("recipe")).await;
     let image = format!("perf-tests-test/recipe-env:{}", std::process::id());
     let r = ImageRecipe {
         image: image.clone(),
@@ -156,7 +156,7 @@ fn offline_suite_plan_resolves() {
 #[tokio::test(flavor = "multi_thread")]
 async fn broker_and_proxy_answer_a_real_kafka_client() {
     let _lock = engine_lock(false);
-    let engine = Engine::connect(&run_id("tansu")).await.unwrap();
+    let engine = common::engine(&run_id("tansu")).await;
     let workload = images(&engine).await;
     let project = compose::load(
         &[repo().join("compose/tansu.yaml")],
@@ -182,7 +182,7 @@ async fn broker_and_proxy_answer_a_real_kafka_client() {
 #[tokio::test(flavor = "multi_thread")]
 async fn tls_path_refuses_plaintext_and_accepts_the_generated_ca() {
     let _lock = engine_lock(false);
-    let engine = Engine::connect(&run_id("tls")).await.unwrap();
+    let engine = common::engine(&run_id("tls")).await;
     let workload = images(&engine).await;
     let tls = tempfile::tempdir().unwrap();
     perf_tests::tls::generate(tls.path(), &["terminator".into()]).unwrap();
@@ -241,7 +241,7 @@ async fn tls_path_refuses_plaintext_and_accepts_the_generated_ca() {
 async fn clean_images_removes_other_builds_workload_images_only() {
     // Exclusive: `clean` also removes the managed containers of runs no longer alive.
     let _lock = engine_lock(true);
-    let engine = Engine::connect(&run_id("clean-images")).await.unwrap();
+    let engine = common::engine(&run_id("clean-images")).await;
     // Any other executable stands in for an older build of perf-tests.
     let stale = perf_tests::images::workload::ensure_for(&engine, Path::new("/usr/bin/env"))
         .await

@@ -74,7 +74,7 @@ fn run(results: &Path, run_id: Arc<Mutex<Option<String>>>) -> PathBuf {
 /// Until `stop`, limits every new running proxy container of the run named in `run_id` to a
 /// twentieth of a core.
 async fn throttle_proxies(stop: Arc<AtomicBool>, run_id: Arc<Mutex<Option<String>>>) -> usize {
-    let docker = bollard::Docker::connect_with_defaults().unwrap();
+    let docker = common::docker();
     let mut done = HashSet::new();
     while !stop.load(Ordering::Relaxed) {
         let Some(id) = run_id.lock().unwrap().clone() else {

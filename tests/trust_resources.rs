@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 use perf_tests::engine::Engine;
-use perf_tests::resources::{own_cpu_time, Sampler, Target};
+use perf_tests::resources::{Sampler, Target};
 
 const IMAGE: &str = "perf-tests/tansu:0.6.0";
 const SAMPLING: Duration = Duration::from_secs(6);
@@ -18,7 +18,7 @@ const SAMPLING: Duration = Duration::from_secs(6);
 async fn sampling_reads_real_containers_for_under_one_percent_of_a_core() {
     let _lock = engine_lock(false);
     let run_id = format!("trust-resources-{}", std::process::id());
-    let engine = Engine::connect(&run_id).await.unwrap();
+    let engine = common::engine(&run_id).await;
     // The body runs in its own task so the containers are removed even when it panics.
     let body = tokio::spawn(sample_two_brokers(engine.clone(), run_id.clone()));
     let outcome = body.await;
@@ -93,4 +93,29 @@ async fn sample_two_brokers(engine: Engine, run_id: String) {
         share < 1.0,
         "sampling cost {share:.2}% of a core ({cpu:?} over {wall:?})"
     );
+}
+
+/// CPU time (user + system) this process has used so far, from /proc/self/stat; `None` where
+/// that file does not exist. Used to show that sampling is cheap.
+fn own_cpu_time() -> Option<std::time::Duration> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name may hold spaces; fields after it are space-separated.
+    let rest = &text[text.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // USER_HZ is 100 on every Linux ABI.
+    Some(std::time::Duration::from_millis(ticks * 10))
+}
+
+#[test]
+fn own_cpu_time_grows_with_work() {
+    let before = own_cpu_time().unwrap();
+    let t = std::time::Instant::now();
+    let mut x = 0u64;
+    while t.elapsed() < std::time::Duration::from_millis(200) {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+    }
+    std::hint::black_box(x);
+    assert!(own_cpu_time().unwrap() >= before + std::time::Duration::from_millis(100));
 }

@@ -5,12 +5,117 @@ mod support;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use perf_tests::workload::cli::parse_result_line;
+use anyhow::Result;
+use futures_util::future::BoxFuture;
+use perf_tests::driver::{flow, MeasureSpec, Progress, Session};
+use perf_tests::model::{ConsumerResult, Measurement, ProducerResult};
+use perf_tests::workload::command::parse_result_line;
 use perf_tests::workload::{
-    consume, measure, probe, produce, unique_suffix, warm_broker, Admin, ConsumeConfig,
-    MeasureSpec, ProduceConfig, TopicSpec,
+    consume, probe, produce, unique_suffix, Admin, ConsumeConfig, ProduceConfig, TopicSpec,
 };
 use support::{free_port, Broker};
+
+/// The workload's steps called in this process: a session of the driver interface that needs
+/// no engine (the broker runs on the host).
+struct InProcess;
+
+impl Session for InProcess {
+    fn check(&self, spec: &MeasureSpec) -> Result<()> {
+        perf_tests::workload::properties::client_config(&spec.bootstrap, &[], &[&spec.properties])
+            .map(|_| ())
+    }
+    fn probe<'a>(&'a self, endpoint: &'a str, timeout: Duration) -> BoxFuture<'a, Result<()>> {
+        Box::pin(probe(endpoint, &[], timeout))
+    }
+    fn create_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let topic = TopicSpec {
+                name: spec.topic.clone(),
+                partitions: spec.partitions,
+                replication_factor: spec.replication_factor,
+            };
+            let admin = Admin::connect(&spec.bootstrap, &[])?;
+            admin.create_topic(&topic, Duration::from_secs(30)).await
+        })
+    }
+    fn produce<'a>(
+        &'a self,
+        spec: &'a MeasureSpec,
+        records: u64,
+        throughput: i64,
+        progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<ProducerResult>> {
+        let cfg = ProduceConfig {
+            bootstrap: spec.bootstrap.clone(),
+            topic: spec.topic.clone(),
+            num_records: records,
+            record_size: spec.record_size,
+            throughput,
+            properties: spec.properties.clone(),
+            client: Vec::new(),
+        };
+        Box::pin(async move { produce(&cfg, |p| progress(&p.to_string())).await })
+    }
+    fn consume<'a>(
+        &'a self,
+        spec: &'a MeasureSpec,
+        records: u64,
+        group: &'a str,
+        _progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<ConsumerResult>> {
+        let cfg = ConsumeConfig {
+            bootstrap: spec.bootstrap.clone(),
+            topic: spec.topic.clone(),
+            group_id: group.to_string(),
+            expected: records,
+            timeout: spec.consume_timeout,
+            client: Vec::new(),
+        };
+        Box::pin(async move { consume(&cfg).await })
+    }
+    fn end_offsets<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(async move {
+            Admin::connect(&spec.bootstrap, &[])?
+                .end_offsets(&spec.topic)
+                .await
+        })
+    }
+    fn delete_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            Admin::connect(&spec.bootstrap, &[])?
+                .delete_topic(&spec.topic)
+                .await
+        })
+    }
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// Names of all topics the endpoint reports.
+async fn topic_names(bootstrap: &str) -> Vec<String> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    tokio::task::spawn_blocking(move || {
+        let metadata = consumer
+            .fetch_metadata(None, Duration::from_secs(10))
+            .unwrap();
+        metadata
+            .topics()
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect()
+    })
+    .await
+    .unwrap()
+}
+
+async fn measure(spec: &MeasureSpec) -> Result<Measurement> {
+    flow::measure(&InProcess, spec).await
+}
 
 fn topic(prefix: &str) -> String {
     format!("{prefix}-{}", unique_suffix())
@@ -228,60 +333,113 @@ async fn probe_fails_cleanly_on_a_closed_port() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warm_broker_leaves_no_topic_behind() {
     let broker = Broker::start().await;
-    warm_broker(&broker.bootstrap, 500, &[]).await.unwrap();
-    let admin = Admin::connect(&broker.bootstrap, &[]).unwrap();
-    let left = admin.topic_names().await.unwrap();
+    flow::warm_broker(&InProcess, &broker.bootstrap, 500)
+        .await
+        .unwrap();
+    let left = topic_names(&broker.bootstrap).await;
     assert!(
         !left.iter().any(|t| t.starts_with("perf-tests-warm-up-")),
         "{left:?}"
     );
 }
 
+/// Runs `perf-tests workload <args>` to completion: (success, stdout, stderr).
+async fn workload_process(args: Vec<String>) -> (bool, String, String) {
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+            .args(args)
+            .output()
+            .expect("running perf-tests workload")
+    })
+    .await
+    .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workload_process_result_line_round_trips() {
     let broker = Broker::start().await;
     let t = topic("process");
-    let bootstrap = broker.bootstrap.clone();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_perf-tests"))
-            .args([
-                "workload",
-                "measure",
-                "--bootstrap",
-                &bootstrap,
-                "--topic",
-                &t,
-            ])
-            .args(["--num-records", "2000", "--record-size", "100"])
-            .args(["--warm-up-records", "100", "--consume-timeout-s", "20"])
-            .args(["--property", "acks=-1", "--property", "linger.ms=2"])
-            .output()
-            .expect("running perf-tests workload measure")
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
+    let b = broker.bootstrap.as_str();
+    let (ok, stdout, stderr) = workload_process(args(&[
+        "workload",
+        "create-topic",
+        "--bootstrap",
+        b,
+        "--topic",
+        &t,
+    ]))
+    .await;
+    assert!(ok, "stdout: {stdout}\nstderr: {stderr}");
+    let (ok, stdout, stderr) = workload_process(args(&[
+        "workload",
+        "produce",
+        "--bootstrap",
+        b,
+        "--topic",
+        &t,
+        "--num-records",
+        "2000",
+        "--record-size",
+        "100",
+        "--property",
+        "acks=-1",
+        "--property",
+        "linger.ms=2",
+    ]))
+    .await;
+    assert!(ok, "stdout: {stdout}\nstderr: {stderr}");
     assert_eq!(
         stdout.lines().count(),
         1,
         "stdout carries only the result: {stdout}"
     );
-    let m = parse_result_line(&stdout).expect("result line");
-    assert!(m.integrity.is_ok(), "{:?}", m.integrity);
-    assert_eq!(m.consumer.consumed_recs, 2000);
-    assert!((m.consumer.consumed_mib - 2000.0 * 100.0 / 1048576.0).abs() < 1e-9);
+    let produced: ProducerResult = parse_result_line(&stdout).expect("result line");
+    assert_eq!(produced.sent, 2000);
     assert!(stderr.contains("2000 records sent"), "{stderr}");
+    let (ok, stdout, stderr) = workload_process(args(&[
+        "workload",
+        "consume",
+        "--bootstrap",
+        b,
+        "--topic",
+        &t,
+        "--group",
+        "process-group",
+        "--expected",
+        "2000",
+        "--timeout-s",
+        "20",
+    ]))
+    .await;
+    assert!(ok, "stdout: {stdout}\nstderr: {stderr}");
+    let m: ConsumerResult = parse_result_line(&stdout).expect("result line");
+    assert_eq!(m.consumed_recs, 2000);
+    assert!((m.consumed_mib - 2000.0 * 100.0 / 1048576.0).abs() < 1e-9);
 
     let again = format!(
         "noise\nPERF-TESTS-RESULT {}\n",
         serde_json::to_string(&m).unwrap()
     );
-    assert_eq!(parse_result_line(&again).unwrap(), m);
+    assert_eq!(parse_result_line::<ConsumerResult>(&again).unwrap(), m);
+    let (ok, _, stderr) = workload_process(args(&[
+        "workload",
+        "delete-topic",
+        "--bootstrap",
+        b,
+        "--topic",
+        &t,
+    ]))
+    .await;
+    assert!(ok, "{stderr}");
 }
 
 #[tokio::test]

@@ -17,7 +17,6 @@
 //! process environment, then a `.env` file beside the first Compose file. Several files merge
 //! as Compose does: services by name, a key set in a later file replaces the earlier one.
 
-pub mod cli;
 mod file;
 pub mod interpolate;
 mod normalize;
@@ -125,13 +124,6 @@ pub struct Healthcheck {
     /// Grace period after start.
     #[serde(serialize_with = "human_duration")]
     pub start_period: Option<Duration>,
-}
-
-impl Healthcheck {
-    /// True when the check is switched off (`disable: true` or `test: ["NONE"]`).
-    pub fn is_disabled(&self) -> bool {
-        self.test.first().map(String::as_str) == Some("NONE")
-    }
 }
 
 /// Durations print as written in Compose files (`300ms`, `1.5s`) in `compose config`.

@@ -216,100 +216,10 @@ impl Deployment {
             .with_context(|| format!("service \"{svc}\""))?;
         self.image_ids.insert(service.image.clone(), image_id);
 
-        let mut labels: HashMap<String, String> = service.labels.clone().into_iter().collect();
-        labels.extend(self.engine.run_labels());
-        labels.insert(LABEL_SERVICE.to_string(), svc.clone());
-        labels.insert(LABEL_PROJECT.to_string(), self.name.clone());
-
-        let mut port_bindings: HashMap<String, Option<Vec<PortBinding>>> = HashMap::new();
-        for p in &service.ports {
-            port_bindings
-                .entry(format!("{}/{}", p.container_port, p.protocol))
-                .or_insert_with(|| Some(Vec::new()))
-                .get_or_insert_with(Vec::new)
-                .push(PortBinding {
-                    host_ip: p.host_ip.clone(),
-                    host_port: Some(p.host_port.map(|h| h.to_string()).unwrap_or_default()),
-                });
-        }
-        let binds: Vec<String> = service
-            .mounts
-            .iter()
-            .map(|m| {
-                let mut b = format!("{}:{}", m.source.display(), m.target);
-                if m.read_only {
-                    b.push_str(":ro");
-                }
-                b
-            })
-            .collect();
-        let tmpfs: HashMap<String, String> = service
-            .tmpfs
-            .iter()
-            .map(|t| match t.split_once(':') {
-                Some((p, o)) => (p.to_string(), o.to_string()),
-                None => (t.clone(), String::new()),
-            })
-            .collect();
-
-        // The engine attaches one network at creation; the others are connected before start.
-        let mut nets = service.networks.iter();
-        let (first_net, first_aliases) = nets
-            .next()
-            .map(|(n, a)| (n.clone(), a.clone()))
-            .unwrap_or_else(|| ("default".to_string(), Vec::new()));
-        let endpoint = |aliases: &Vec<String>| EndpointSettings {
-            aliases: Some(
-                std::iter::once(svc.clone())
-                    .chain(aliases.iter().cloned())
-                    .collect(),
-            ),
-            ..Default::default()
-        };
-        let first_engine_net = self.network_name(&first_net);
-
-        let body = ContainerCreateBody {
-            image: Some(service.image.clone()),
-            hostname: Some(service.hostname.clone().unwrap_or_else(|| svc.clone())),
-            user: service.user.clone(),
-            env: Some(service.environment.clone()),
-            cmd: service.command.clone(),
-            entrypoint: service.entrypoint.clone(),
-            working_dir: service.working_dir.clone(),
-            labels: Some(labels),
-            healthcheck: service.healthcheck.as_ref().map(|h| HealthConfig {
-                test: Some(h.test.clone()),
-                interval: h.interval.map(nanos),
-                timeout: h.timeout.map(nanos),
-                retries: h.retries.map(i64::from),
-                start_period: h.start_period.map(nanos),
-                start_interval: None,
-            }),
-            exposed_ports: if port_bindings.is_empty() {
-                None
-            } else {
-                Some(port_bindings.keys().cloned().collect())
-            },
-            host_config: Some(HostConfig {
-                binds: Some(binds),
-                port_bindings: Some(port_bindings),
-                security_opt: if service.security_opt.is_empty() {
-                    None
-                } else {
-                    Some(service.security_opt.clone())
-                },
-                tmpfs: if tmpfs.is_empty() { None } else { Some(tmpfs) },
-                network_mode: Some(first_engine_net.clone()),
-                ..Default::default()
-            }),
-            networking_config: Some(NetworkingConfig {
-                endpoints_config: Some(HashMap::from([(
-                    first_engine_net,
-                    endpoint(&first_aliases),
-                )])),
-            }),
-            ..Default::default()
-        };
+        let body = container_body(service, self.engine.run_labels(), &self.name, &|net| {
+            self.network_name(net)
+        });
+        let nets = service.networks.iter().skip(1);
         let name = self.container_name(svc);
         let created = match self
             .engine
@@ -340,7 +250,7 @@ impl Deployment {
                     &self.network_name(net),
                     NetworkConnectRequest {
                         container: created.id.clone(),
-                        endpoint_config: Some(endpoint(aliases)),
+                        endpoint_config: Some(endpoint(svc, aliases)),
                     },
                 )
                 .await;
@@ -512,4 +422,198 @@ impl Deployment {
 
 fn nanos(d: Duration) -> i64 {
     i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+}
+
+/// The engine's creation body of the container of a Compose service: its labels (the service's,
+/// the run's, the service and deployment names), ports, bind mounts, tmpfs, healthcheck and the
+/// first of its networks (`network` names a Compose network on the engine) with its aliases; the
+/// other networks are connected before the container starts. Touches no engine.
+pub fn container_body(
+    service: &Service,
+    run_labels: HashMap<String, String>,
+    project: &str,
+    network: &dyn Fn(&str) -> String,
+) -> ContainerCreateBody {
+    let svc = &service.name;
+    let mut labels: HashMap<String, String> = service.labels.clone().into_iter().collect();
+    labels.extend(run_labels);
+    labels.insert(LABEL_SERVICE.to_string(), svc.clone());
+    labels.insert(LABEL_PROJECT.to_string(), project.to_string());
+
+    let mut port_bindings: HashMap<String, Option<Vec<PortBinding>>> = HashMap::new();
+    for p in &service.ports {
+        port_bindings
+            .entry(format!("{}/{}", p.container_port, p.protocol))
+            .or_insert_with(|| Some(Vec::new()))
+            .get_or_insert_with(Vec::new)
+            .push(PortBinding {
+                host_ip: p.host_ip.clone(),
+                host_port: Some(p.host_port.map(|h| h.to_string()).unwrap_or_default()),
+            });
+    }
+    let binds: Vec<String> = service
+        .mounts
+        .iter()
+        .map(|m| {
+            let mut b = format!("{}:{}", m.source.display(), m.target);
+            if m.read_only {
+                b.push_str(":ro");
+            }
+            b
+        })
+        .collect();
+    let tmpfs: HashMap<String, String> = service
+        .tmpfs
+        .iter()
+        .map(|t| match t.split_once(':') {
+            Some((p, o)) => (p.to_string(), o.to_string()),
+            None => (t.clone(), String::new()),
+        })
+        .collect();
+
+    // The engine attaches one network at creation; the others are connected before start.
+    let (first_net, first_aliases) = service
+        .networks
+        .iter()
+        .next()
+        .map(|(n, a)| (n.clone(), a.clone()))
+        .unwrap_or_else(|| ("default".to_string(), Vec::new()));
+    let first_engine_net = network(&first_net);
+
+    ContainerCreateBody {
+        image: Some(service.image.clone()),
+        hostname: Some(service.hostname.clone().unwrap_or_else(|| svc.clone())),
+        user: service.user.clone(),
+        env: Some(service.environment.clone()),
+        cmd: service.command.clone(),
+        entrypoint: service.entrypoint.clone(),
+        working_dir: service.working_dir.clone(),
+        labels: Some(labels),
+        healthcheck: service.healthcheck.as_ref().map(|h| HealthConfig {
+            test: Some(h.test.clone()),
+            interval: h.interval.map(nanos),
+            timeout: h.timeout.map(nanos),
+            retries: h.retries.map(i64::from),
+            start_period: h.start_period.map(nanos),
+            start_interval: None,
+        }),
+        exposed_ports: if port_bindings.is_empty() {
+            None
+        } else {
+            Some(port_bindings.keys().cloned().collect())
+        },
+        host_config: Some(HostConfig {
+            binds: Some(binds),
+            port_bindings: Some(port_bindings),
+            security_opt: if service.security_opt.is_empty() {
+                None
+            } else {
+                Some(service.security_opt.clone())
+            },
+            tmpfs: if tmpfs.is_empty() { None } else { Some(tmpfs) },
+            network_mode: Some(first_engine_net.clone()),
+            ..Default::default()
+        }),
+        networking_config: Some(NetworkingConfig {
+            endpoints_config: Some(HashMap::from([(
+                first_engine_net,
+                endpoint(svc, &first_aliases),
+            )])),
+        }),
+        ..Default::default()
+    }
+}
+
+/// A container's endpoint on a network: reachable by its service name and the aliases.
+fn endpoint(svc: &str, aliases: &[String]) -> EndpointSettings {
+    EndpointSettings {
+        aliases: Some(
+            std::iter::once(svc.to_string())
+                .chain(aliases.iter().cloned())
+                .collect(),
+        ),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service(yaml: &str) -> Service {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("compose.yaml");
+        std::fs::write(&file, yaml).unwrap();
+        let project = crate::compose::load(&[file], &Default::default()).unwrap();
+        project.services.into_values().next().unwrap()
+    }
+
+    #[test]
+    fn a_compose_service_becomes_a_labelled_container_body() {
+        let s = service(
+            "services:
+  proxy:
+    image: proxy:1
+    command: [serve, --port, \"9092\"]
+    environment: { MODE: fast }
+    ports: [\"127.0.0.1:19092:9092\"]
+    volumes: [\"/etc/hosts:/config/hosts:ro\"]
+    tmpfs: [\"/run:size=1m\"]
+    labels: { team: kafka }
+    networks: { front: { aliases: [kroxylicious] }, back: {} }
+    healthcheck: { test: [CMD, probe], interval: 500ms, retries: 3 }
+networks: { front: {}, back: {} }
+",
+        );
+        let run = HashMap::from([(super::super::LABEL_RUN.to_string(), "r1".to_string())]);
+        let body = container_body(&s, run, "perf-tests-r1", &|net| format!("p_{net}"));
+        assert_eq!(body.image.as_deref(), Some("proxy:1"));
+        assert_eq!(body.hostname.as_deref(), Some("proxy"));
+        assert_eq!(
+            body.cmd,
+            Some(vec!["serve".into(), "--port".into(), "9092".into()])
+        );
+        assert_eq!(body.env, Some(vec!["MODE=fast".to_string()]));
+        let labels = body.labels.unwrap();
+        assert_eq!(labels["team"], "kafka");
+        assert_eq!(labels[super::super::LABEL_RUN], "r1");
+        assert_eq!(labels[LABEL_SERVICE], "proxy");
+        assert_eq!(labels[LABEL_PROJECT], "perf-tests-r1");
+        let health = body.healthcheck.unwrap();
+        assert_eq!(health.test, Some(vec!["CMD".into(), "probe".into()]));
+        assert_eq!(health.interval, Some(500_000_000));
+        assert_eq!(health.retries, Some(3));
+        let host = body.host_config.unwrap();
+        assert_eq!(
+            host.binds,
+            Some(vec!["/etc/hosts:/config/hosts:ro".to_string()])
+        );
+        assert_eq!(host.tmpfs.unwrap()["/run"], "size=1m");
+        let ports = host.port_bindings.unwrap();
+        let bound = ports["9092/tcp"].as_ref().unwrap();
+        assert_eq!(bound[0].host_ip.as_deref(), Some("127.0.0.1"));
+        assert_eq!(bound[0].host_port.as_deref(), Some("19092"));
+        // One network at creation (the first), reachable by the service name and its aliases.
+        let first = host.network_mode.unwrap();
+        let endpoints = body.networking_config.unwrap().endpoints_config.unwrap();
+        assert_eq!(endpoints.len(), 1);
+        let aliases = endpoints[&first].aliases.clone().unwrap();
+        assert_eq!(aliases[0], "proxy");
+        assert!(first == "p_front" || first == "p_back", "{first}");
+        if first == "p_front" {
+            assert_eq!(aliases, ["proxy", "kroxylicious"]);
+        }
+    }
+
+    #[test]
+    fn a_service_without_networks_joins_the_default_one() {
+        let s = service("services:\n  broker:\n    image: b\n");
+        let body = container_body(&s, HashMap::new(), "p", &|net| format!("p_{net}"));
+        assert_eq!(
+            body.host_config.unwrap().network_mode.as_deref(),
+            Some("p_default")
+        );
+        assert!(body.healthcheck.is_none());
+        assert_eq!(body.exposed_ports, None);
+    }
 }

@@ -34,6 +34,18 @@ pub const LABEL_SERVICE: &str = "io.perf-tests.service";
 /// Label carrying the deployment (project) name.
 pub const LABEL_PROJECT: &str = "io.perf-tests.project";
 
+/// A unique, sortable id for one run; it labels every engine resource the run creates.
+pub fn new_run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    format!(
+        "{}-{:06x}",
+        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
+        h.finish() & 0xff_ffff
+    )
+}
+
 /// A connection to the Docker engine, tied to one run id.
 #[derive(Clone)]
 pub struct Engine {

@@ -86,6 +86,17 @@ impl LineSplitter {
 impl Engine {
     /// Runs `cmd` in a running container and collects its output and exit code.
     pub async fn exec_in(&self, container: &str, cmd: &[String]) -> Result<ExecOutput> {
+        self.exec_streaming(container, cmd, |_| {}).await
+    }
+
+    /// Runs `cmd` in a running container, streaming its stderr lines to `on_stderr_line` as they
+    /// come, and collects its output and exit code.
+    pub async fn exec_streaming(
+        &self,
+        container: &str,
+        cmd: &[String],
+        mut on_stderr_line: impl FnMut(&str),
+    ) -> Result<ExecOutput> {
         let exec = self
             .docker
             .create_exec(
@@ -100,18 +111,24 @@ impl Engine {
             .await
             .with_context(|| format!("cannot exec {cmd:?} in container {container}"))?;
         let mut out = ExecOutput::default();
+        let mut lines = LineSplitter {
+            pending: String::new(),
+        };
         if let StartExecResults::Attached { mut output, .. } =
             self.docker.start_exec(&exec.id, None).await?
         {
             while let Some(item) = output.next().await {
                 match item? {
                     LogOutput::StdErr { message } => {
-                        out.stderr.push_str(&String::from_utf8_lossy(&message))
+                        let text = String::from_utf8_lossy(&message);
+                        out.stderr.push_str(&text);
+                        lines.push(&text, &mut on_stderr_line);
                     }
                     other => out.stdout.push_str(&other.to_string()),
                 }
             }
         }
+        lines.finish(&mut on_stderr_line);
         let inspect = self.docker.inspect_exec(&exec.id).await?;
         out.exit_code = inspect.exit_code.unwrap_or(-1);
         Ok(out)
@@ -125,6 +142,52 @@ impl Engine {
         mut on_stderr_line: impl FnMut(&str),
     ) -> Result<ExecOutput> {
         self.ensure_image(&spec.image).await?;
+        let (name, body) = self.container_body(&spec);
+        let created = self
+            .docker
+            .create_container(
+                Some(CreateContainerOptionsBuilder::default().name(&name).build()),
+                body,
+            )
+            .await
+            .with_context(|| format!("cannot create container {name} from {}", spec.image))?;
+        let mut guard = RemoveOnDrop {
+            engine: self.clone(),
+            id: Some(created.id.clone()),
+        };
+        let result = self
+            .run_to_exit(&created.id, &name, &mut on_stderr_line)
+            .await;
+        guard.id = None;
+        let removed = self.remove_container(&created.id).await;
+        let out = result?;
+        removed?;
+        Ok(out)
+    }
+
+    /// Creates and starts a labelled container that keeps running (its command waits) until
+    /// [`Engine::remove_container`] removes it; returns its id. Commands run in it with
+    /// [`Engine::exec_streaming`]. The run's label lets teardown, Ctrl-C and `clean` find it.
+    pub async fn start_detached(&self, spec: OneOff) -> Result<String> {
+        self.ensure_image(&spec.image).await?;
+        let (name, body) = self.container_body(&spec);
+        let created = self
+            .docker
+            .create_container(
+                Some(CreateContainerOptionsBuilder::default().name(&name).build()),
+                body,
+            )
+            .await
+            .with_context(|| format!("cannot create container {name} from {}", spec.image))?;
+        if let Err(e) = self.docker.start_container(&created.id, None).await {
+            let _ = self.remove_container(&created.id).await;
+            return Err(anyhow::Error::new(e).context(format!("cannot start container {name}")));
+        }
+        Ok(created.id)
+    }
+
+    /// The unique name and the creation body of a one-off container.
+    fn container_body(&self, spec: &OneOff) -> (String, ContainerCreateBody) {
         let name = format!(
             "{}-{}",
             crate::compose::sanitize_name(&spec.name_hint),
@@ -149,26 +212,7 @@ impl Engine {
             networking_config,
             ..Default::default()
         };
-        let created = self
-            .docker
-            .create_container(
-                Some(CreateContainerOptionsBuilder::default().name(&name).build()),
-                body,
-            )
-            .await
-            .with_context(|| format!("cannot create container {name} from {}", spec.image))?;
-        let mut guard = RemoveOnDrop {
-            engine: self.clone(),
-            id: Some(created.id.clone()),
-        };
-        let result = self
-            .run_to_exit(&created.id, &name, &mut on_stderr_line)
-            .await;
-        guard.id = None;
-        let removed = self.remove_container(&created.id).await;
-        let out = result?;
-        removed?;
-        Ok(out)
+        (name, body)
     }
 
     async fn run_to_exit(

@@ -1,7 +1,6 @@
 //! Container images the runner builds itself: recipes for the suites, the workload image, and
 //! the scratch packager both use.
 
-pub mod cli;
 pub mod maven;
 pub mod recipe;
 pub mod scratch;

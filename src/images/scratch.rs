@@ -220,15 +220,6 @@ pub async fn build_image(
     }
 }
 
-/// The value of label `key` on local image `tag`, or `None` if the image or label is absent
-/// (lets callers skip a rebuild when a content-hash label matches).
-pub async fn image_label(engine: &Engine, tag: &str, key: &str) -> Result<Option<String>> {
-    Ok(engine
-        .image_labels(tag)
-        .await?
-        .and_then(|mut l| l.remove(key)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -156,22 +156,6 @@ impl Admin {
         result.with_context(|| self.failure(&format!("counting the records of topic `{topic}`")))
     }
 
-    /// Names of all topics the endpoint reports.
-    pub async fn topic_names(&self) -> Result<Vec<String>> {
-        let client = self.metadata.clone();
-        let names = tokio::task::spawn_blocking(move || -> Result<Vec<String>> {
-            let metadata = client.fetch_metadata(None, REQUEST_TIMEOUT)?;
-            Ok(metadata
-                .topics()
-                .iter()
-                .map(|t| t.name().to_string())
-                .collect())
-        })
-        .await
-        .context("metadata task panicked")?;
-        names.with_context(|| self.failure("listing topics"))
-    }
-
     async fn partitions(&self, topic: &str) -> Result<usize> {
         let client = self.metadata.clone();
         let topic = topic.to_string();

@@ -85,14 +85,6 @@ pub fn parse_pair(text: &str) -> Result<(String, String)> {
     Ok((key.to_string(), value.trim().to_string()))
 }
 
-/// Parses a whitespace- or comma-separated list of `key=value` pairs (as in `PRODUCER_PROPERTIES`).
-pub fn parse_list(text: &str) -> Result<Vec<(String, String)>> {
-    text.split(|c: char| c.is_whitespace() || c == ',')
-        .filter(|s| !s.is_empty())
-        .map(parse_pair)
-        .collect()
-}
-
 /// Translates Java client names and units to librdkafka; refuses Java-only keys that matter.
 pub fn map_java(props: &[(String, String)]) -> Result<Mapped> {
     let mut mapped = Mapped::default();
@@ -375,8 +367,8 @@ mod tests {
     #[test]
     fn pairs_are_parsed() {
         assert_eq!(
-            parse_list("acks=all linger.ms=5,batch.size=1").unwrap(),
-            pairs(&[("acks", "all"), ("linger.ms", "5"), ("batch.size", "1")])
+            parse_pair(" linger.ms = 5 ").unwrap(),
+            ("linger.ms".to_string(), "5".to_string())
         );
         assert!(parse_pair("novalue")
             .unwrap_err()

@@ -27,6 +27,20 @@ pub const SETTING_VARS: [&str; 16] = [
     "RESULTS_DIR",
 ];
 
+/// Connects to the Docker engine for `run_id`; without one the test fails with one line that
+/// says so (not a backtrace of an unwrap).
+pub async fn engine(run_id: &str) -> perf_tests::engine::Engine {
+    perf_tests::engine::Engine::connect(run_id)
+        .await
+        .unwrap_or_else(|e| panic!("this test needs a Docker engine and found none: {e:#}"))
+}
+
+/// A raw connection to the Docker engine, failing the test with one line when there is none.
+pub fn docker() -> bollard::Docker {
+    bollard::Docker::connect_with_defaults()
+        .unwrap_or_else(|e| panic!("this test needs a Docker engine and found none: {e}"))
+}
+
 /// The repository root.
 pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -51,7 +65,7 @@ pub fn engine_lock(exclusive: bool) -> std::fs::File {
 
 /// Containers and networks still labelled with `run_id`.
 pub async fn leftovers(run_id: &str) -> (usize, usize) {
-    let docker = bollard::Docker::connect_with_defaults().unwrap();
+    let docker = docker();
     let filter = HashMap::from([("label", vec![format!("io.perf-tests.run={run_id}")])]);
     let containers = docker
         .list_containers(Some(

@@ -2,10 +2,10 @@
 //! them, in one-off containers from `KAFKA_TOOL_IMAGE` on the scenario network.
 //!
 //! `kafka-topics.sh` creates and deletes the topic, `kafka-producer-perf-test.sh` produces,
-//! `kafka-consumer-perf-test.sh` consumes; their stdout is parsed into the same
-//! [`Measurement`] the native driver returns. The topic's end offsets, which the tools do not
-//! report, come from the native workload (`perf-tests workload end-offsets`) so the integrity
-//! check has an independent counter.
+//! `kafka-consumer-perf-test.sh` consumes; their stdout is parsed into the same records the
+//! native driver returns, and the one measurement flow (`super::flow`) orders the steps. The
+//! topic's end offsets, which the tools do not report, come from the native workload
+//! (`perf-tests workload end-offsets`) so the integrity check has an independent counter.
 //!
 //! The tools count MB as 1024 x 1024 bytes, the unit of the result tables (Mi).
 
@@ -15,10 +15,12 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use regex::Regex;
 
-use super::cli::RESULT_PREFIX;
-use super::MeasureSpec;
+use futures_util::future::BoxFuture;
+
+use super::native::NativeSession;
+use super::{Driver, MeasureSpec, Place, Progress, Session};
 use crate::engine::{Engine, OneOff};
-use crate::model::{ConsumerResult, Integrity, Measurement, ProducerResult};
+use crate::model::{ConsumerResult, ProducerResult};
 use crate::plan::Plan;
 
 /// Where the scripts live in the Strimzi Kafka image.
@@ -108,7 +110,7 @@ fn num(s: &str) -> f64 {
 }
 
 /// The last few lines of `text`, for errors about output that lacks what was expected.
-fn tail(text: &str) -> String {
+pub(crate) fn tail(text: &str) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let start = lines.len().saturating_sub(5);
     if lines.is_empty() {
@@ -402,158 +404,54 @@ pub fn check_plan(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// Runs the tools in one-off containers on one network.
-pub struct KafkaTools<'a> {
-    engine: &'a Engine,
-    tool_image: String,
-    workload_image: String,
-    network: String,
+/// Apache Kafka's perf-test scripts from `tool_image`.
+pub struct KafkaToolsDriver {
+    pub tool_image: String,
 }
 
-impl<'a> KafkaTools<'a> {
-    /// Tools from `tool_image`; end offsets from the native workload in `workload_image`.
-    pub fn new(
-        engine: &'a Engine,
-        tool_image: impl Into<String>,
-        workload_image: impl Into<String>,
-        network: impl Into<String>,
-    ) -> Self {
-        KafkaTools {
-            engine,
-            tool_image: tool_image.into(),
-            workload_image: workload_image.into(),
-            network: network.into(),
-        }
+impl Driver for KafkaToolsDriver {
+    fn check(&self, plan: &Plan) -> Result<()> {
+        check_plan(plan)
     }
 
-    /// As the reference's doPerfTest: create the topic, warm up, produce, consume, delete the
-    /// topic (also after a failure). End offsets are read around the measured produce.
-    pub async fn measure(&self, spec: &MeasureSpec) -> Result<Measurement> {
-        self.tool(
-            "kafka-topics-create",
-            create_topic_command(&spec.bootstrap, &spec.topic),
+    fn images(&self) -> Vec<String> {
+        vec![self.tool_image.clone()]
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "Driver: kafka-tools ({}, chosen by KAFKA_TOOL_IMAGE; end offsets counted by the \
+             workload image)",
+            self.tool_image
         )
-        .await
-        .with_context(|| format!("creating topic {}", spec.topic))?;
-        let outcome = self.measure_on_topic(spec).await;
-        let deleted = self
-            .tool(
-                "kafka-topics-delete",
-                delete_topic_command(&spec.bootstrap, &spec.topic),
-            )
-            .await
-            .with_context(|| format!("deleting topic {}", spec.topic));
-        // A failed measurement's error matters more than a failed clean-up.
-        match (&outcome, deleted) {
-            (Ok(_), Err(e)) => return Err(e),
-            (Err(_), Err(e)) => eprintln!("warning: {e:#}"),
-            _ => {}
-        }
-        outcome
     }
 
-    async fn measure_on_topic(&self, spec: &MeasureSpec) -> Result<Measurement> {
-        // One group for warm-up and measurement: the warm-up consumer commits what it read
-        // when it closes, so the measured consumer starts after the warm-up records.
-        let group = format!("perf-tests-{}-{}", spec.topic, super::unique_suffix());
-        if spec.warm_up_records > 0 {
-            let warm = self
-                .produce(spec, spec.warm_up_records, -1)
-                .await
-                .context("warm-up produce")?;
-            self.consume(spec, warm.total.sent, &group)
-                .await
-                .context("warm-up consume")?;
-        }
-        let before = self.end_offsets(&spec.bootstrap, &spec.topic).await?;
-        let produced = self
-            .produce(spec, spec.num_records, spec.throughput)
-            .await
-            .context("produce")?;
-        for w in &produced.windows {
-            eprintln!(
-                "    {} records sent, {:.1} records/sec ({:.2} MiB/s), {:.1} ms avg latency, \
-                 {:.1} ms max latency",
-                w.records, w.rec_s, w.mib_s, w.avg_lat_ms, w.max_lat_ms
-            );
-        }
-        let after = self.end_offsets(&spec.bootstrap, &spec.topic).await?;
-        let consumed = self
-            .consume(spec, produced.total.sent, &group)
-            .await
-            .context("consume")?;
-        if let Some(w) = &consumed.warning {
-            eprintln!("    kafka-consumer-perf-test: {w}");
-        }
-        Ok(Measurement {
-            steps_s: Default::default(),
-            producer: producer_result(&produced.total, spec.num_records, spec.throughput),
-            consumer: consumer_result(&consumed),
-            integrity: Integrity {
-                requested: spec.num_records,
-                acknowledged: produced.total.sent,
-                end_offsets: after.saturating_sub(before),
-                consumed: consumed.records,
-            },
+    fn open<'a>(&'a self, place: Place<'a>) -> BoxFuture<'a, Result<Box<dyn Session>>> {
+        Box::pin(async move {
+            let session: Box<dyn Session> = Box::new(KafkaTools {
+                engine: place.engine.clone(),
+                tool_image: self.tool_image.clone(),
+                network: place.network.clone(),
+                workload: NativeSession::start(&place).await?,
+            });
+            Ok(session)
         })
     }
+}
 
-    /// Warms a broker as the reference did: a throw-away topic, `records` produced and
-    /// consumed, the topic deleted.
-    pub async fn warm_broker(&self, bootstrap: &str, records: u64) -> Result<()> {
-        let mut spec = MeasureSpec::new(
-            bootstrap,
-            format!("perf-tests-warm-up-{}", super::unique_suffix()),
-            records,
-        );
-        spec.warm_up_records = 0;
-        self.measure(&spec)
-            .await
-            .map(|_| ())
-            .with_context(|| format!("warming the broker at {bootstrap}"))
-    }
+/// Runs the tools in one-off containers on one network; probes and end offsets come from the
+/// native workload, which the tools do not offer.
+pub struct KafkaTools {
+    engine: Engine,
+    tool_image: String,
+    network: String,
+    workload: NativeSession,
+}
 
-    async fn produce(
-        &self,
-        spec: &MeasureSpec,
-        records: u64,
-        throughput: i64,
-    ) -> Result<ProducerOutput> {
-        let stdout = self
-            .tool(
-                "kafka-producer-perf-test",
-                producer_command(
-                    &spec.bootstrap,
-                    &spec.topic,
-                    records,
-                    spec.record_size as u64,
-                    throughput,
-                    &spec.properties,
-                ),
-            )
-            .await?;
-        parse_producer_output(&stdout)
-    }
-
-    async fn consume(&self, spec: &MeasureSpec, records: u64, group: &str) -> Result<ConsumerLine> {
-        let stdout = self
-            .tool(
-                "kafka-consumer-perf-test",
-                consumer_command(
-                    &spec.bootstrap,
-                    &spec.topic,
-                    records,
-                    group,
-                    spec.consume_timeout,
-                ),
-            )
-            .await?;
-        parse_consumer_output(&stdout)
-    }
-
+impl KafkaTools {
     /// Runs one script to completion and returns its stdout; a non-zero exit is an error with
     /// the end of its stderr.
-    async fn tool(&self, name: &str, cmd: Vec<String>) -> Result<String> {
+    async fn tool(&self, name: &str, cmd: Vec<String>, progress: Progress<'_>) -> Result<String> {
         let spec = OneOff {
             image: self.tool_image.clone(),
             cmd: cmd.clone(),
@@ -563,7 +461,7 @@ impl<'a> KafkaTools<'a> {
         };
         let out = self
             .engine
-            .run_oneoff(spec, |line| eprintln!("    {line}"))
+            .run_oneoff(spec, progress)
             .await
             .with_context(|| format!("running {name} from {}", self.tool_image))?;
         if out.exit_code != 0 {
@@ -576,57 +474,107 @@ impl<'a> KafkaTools<'a> {
         }
         Ok(out.stdout)
     }
-
-    /// Records in the topic, counted by the native workload.
-    async fn end_offsets(&self, bootstrap: &str, topic: &str) -> Result<u64> {
-        let spec = OneOff {
-            image: self.workload_image.clone(),
-            cmd: [
-                "workload",
-                "end-offsets",
-                "--bootstrap",
-                bootstrap,
-                "--topic",
-                topic,
-            ]
-            .map(String::from)
-            .to_vec(),
-            network: Some(self.network.clone()),
-            name_hint: "end-offsets".to_string(),
-            ..Default::default()
-        };
-        let out = self
-            .engine
-            .run_oneoff(spec, |line| eprintln!("    {line}"))
-            .await?;
-        if out.exit_code != 0 {
-            bail!(
-                "counting the records of topic {topic} exited with {}:\n{}",
-                out.exit_code,
-                tail(&out.stderr)
-            );
-        }
-        parse_end_offsets(&out.stdout)
-    }
 }
 
-/// Reads the count back from `perf-tests workload end-offsets`' stdout.
-pub fn parse_end_offsets(stdout: &str) -> Result<u64> {
-    let Some(value) = stdout
-        .lines()
-        .rev()
-        .find_map(|l| l.trim_end().strip_prefix(RESULT_PREFIX))
-    else {
-        bail!(
-            "`workload end-offsets` printed no `{}` line; its last output lines:\n{}",
-            RESULT_PREFIX.trim_end(),
-            tail(stdout)
-        );
-    };
-    value
-        .trim()
-        .parse()
-        .with_context(|| format!("`workload end-offsets` printed `{value}`, not a count"))
+impl Session for KafkaTools {
+    fn probe<'a>(&'a self, endpoint: &'a str, timeout: Duration) -> BoxFuture<'a, Result<()>> {
+        self.workload.probe(endpoint, timeout)
+    }
+
+    fn create_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.tool(
+                "kafka-topics-create",
+                create_topic_command(&spec.bootstrap, &spec.topic),
+                &|_| {},
+            )
+            .await
+            .map(|_| ())
+        })
+    }
+
+    fn produce<'a>(
+        &'a self,
+        spec: &'a MeasureSpec,
+        records: u64,
+        throughput: i64,
+        progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<ProducerResult>> {
+        Box::pin(async move {
+            let stdout = self
+                .tool(
+                    "kafka-producer-perf-test",
+                    producer_command(
+                        &spec.bootstrap,
+                        &spec.topic,
+                        records,
+                        spec.record_size as u64,
+                        throughput,
+                        &spec.properties,
+                    ),
+                    progress,
+                )
+                .await?;
+            let produced = parse_producer_output(&stdout)?;
+            for w in &produced.windows {
+                progress(&format!(
+                    "{} records sent, {:.1} records/sec ({:.2} MiB/s), {:.1} ms avg latency, \
+                     {:.1} ms max latency",
+                    w.records, w.rec_s, w.mib_s, w.avg_lat_ms, w.max_lat_ms
+                ));
+            }
+            Ok(producer_result(&produced.total, records, throughput))
+        })
+    }
+
+    fn consume<'a>(
+        &'a self,
+        spec: &'a MeasureSpec,
+        records: u64,
+        group: &'a str,
+        progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<ConsumerResult>> {
+        Box::pin(async move {
+            let stdout = self
+                .tool(
+                    "kafka-consumer-perf-test",
+                    consumer_command(
+                        &spec.bootstrap,
+                        &spec.topic,
+                        records,
+                        group,
+                        spec.consume_timeout,
+                    ),
+                    progress,
+                )
+                .await?;
+            let consumed = parse_consumer_output(&stdout)?;
+            if let Some(w) = &consumed.warning {
+                progress(&format!("kafka-consumer-perf-test: {w}"));
+            }
+            Ok(consumer_result(&consumed))
+        })
+    }
+
+    fn end_offsets<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<u64>> {
+        self.workload.end_offsets(spec)
+    }
+
+    fn delete_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.tool(
+                "kafka-topics-delete",
+                delete_topic_command(&spec.bootstrap, &spec.topic),
+                &|_| {},
+            )
+            .await
+            .map(|_| ())
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        self.workload.close()
+    }
 }
 
 #[cfg(test)]
@@ -820,19 +768,5 @@ mod tests {
             delete_topic_command("broker1:9092", "t").join(" "),
             "/opt/kafka/bin/kafka-topics.sh --delete --topic t --bootstrap-server broker1:9092"
         );
-    }
-
-    #[test]
-    fn end_offsets_result_line() {
-        assert_eq!(
-            parse_end_offsets("noise\nPERF-TESTS-RESULT 1234\n").unwrap(),
-            1234
-        );
-        let err = parse_end_offsets("PERF-TESTS-RESULT {}\n")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("`{}`"), "{err}");
-        let err = parse_end_offsets("boom\n").unwrap_err().to_string();
-        assert!(err.contains("boom"), "{err}");
     }
 }

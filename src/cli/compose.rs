@@ -1,9 +1,10 @@
-//! `perf-tests compose …` and `perf-tests clean`: Compose files realised without the docker CLI.
+//! `perf-tests compose …`: Compose files realised through the engine, without the docker CLI.
 
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::compose;
 use crate::engine::{interruptible, Deployment, Engine, Interrupted};
 
 /// Compose operations on the Docker engine.
@@ -53,14 +54,14 @@ fn parse_var(s: &str) -> Result<(String, String), String> {
 }
 
 fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
-    super::parse_duration(s).map_err(|e| e.to_string())
+    compose::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// Runs a compose subcommand; returns the process exit code (130 when interrupted).
 pub async fn execute(cmd: ComposeCommand) -> Result<i32> {
     match cmd {
         ComposeCommand::Config { files, vars } => {
-            let project = super::load(&files, &vars.into_iter().collect())?;
+            let project = compose::load(&files, &vars.into_iter().collect())?;
             print!("{}", serde_yaml::to_string(&project)?);
             Ok(0)
         }
@@ -73,7 +74,7 @@ pub async fn execute(cmd: ComposeCommand) -> Result<i32> {
             services,
         } => {
             let vars: BTreeMap<String, String> = vars.into_iter().collect();
-            let loaded = super::load(&files, &vars)?;
+            let loaded = compose::load(&files, &vars)?;
             let services = if services.is_empty() {
                 loaded.services.keys().cloned().collect()
             } else {
@@ -119,17 +120,4 @@ pub async fn execute(cmd: ComposeCommand) -> Result<i32> {
             Ok(0)
         }
     }
-}
-
-/// `perf-tests clean`: removes the containers and networks (label `io.perf-tests.managed=true`)
-/// of runs that are no longer alive, or with `force` all of them, and nothing else; with
-/// `images`, also the workload images of executables other than this one.
-pub async fn clean(images: bool, force: bool) -> Result<i32> {
-    let engine = Engine::connect("clean").await?;
-    crate::engine::liveness::clean(&engine, force, &mut std::io::stderr()).await?;
-    if images {
-        let n = crate::images::workload::remove_stale(&engine).await?;
-        eprintln!("removed {n} workload images of other builds");
-    }
-    Ok(0)
 }

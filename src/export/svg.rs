@@ -5,8 +5,25 @@
 
 use std::fmt::Write;
 
-use crate::model::{Measurement, ScenarioResult};
+use anyhow::Result;
+
+use super::Exporter;
+use crate::metrics::{self, Metric};
+use crate::model::ScenarioResult;
+use crate::results::RunInfo;
 use crate::stats;
+
+/// The file name of the charts (the Markdown tables link it).
+pub const FILE: &str = "charts.svg";
+
+/// The charts.
+pub struct Svg;
+
+impl Exporter for Svg {
+    fn files(&self, _info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>> {
+        Ok(vec![(FILE.to_string(), render(results))])
+    }
+}
 
 const PANEL_HEIGHT: f64 = 220.0;
 const TOP: f64 = 40.0;
@@ -15,20 +32,20 @@ const RIGHT: f64 = 20.0;
 const GROUP_WIDTH: f64 = 140.0;
 const LABEL_SPACE: f64 = 50.0;
 
-/// A metric of a measurement.
-type Metric = fn(&Measurement) -> f64;
+/// The throughput panel's metric (registry name).
+const THROUGHPUT: &str = "Rate rec/s";
 
-/// The latency series: label, colour, metric.
-const LATENCIES: [(&str, &str, Metric); 4] = [
-    ("p50", "#4c78a8", |m| m.producer.p50_ms),
-    ("p95", "#f58518", |m| m.producer.p95_ms),
-    ("p99", "#e45756", |m| m.producer.p99_ms),
-    ("p99.9", "#72b7b2", |m| m.producer.p999_ms),
+/// The latency series: label, colour, metric (registry name).
+const LATENCIES: [(&str, &str, &str); 4] = [
+    ("p50", "#4c78a8", "Percentile50"),
+    ("p95", "#f58518", "Percentile95"),
+    ("p99", "#e45756", "Percentile99"),
+    ("p99.9", "#72b7b2", "Percentile999"),
 ];
 
 /// Median, minimum and maximum of a metric over a scenario's repetitions.
-fn spread(r: &ScenarioResult, f: Metric) -> (f64, f64, f64) {
-    let v: Vec<f64> = r.all_measurements().into_iter().map(f).collect();
+fn spread(r: &ScenarioResult, metric: &Metric) -> (f64, f64, f64) {
+    let v: Vec<f64> = r.all_measurements().into_iter().map(metric.get).collect();
     let (lo, hi) = stats::min_max(&v);
     (stats::median(&v), lo, hi)
 }
@@ -57,7 +74,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
     // Throughput panel.
     let series: Vec<(f64, f64, f64)> = results
         .iter()
-        .map(|r| spread(r, |m| m.producer.rate_rec_s))
+        .map(|r| spread(r, metrics::named(THROUGHPUT)))
         .collect();
     let top = TOP;
     let max = nice_ceiling(series.iter().map(|s| s.2).fold(0.0, f64::max));
@@ -92,7 +109,12 @@ pub fn render(results: &[ScenarioResult]) -> String {
     let top = 2.0 * TOP + PANEL_HEIGHT + LABEL_SPACE;
     let all: Vec<Vec<(f64, f64, f64)>> = results
         .iter()
-        .map(|r| LATENCIES.iter().map(|(_, _, f)| spread(r, *f)).collect())
+        .map(|r| {
+            LATENCIES
+                .iter()
+                .map(|(_, _, name)| spread(r, metrics::named(name)))
+                .collect()
+        })
         .collect();
     let max = nice_ceiling(all.iter().flatten().map(|s| s.2).fold(0.0, f64::max));
     panel(

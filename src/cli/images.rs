@@ -3,8 +3,8 @@
 use anyhow::Result;
 use clap::Subcommand;
 
-use super::recipe::{self, Outcome};
-use crate::engine::Engine;
+use crate::engine::{self, Engine};
+use crate::images::recipe::{self, Outcome};
 use crate::scenario::Suite;
 use crate::settings::Settings;
 
@@ -25,7 +25,7 @@ pub enum ImagesCommand {
 pub async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
     let suite = Suite::load(&settings.scenarios)?;
     let recipes = recipe::parse_recipes(&suite.file, &suite.images)?;
-    let engine = Engine::connect(&crate::runner::new_run_id()).await?;
+    let engine = Engine::connect(&engine::new_run_id()).await?;
     match cmd {
         ImagesCommand::Build { force } => {
             for r in &recipes {
@@ -36,7 +36,7 @@ pub async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
                 };
                 println!("{what:>10}  {}", r.describe());
             }
-            let workload = super::workload::ensure(&engine).await?;
+            let workload = crate::images::workload::ensure(&engine).await?;
             println!("{:>10}  {workload} (this executable)", "ready");
         }
         ImagesCommand::List => {

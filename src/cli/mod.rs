@@ -1,0 +1,332 @@
+//! Command-line entry point: `perf-tests [run|list|images|clean|compose|compare] [settings]`.
+//!
+//! Every clap definition lives under this module (`args` for the main command line, `compose`
+//! and `images` for their subcommands); the modules they call take plain values. The one
+//! exception is `perf-tests workload …`, the protocol between a driver and the workload
+//! container, which `crate::workload::command` defines so both ends share one type.
+//!
+//! Every setting is a flag and an environment variable (flag over environment over default);
+//! with no command, `perf-tests` runs, so `TEST=03.* NUM_RECORDS=1e6 perf-tests` works as the
+//! reference script did.
+
+mod args;
+pub mod compose;
+pub mod images;
+
+use std::io::Write;
+use std::path::Path;
+
+use clap::Parser;
+
+pub use args::{Cli, Command, CompareArgs, FormatArg, Properties, RunArgs, SettingsArgs};
+
+use crate::engine::Engine;
+use crate::model::ScenarioResult;
+use crate::scenario::{self, Scenario, Suite};
+use crate::settings::Settings;
+use crate::{plan, results, runner};
+
+/// Exit code of a successful command.
+pub const EXIT_OK: i32 = 0;
+/// Exit code of a run that failed or whose record counters disagree.
+pub const EXIT_FAILURE: i32 = 1;
+/// Exit code of a usage or configuration error (bad flag, variable, scenario file).
+pub const EXIT_USAGE: i32 = 2;
+
+/// Parses the process arguments, runs the command and returns the process exit code.
+pub fn main() -> i32 {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "workload") {
+        return match crate::workload::command::parse_from(std::env::args_os()) {
+            Ok(cmd) => block_on(crate::workload::command::execute(cmd)),
+            Err(e) => {
+                let _ = e.print();
+                e.exit_code()
+            }
+        };
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    let settings = cli.settings.into_settings();
+    match cli.command.unwrap_or(Command::Run(RunArgs::default())) {
+        Command::Run(args) => run(&settings, &args),
+        Command::List => list(&settings),
+        Command::Images(cmd) => block_on(images::execute(cmd, &settings)),
+        Command::Clean { images, force } => block_on(clean(images, force)),
+        Command::Compose(cmd) => block_on(compose::execute(cmd)),
+        Command::Compare(args) => compare(&settings, &args),
+    }
+}
+
+/// `compare`: 0 no regression, 1 a significant regression beyond the threshold, 2 an error.
+fn compare(settings: &Settings, args: &CompareArgs) -> i32 {
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    let terminal = stdout.is_terminal();
+    match crate::compare::run(
+        &args.base,
+        &args.new,
+        &settings.results_dir,
+        args.threshold,
+        args.format.into(),
+        &mut stdout.lock(),
+        terminal,
+    ) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// `perf-tests clean`: removes the containers and networks (label `io.perf-tests.managed=true`)
+/// of runs that are no longer alive, or with `force` all of them, and nothing else; with
+/// `images`, also the workload images of executables other than this one.
+async fn clean(images: bool, force: bool) -> anyhow::Result<i32> {
+    let engine = Engine::connect("clean").await?;
+    crate::engine::liveness::clean(&engine, force, &mut std::io::stderr()).await?;
+    if images {
+        let n = crate::images::workload::remove_stale(&engine).await?;
+        eprintln!("removed {n} workload images of other builds");
+    }
+    Ok(EXIT_OK)
+}
+
+/// Runs an async command to completion and maps its error to a message and exit code.
+fn block_on(fut: impl std::future::Future<Output = anyhow::Result<i32>>) -> i32 {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    match runtime.block_on(fut) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit_code_of(&e)
+        }
+    }
+}
+
+/// 130 for an interrupted run (the shell convention for SIGINT), 1 otherwise.
+fn exit_code_of(e: &anyhow::Error) -> i32 {
+    if e.downcast_ref::<crate::engine::Interrupted>().is_some() {
+        130
+    } else {
+        EXIT_FAILURE
+    }
+}
+
+fn run(settings: &Settings, args: &RunArgs) -> i32 {
+    let planned = plan::plan(settings, &crate::engine::new_run_id()).and_then(|plan| {
+        // The driver refuses what it cannot run before anything is printed or started.
+        let driver = crate::driver::for_settings(settings);
+        driver.check(&plan)?;
+        Ok((plan, driver.describe()))
+    });
+    let (plan, driver) = match planned {
+        Ok(planned) => planned,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return EXIT_USAGE;
+        }
+    };
+    if args.dry_run {
+        print!("{}", plan.render(settings));
+        println!("{driver}");
+        return EXIT_OK;
+    }
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let started = chrono::Utc::now();
+    let outcome = runtime.block_on(runner::run(settings, &plan));
+    let ended = chrono::Utc::now();
+    let output = match outcome {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return exit_code_of(&e);
+        }
+    };
+    let host = results::HostFacts::collect(output.engine_version);
+    let info = results::RunInfo::new(
+        &output.run_id,
+        settings,
+        &plan.suite.dir,
+        host,
+        started,
+        ended,
+    );
+    let scenario_results = output.results;
+    finish(
+        &settings.results_dir,
+        &info,
+        &scenario_results,
+        &mut std::io::stdout(),
+    )
+}
+
+/// Prints the tables, writes the results directory and turns the outcome into an exit code:
+/// disagreeing record counters fail the run after everything is saved.
+fn finish(
+    results_dir: &Path,
+    info: &results::RunInfo,
+    scenario_results: &[ScenarioResult],
+    out: &mut dyn Write,
+) -> i32 {
+    let _ = write!(out, "{}", crate::export::text::render(scenario_results));
+    match crate::export::write_run(results_dir, info, scenario_results) {
+        Ok(dir) => {
+            let _ = writeln!(out, "Results: {}", dir.display());
+        }
+        Err(e) => {
+            eprintln!("error: cannot write results: {e:#}");
+            return EXIT_FAILURE;
+        }
+    }
+    let disagreeing: Vec<&str> = scenario_results
+        .iter()
+        .filter(|r| !r.measurement.integrity.is_ok())
+        .map(|r| r.name.as_str())
+        .collect();
+    if !disagreeing.is_empty() {
+        eprintln!(
+            "error: record counters disagree in: {}",
+            disagreeing.join(", ")
+        );
+        return EXIT_FAILURE;
+    }
+    let unproven: Vec<&str> = scenario_results
+        .iter()
+        .filter(|r| r.path_check_failed())
+        .map(|r| r.name.as_str())
+        .collect();
+    if !unproven.is_empty() {
+        eprintln!(
+            "error: the path does not do what the scenario declares (path check failed) in: {}",
+            unproven.join(", ")
+        );
+        return EXIT_FAILURE;
+    }
+    EXIT_OK
+}
+
+/// One line per scenario: selection mark, name, description.
+fn list(settings: &Settings) -> i32 {
+    let listing = (|| -> anyhow::Result<String> {
+        let suite = Suite::load(&settings.scenarios)?;
+        let found = scenario::discover(&suite.dir)?;
+        let re = scenario::test_regex(&settings.test)?;
+        let width = found.iter().map(|s| s.name.len()).max().unwrap_or(0);
+        let selected = found.iter().filter(|s| re.is_match(&s.name)).count();
+        let mut out = format!(
+            "Suite {}: {}\nTEST={} selects {} of {} scenarios (marked *)\n",
+            suite.dir.display(),
+            suite.description,
+            settings.test,
+            selected,
+            found.len()
+        );
+        for dir in &found {
+            let s = Scenario::load(&suite, dir)?;
+            let mark = if re.is_match(&s.name) { '*' } else { ' ' };
+            out.push_str(&format!(
+                "{mark} {:width$}  {}\n",
+                s.name,
+                s.description,
+                width = width
+            ));
+        }
+        Ok(out)
+    })();
+    match listing {
+        Ok(text) => {
+            print!("{text}");
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            EXIT_USAGE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn flags_after_the_command_and_before_it_both_apply() {
+        let cli = Cli::try_parse_from(["perf-tests", "run", "--num-records", "1e3"]).unwrap();
+        assert_eq!(cli.settings.num_records, 1000);
+        let cli = Cli::try_parse_from(["perf-tests", "--num-records", "2e3", "list"]).unwrap();
+        assert_eq!(cli.settings.num_records, 2000);
+        assert!(matches!(cli.command, Some(Command::List)));
+        let cli = Cli::try_parse_from(["perf-tests", "--throughput", "-1"]).unwrap();
+        assert_eq!(cli.settings.throughput, -1);
+        assert!(cli.command.is_none());
+    }
+
+    fn info() -> results::RunInfo {
+        let settings = Settings {
+            commit_id: "abc".into(),
+            ..Settings::default()
+        };
+        let now = chrono::Utc::now();
+        let host = results::HostFacts::collect(None);
+        results::RunInfo::new("run", &settings, Path::new("suite"), host, now, now)
+    }
+
+    #[test]
+    fn finish_prints_tables_and_saves_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = crate::report::tests::sample();
+        let mut out = Vec::new();
+        assert_eq!(finish(dir.path(), &info(), &records, &mut out), EXIT_OK);
+        let text = String::from_utf8(out).unwrap();
+        let tables = crate::export::text::render(&records);
+        assert!(text.starts_with(&tables), "{text}");
+        let saved = text.strip_prefix(&tables).unwrap();
+        let saved = saved.strip_prefix("Results: ").unwrap().trim_end();
+        assert_eq!(
+            std::fs::read_to_string(Path::new(saved).join("tables.txt")).unwrap(),
+            tables
+        );
+    }
+
+    #[test]
+    fn finish_fails_a_run_whose_counters_disagree_but_saves_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut records = crate::report::tests::sample();
+        records[0].measurement.integrity.end_offsets += 1;
+        let mut out = Vec::new();
+        assert_eq!(
+            finish(dir.path(), &info(), &records, &mut out),
+            EXIT_FAILURE
+        );
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("Integrity (record counters disagree)"),
+            "{text}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

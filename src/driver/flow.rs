@@ -1,0 +1,357 @@
+//! The measurement flow, the same for every driver: create the topic, warm the path up with the
+//! measuring consumer group, read the end offsets, produce, read them again, consume exactly what
+//! was acknowledged, delete the topic (also after a failure). It checks the counters against
+//! each other, times every step (`steps_s`) and reports progress.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::{MeasureSpec, Session};
+use crate::model::{Integrity, Measurement};
+use crate::workload::producer::summary_line;
+use crate::workload::unique_suffix;
+
+fn show(line: &str) {
+    crate::progress::detail(line);
+}
+
+/// Wall time of each step, in the order run.
+struct Steps {
+    times: BTreeMap<String, f64>,
+    since: Instant,
+}
+
+impl Steps {
+    fn new() -> Steps {
+        Steps {
+            times: BTreeMap::new(),
+            since: Instant::now(),
+        }
+    }
+
+    /// Ends the step `name` now (it began when the previous one ended).
+    fn done(&mut self, name: &str) {
+        self.times
+            .insert(name.to_string(), self.since.elapsed().as_secs_f64());
+        self.since = Instant::now();
+    }
+}
+
+/// Runs one measurement through `session`.
+pub async fn measure(session: &dyn Session, spec: &MeasureSpec) -> Result<Measurement> {
+    // Refuse what cannot work before touching the broker.
+    session.check(spec)?;
+    let mut steps = Steps::new();
+    session
+        .create_topic(spec)
+        .await
+        .with_context(|| format!("creating topic {}", spec.topic))?;
+    steps.done("create_topic");
+    let mut outcome = on_topic(session, spec, &mut steps).await;
+    if spec.delete_topic {
+        steps.since = Instant::now();
+        let deleted = session
+            .delete_topic(spec)
+            .await
+            .with_context(|| format!("deleting topic {}", spec.topic));
+        steps.done("delete_topic");
+        // A failed measurement's error matters more than a failed clean-up.
+        match (&outcome, deleted) {
+            (Ok(_), Err(e)) => outcome = Err(e),
+            (Err(_), Err(e)) => crate::progress::println(&format!("warning: {e:#}")),
+            (_, Ok(())) => {}
+        }
+    }
+    let mut m = outcome?;
+    m.steps_s = steps.times;
+    Ok(m)
+}
+
+async fn on_topic(
+    session: &dyn Session,
+    spec: &MeasureSpec,
+    steps: &mut Steps,
+) -> Result<Measurement> {
+    let group = format!("perf-tests-{}-{}", spec.topic, unique_suffix());
+    if spec.warm_up_records > 0 {
+        let warm = session
+            .produce(spec, spec.warm_up_records, -1, &|_| {})
+            .await
+            .context("warm-up produce")?;
+        steps.done("warm_up_produce");
+        // The group commits what it read, so the measured consumer starts after it.
+        session
+            .consume(spec, warm.sent, &group, &show)
+            .await
+            .context("warm-up consume")?;
+        steps.done("warm_up_consume");
+    }
+    let before = session.end_offsets(spec).await.context("end offsets")?;
+    steps.done("end_offsets_before");
+    let producer = session
+        .produce(spec, spec.num_records, spec.throughput, &show)
+        .await
+        .context("produce")?;
+    show(&summary_line(&producer));
+    steps.done("produce");
+    let after = session.end_offsets(spec).await.context("end offsets")?;
+    steps.done("end_offsets_after");
+    let consumer = session
+        .consume(spec, producer.sent, &group, &show)
+        .await
+        .context("consume")?;
+    steps.done("consume");
+    let integrity = Integrity {
+        requested: spec.num_records,
+        acknowledged: producer.sent,
+        end_offsets: after.saturating_sub(before),
+        consumed: consumer.consumed_recs,
+    };
+    if let Some(problem) = integrity.problem() {
+        show(&format!("integrity: counts disagree: {problem}"));
+    }
+    Ok(Measurement {
+        steps_s: BTreeMap::new(),
+        integrity,
+        producer,
+        consumer,
+    })
+}
+
+/// Warms a broker: produces and consumes `records` records on a throw-away topic, then deletes
+/// it.
+pub async fn warm_broker(session: &dyn Session, bootstrap: &str, records: u64) -> Result<()> {
+    let topic = format!("perf-tests-warm-up-{}", unique_suffix());
+    let mut spec = MeasureSpec::new(bootstrap, topic, records);
+    spec.warm_up_records = 0;
+    measure(session, &spec)
+        .await
+        .with_context(|| format!("warming the broker at {bootstrap}"))?;
+    Ok(())
+}
+
+/// Waits until `service` answers Kafka requests at `endpoint`.
+pub async fn ready(
+    session: &dyn Session,
+    service: &str,
+    endpoint: &str,
+    timeout: Duration,
+) -> Result<()> {
+    session
+        .probe(endpoint, timeout)
+        .await
+        .with_context(|| format!("service {service} did not answer Kafka requests at {endpoint}"))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use anyhow::bail;
+    use futures_util::future::BoxFuture;
+
+    use super::*;
+    use crate::driver::Progress;
+    use crate::model::{ConsumerResult, ProducerResult};
+
+    /// A session that records the steps asked of it and answers from a tiny in-memory topic.
+    #[derive(Default)]
+    pub struct Fake {
+        /// Every step asked of it, in order (shareable with whoever else records).
+        pub calls: Arc<Mutex<Vec<String>>>,
+        /// Records in the topic.
+        pub records: Mutex<u64>,
+        /// Committed position of each group.
+        pub committed: Mutex<BTreeMap<String, u64>>,
+        /// Records the producer loses (acknowledged but never stored).
+        pub lose: u64,
+        /// Step names that fail.
+        pub fail: Vec<&'static str>,
+    }
+
+    impl Fake {
+        fn step(&self, call: String, name: &str) -> Result<()> {
+            self.calls.lock().unwrap().push(call);
+            if self.fail.contains(&name) {
+                bail!("{name} failed");
+            }
+            Ok(())
+        }
+    }
+
+    pub fn producer(sent: u64) -> ProducerResult {
+        ProducerResult {
+            sent,
+            failed: 0,
+            rate_rec_s: 1000.0,
+            rate_mib_s: 1.0,
+            avg_lat_ms: 1.0,
+            max_lat_ms: 2.0,
+            p50_ms: 1.0,
+            p95_ms: 1.0,
+            p99_ms: 2.0,
+            p999_ms: 2.0,
+            elapsed_s: sent as f64 / 1000.0,
+            target_rec_s: -1.0,
+        }
+    }
+
+    impl Session for Fake {
+        fn probe<'a>(&'a self, endpoint: &'a str, _: Duration) -> BoxFuture<'a, Result<()>> {
+            Box::pin(async move { self.step(format!("probe {endpoint}"), "probe") })
+        }
+        fn create_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
+            Box::pin(async move { self.step(format!("create {}", spec.topic), "create") })
+        }
+        fn produce<'a>(
+            &'a self,
+            _spec: &'a MeasureSpec,
+            records: u64,
+            throughput: i64,
+            progress: Progress<'a>,
+        ) -> BoxFuture<'a, Result<ProducerResult>> {
+            Box::pin(async move {
+                self.step(format!("produce {records} at {throughput}"), "produce")?;
+                progress("window");
+                *self.records.lock().unwrap() += records.saturating_sub(self.lose);
+                Ok(producer(records))
+            })
+        }
+        fn consume<'a>(
+            &'a self,
+            _spec: &'a MeasureSpec,
+            records: u64,
+            group: &'a str,
+            _progress: Progress<'a>,
+        ) -> BoxFuture<'a, Result<ConsumerResult>> {
+            Box::pin(async move {
+                let mut committed = self.committed.lock().unwrap();
+                let at = committed.entry(group.to_string()).or_default();
+                self.step(format!("consume {records} from {at}"), "consume")?;
+                let got = records.min(*self.records.lock().unwrap() - *at);
+                *at += got;
+                Ok(ConsumerResult {
+                    consumed_mib: 0.0,
+                    consumed_mib_s: 0.0,
+                    consumed_recs: got,
+                    consumed_rec_s: 0.0,
+                    rebalance_ms: 0.0,
+                    fetch_ms: 0.0,
+                    fetch_mib_s: 0.0,
+                    fetch_rec_s: 0.0,
+                })
+            })
+        }
+        fn end_offsets<'a>(&'a self, _spec: &'a MeasureSpec) -> BoxFuture<'a, Result<u64>> {
+            Box::pin(async move {
+                self.step("end-offsets".into(), "end-offsets")?;
+                Ok(*self.records.lock().unwrap())
+            })
+        }
+        fn delete_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
+            Box::pin(async move { self.step(format!("delete {}", spec.topic), "delete") })
+        }
+        fn close(&self) -> BoxFuture<'_, Result<()>> {
+            Box::pin(async move { self.step("close".into(), "close") })
+        }
+    }
+
+    fn spec() -> MeasureSpec {
+        let mut spec = MeasureSpec::new("proxy:9092", "t", 5000);
+        spec.warm_up_records = 700;
+        spec.throughput = 2000;
+        spec
+    }
+
+    async fn calls(fake: &Fake) -> Vec<String> {
+        fake.calls.lock().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn one_flow_orders_the_steps_and_skips_the_warm_up_records() {
+        let fake = Fake::default();
+        let m = measure(&fake, &spec()).await.unwrap();
+        assert_eq!(
+            calls(&fake).await,
+            [
+                "create t",
+                "produce 700 at -1",
+                "consume 700 from 0",
+                "end-offsets",
+                "produce 5000 at 2000",
+                "end-offsets",
+                "consume 5000 from 700",
+                "delete t",
+            ]
+        );
+        assert!(m.integrity.is_ok(), "{:?}", m.integrity);
+        assert_eq!(m.integrity.end_offsets, 5000);
+        assert_eq!(m.consumer.consumed_recs, 5000);
+        let steps: Vec<&str> = m.steps_s.keys().map(String::as_str).collect();
+        assert_eq!(
+            steps,
+            [
+                "consume",
+                "create_topic",
+                "delete_topic",
+                "end_offsets_after",
+                "end_offsets_before",
+                "produce",
+                "warm_up_consume",
+                "warm_up_produce",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn counters_that_disagree_are_reported_not_hidden() {
+        let fake = Fake {
+            lose: 3,
+            ..Fake::default()
+        };
+        let mut spec = spec();
+        spec.warm_up_records = 0;
+        let m = measure(&fake, &spec).await.unwrap();
+        assert_eq!(m.integrity.acknowledged, 5000);
+        assert_eq!(m.integrity.end_offsets, 4997);
+        assert_eq!(m.integrity.consumed, 4997);
+        assert!(!m.integrity.is_ok());
+    }
+
+    #[tokio::test]
+    async fn the_topic_is_deleted_after_a_failure_and_the_failure_wins() {
+        let fake = Fake {
+            fail: vec!["consume", "delete"],
+            ..Fake::default()
+        };
+        let err = measure(&fake, &spec()).await.unwrap_err();
+        assert!(format!("{err:#}").contains("warm-up consume"), "{err:#}");
+        assert_eq!(calls(&fake).await.last().unwrap(), "delete t");
+
+        let fake = Fake {
+            fail: vec!["delete"],
+            ..Fake::default()
+        };
+        let err = measure(&fake, &spec()).await.unwrap_err();
+        assert!(format!("{err:#}").contains("deleting topic t"), "{err:#}");
+    }
+
+    #[tokio::test]
+    async fn warming_a_broker_measures_a_throw_away_topic_without_a_warm_up() {
+        let fake = Fake::default();
+        warm_broker(&fake, "broker:9092", 300).await.unwrap();
+        let calls = calls(&fake).await;
+        assert_eq!(calls.len(), 6, "{calls:?}");
+        assert!(
+            calls[0].starts_with("create perf-tests-warm-up-"),
+            "{calls:?}"
+        );
+        assert_eq!(calls[1], "end-offsets");
+        assert!(
+            calls[5].starts_with("delete perf-tests-warm-up-"),
+            "{calls:?}"
+        );
+    }
+}

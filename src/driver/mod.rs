@@ -1,0 +1,147 @@
+//! What produces and consumes, seen from the host.
+//!
+//! A [`Driver`] is chosen once per run ([`for_settings`]); for each place it measures in (the
+//! run-wide services, then each scenario) it opens a [`Session`] that offers primitive steps:
+//! probe an endpoint, create a topic, produce N records, consume N records, count end offsets,
+//! delete a topic. The one measurement flow ([`flow`]) puts them in order, checks the counters
+//! and times every step, whichever driver supplies them.
+//!
+//! - [`native`]: the built-in librdkafka workload (`crate::workload`), one long-lived container
+//!   per session on the scenario network, each step an `exec` of `perf-tests workload <step>`;
+//! - [`kafka_tools`]: Apache Kafka's perf-test scripts in one-off containers.
+
+pub mod flow;
+pub mod kafka_tools;
+pub mod native;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use futures_util::future::BoxFuture;
+
+use crate::engine::Engine;
+use crate::model::{ConsumerResult, ProducerResult};
+use crate::plan::Plan;
+use crate::settings::{self, Settings};
+pub use crate::workload::verify::{VerifySpec, SAMPLE_RECORDS};
+
+/// Everything one measurement needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasureSpec {
+    pub bootstrap: String,
+    pub topic: String,
+    pub num_records: u64,
+    pub record_size: usize,
+    /// Target records/s; any negative value is unlimited.
+    pub throughput: i64,
+    /// Producer properties (Java or librdkafka names).
+    pub properties: Vec<(String, String)>,
+    /// Records produced and consumed through the same path before measuring; not reported.
+    pub warm_up_records: u64,
+    /// The consumer fails when no record arrives for this long.
+    pub consume_timeout: Duration,
+    /// Delete the topic at the end (also after a failure).
+    pub delete_topic: bool,
+    pub partitions: i32,
+    pub replication_factor: i32,
+}
+
+impl MeasureSpec {
+    /// A spec with the reference defaults: 1 KiB records, unlimited rate, `acks=all`,
+    /// 1000 warm-up records, 60 s consume timeout, one partition and replica, topic deleted.
+    pub fn new(bootstrap: impl Into<String>, topic: impl Into<String>, num_records: u64) -> Self {
+        MeasureSpec {
+            bootstrap: bootstrap.into(),
+            topic: topic.into(),
+            num_records,
+            record_size: 1024,
+            throughput: -1,
+            properties: vec![("acks".to_string(), "all".to_string())],
+            warm_up_records: 1000,
+            consume_timeout: Duration::from_secs(60),
+            delete_topic: true,
+            partitions: 1,
+            replication_factor: 1,
+        }
+    }
+}
+
+/// Where a session measures: on which engine and network, with which client properties.
+#[derive(Debug, Clone)]
+pub struct Place<'a> {
+    pub engine: &'a Engine,
+    /// The workload image (this executable, packaged).
+    pub workload_image: &'a str,
+    /// The network the session's containers join (a deployment's network).
+    pub network: String,
+    /// Client properties of every client (security and the like).
+    pub client: Vec<(String, String)>,
+    /// Bind mounts of the session's containers, `host:container[:ro]` (TLS material).
+    pub binds: Vec<String>,
+}
+
+/// Receives progress lines (producer windows, a tool's output) while a step runs.
+pub type Progress<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// A way to produce and consume, chosen once per run.
+pub trait Driver: Send + Sync {
+    /// Refuses a plan it cannot run faithfully, before anything starts.
+    fn check(&self, _plan: &Plan) -> Result<()> {
+        Ok(())
+    }
+    /// Images it runs besides the workload image and the Compose services' (had before the
+    /// first container starts).
+    fn images(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// One line for `--dry-run`: what measures, from which image.
+    fn describe(&self) -> String;
+    /// Opens a session at `place`; close it with [`Session::close`].
+    fn open<'a>(&'a self, place: Place<'a>) -> BoxFuture<'a, Result<Box<dyn Session>>>;
+}
+
+/// Primitive steps against Kafka endpoints at one place; [`flow`] orders them.
+pub trait Session: Send + Sync {
+    /// Refuses a measurement before any request is made (an unknown property, say).
+    fn check(&self, _spec: &MeasureSpec) -> Result<()> {
+        Ok(())
+    }
+    /// Waits until `endpoint` answers a Kafka metadata request.
+    fn probe<'a>(&'a self, endpoint: &'a str, timeout: Duration) -> BoxFuture<'a, Result<()>>;
+    /// Creates `spec.topic` (partitions, replication factor) and waits until it is visible.
+    fn create_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>>;
+    /// Produces `records` records of `spec.record_size` bytes at `throughput` (negative:
+    /// unlimited) with `spec.properties`, and reports them.
+    fn produce<'a>(
+        &'a self,
+        spec: &'a MeasureSpec,
+        records: u64,
+        throughput: i64,
+        progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<ProducerResult>>;
+    /// Consumes exactly `records` records of `spec.topic` in consumer group `group` (which
+    /// commits what it read) and reports them.
+    fn consume<'a>(
+        &'a self,
+        spec: &'a MeasureSpec,
+        records: u64,
+        group: &'a str,
+        progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<ConsumerResult>>;
+    /// Records in the topic (end offsets minus start offsets).
+    fn end_offsets<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<u64>>;
+    /// Deletes `spec.topic`.
+    fn delete_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>>;
+    /// Releases what the session holds (its containers).
+    fn close(&self) -> BoxFuture<'_, Result<()>>;
+}
+
+/// The driver `settings.driver` names; the one place a driver is chosen.
+pub fn for_settings(settings: &Settings) -> Box<dyn Driver> {
+    match settings.driver {
+        settings::Driver::Native => Box::new(native::Native),
+        settings::Driver::KafkaTools => Box::new(kafka_tools::KafkaToolsDriver {
+            tool_image: settings.kafka_tool_image.clone(),
+        }),
+    }
+}

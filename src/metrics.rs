@@ -1,0 +1,164 @@
+//! The metric registry: every reported number of a measurement with its column name, unit,
+//! better direction, table and format. The result tables, `compare` and the charts all read it,
+//! so a metric is added (or renamed) in one place.
+
+use crate::model::Measurement;
+
+/// Which direction of a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    /// Rates: more is better.
+    Higher,
+    /// Latencies and times: less is better.
+    Lower,
+}
+
+/// The result table a metric is a column of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    Producer,
+    Consumer,
+}
+
+/// One metric of a measurement.
+#[derive(Clone, Copy)]
+pub struct Metric {
+    /// Column name, as in the reference's tables.
+    pub name: &'static str,
+    /// Unit of the value.
+    pub unit: &'static str,
+    /// Which way is better; `None` for counters, which are checked (integrity), not compared.
+    pub better: Option<Better>,
+    /// The table it is a column of.
+    pub table: Table,
+    /// Decimals in the tables.
+    pub decimals: usize,
+    /// Header of its coefficient-of-variation column when a scenario was repeated, if it has one.
+    pub spread: Option<&'static str>,
+    /// The value of one measurement.
+    pub get: fn(&Measurement) -> f64,
+}
+
+impl Metric {
+    /// The value formatted as the tables show it.
+    pub fn format(&self, m: &Measurement) -> String {
+        format!("{:.*}", self.decimals, (self.get)(m))
+    }
+}
+
+const fn metric(
+    name: &'static str,
+    unit: &'static str,
+    better: Option<Better>,
+    table: Table,
+    decimals: usize,
+    get: fn(&Measurement) -> f64,
+) -> Metric {
+    Metric {
+        name,
+        unit,
+        better,
+        table,
+        decimals,
+        spread: None,
+        get,
+    }
+}
+
+const fn with_spread(m: Metric, header: &'static str) -> Metric {
+    Metric {
+        spread: Some(header),
+        ..m
+    }
+}
+
+use Better::{Higher, Lower};
+use Table::{Consumer, Producer};
+
+/// Every metric, in table column order (producer, then consumer).
+pub const METRICS: [Metric; 17] = [
+    metric("Sent", "records", None, Producer, 0, |m| {
+        m.producer.sent as f64
+    }),
+    with_spread(
+        metric("Rate rec/s", "rec/s", Some(Higher), Producer, 6, |m| {
+            m.producer.rate_rec_s
+        }),
+        "Rate ±CV%",
+    ),
+    metric("Rate Mi/s", "MiB/s", Some(Higher), Producer, 2, |m| {
+        m.producer.rate_mib_s
+    }),
+    with_spread(
+        metric("Avg Lat ms", "ms", Some(Lower), Producer, 2, |m| {
+            m.producer.avg_lat_ms
+        }),
+        "Avg Lat ±CV%",
+    ),
+    metric("Max Lat ms", "ms", Some(Lower), Producer, 2, |m| {
+        m.producer.max_lat_ms
+    }),
+    metric("Percentile50", "ms", Some(Lower), Producer, 0, |m| {
+        m.producer.p50_ms
+    }),
+    metric("Percentile95", "ms", Some(Lower), Producer, 0, |m| {
+        m.producer.p95_ms
+    }),
+    with_spread(
+        metric("Percentile99", "ms", Some(Lower), Producer, 0, |m| {
+            m.producer.p99_ms
+        }),
+        "P99 ±CV%",
+    ),
+    metric("Percentile999", "ms", Some(Lower), Producer, 0, |m| {
+        m.producer.p999_ms
+    }),
+    metric("Consumed Mi", "MiB", None, Consumer, 4, |m| {
+        m.consumer.consumed_mib
+    }),
+    metric("Consumed Mi/s", "MiB/s", Some(Higher), Consumer, 4, |m| {
+        m.consumer.consumed_mib_s
+    }),
+    metric("Consumed recs", "records", None, Consumer, 0, |m| {
+        m.consumer.consumed_recs as f64
+    }),
+    with_spread(
+        metric("Consumed rec/s", "rec/s", Some(Higher), Consumer, 4, |m| {
+            m.consumer.consumed_rec_s
+        }),
+        "Consumed rec/s ±CV%",
+    ),
+    metric("Rebalance Time ms", "ms", Some(Lower), Consumer, 0, |m| {
+        m.consumer.rebalance_ms
+    }),
+    metric("Fetch Time ms", "ms", Some(Lower), Consumer, 0, |m| {
+        m.consumer.fetch_ms
+    }),
+    metric("Fetch Mi/s", "MiB/s", Some(Higher), Consumer, 4, |m| {
+        m.consumer.fetch_mib_s
+    }),
+    with_spread(
+        metric("Fetch rec/s", "rec/s", Some(Higher), Consumer, 4, |m| {
+            m.consumer.fetch_rec_s
+        }),
+        "Fetch rec/s ±CV%",
+    ),
+];
+
+/// The metrics of one table, in column order.
+pub fn of_table(table: Table) -> impl Iterator<Item = &'static Metric> {
+    METRICS.iter().filter(move |m| m.table == table)
+}
+
+/// The metric named `name` (a column name).
+pub fn named(name: &str) -> &'static Metric {
+    METRICS
+        .iter()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("no metric named {name}"))
+}
+
+/// The metrics `compare` judges: those with a better direction, producer first, rates first.
+pub fn compared() -> impl Iterator<Item = &'static Metric> {
+    METRICS.iter().filter(|m| m.better.is_some())
+}
