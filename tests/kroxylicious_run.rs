@@ -385,45 +385,36 @@ async fn a_proxy_that_rejects_its_configuration_stops_the_run_with_its_reason() 
     assert_nothing_left(&ran).await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_maven_artifact_that_does_not_resolve_stops_the_run_before_anything_starts() {
-    const BROKEN: &str = "perf-tests-test/broken:1";
-    let _lock = engine_lock(false);
+/// Runs `01` of a copy of the default suite whose broker image is `image`, made by the Maven
+/// recipe `recipe`; the run must stop before anything starts, and its error (from `error:` on)
+/// is returned.
+async fn run_with_broken_recipe(image: &str, recipe: &str) -> String {
     let results = tempfile::tempdir().unwrap();
     let (_root, suite) = copied_suite();
     let file = suite.join("suite.yaml");
     let mut doc: Yaml = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    let recipe: Yaml = serde_yaml::from_str(
-        "maven:\n  artifacts: [org.apache.kafka:kafka_2.13:0.0.404]\n  jdk: 17\n  \
-         entrypoint: [/bin/busybox, 'true']\n",
-    )
-    .unwrap();
     doc["images"]
         .as_mapping_mut()
         .expect("the suite has image recipes")
-        .insert(BROKEN.into(), recipe);
+        .insert(image.into(), serde_yaml::from_str(recipe).unwrap());
     std::fs::write(&file, serde_yaml::to_string(&doc).unwrap()).unwrap();
 
     let ran = Ran::of(run(
         &[
             ("SCENARIOS", suite.to_str().unwrap()),
             ("TEST", "01.*"),
-            ("KAFKA_IMAGE", BROKEN),
+            ("KAFKA_IMAGE", image),
         ],
         results.path(),
     ));
     assert_eq!(ran.code, Some(1), "{ran}");
-    let error = &ran.stderr[ran
+    let error = ran.stderr[ran
         .stderr
         .find("error:")
-        .unwrap_or_else(|| panic!("no error in\n{ran}"))..];
+        .unwrap_or_else(|| panic!("no error in\n{ran}"))..]
+        .to_string();
     assert!(
-        error.starts_with(&format!("error: image recipe {BROKEN} ")),
-        "{error}"
-    );
-    // Maven's own error names the artifact it could not find.
-    assert!(
-        error.contains("[ERROR]") && error.contains("kafka_2.13") && error.contains("0.0.404"),
+        error.starts_with(&format!("error: image recipe {image} ")),
         "{error}"
     );
     assert!(
@@ -439,7 +430,47 @@ async fn a_maven_artifact_that_does_not_resolve_stops_the_run_before_anything_st
     assert_nothing_left(&ran).await;
     let docker = bollard::Docker::connect_with_defaults().unwrap();
     assert!(
-        docker.inspect_image(BROKEN).await.is_err(),
-        "{BROKEN} must not exist"
+        docker.inspect_image(image).await.is_err(),
+        "{image} must not exist"
+    );
+    error
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_maven_artifact_that_does_not_resolve_stops_the_run_before_anything_starts() {
+    let _lock = engine_lock(false);
+    let error = run_with_broken_recipe(
+        "perf-tests-test/broken:1",
+        "maven:\n  artifacts: [org.apache.kafka:kafka_2.13:0.0.404]\n  jdk: 17\n  \
+         entrypoint: [/bin/busybox, 'true']\n",
+    )
+    .await;
+    // Maven's own error names the artifact it could not find, without its generic advice or
+    // terminal colour codes.
+    assert!(
+        error.contains("[ERROR]") && error.contains("kafka_2.13") && error.contains("0.0.404"),
+        "{error}"
+    );
+    assert!(
+        !error.contains("-X switch") && !error.contains('\x1b'),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_jdk_older_than_the_artifact_stops_the_run_before_anything_starts() {
+    let _lock = engine_lock(false);
+    // Lucene 10 is compiled for Java 21 (class file version 65); the recipe names JDK 17.
+    let error = run_with_broken_recipe(
+        "perf-tests-test/too-new:1",
+        "maven:\n  artifacts: [org.apache.lucene:lucene-core:10.3.2]\n  jdk: 17\n  \
+         entrypoint: [/bin/busybox, 'true']\n",
+    )
+    .await;
+    assert!(
+        error.contains("org.apache.lucene:lucene-core:10.3.2 is compiled for Java 21")
+            && error.contains("class file version 65")
+            && error.contains("set `jdk: 21` or later"),
+        "{error}"
     );
 }

@@ -313,12 +313,14 @@ fn error_lines(output: &str) -> String {
         .lines()
         .map(str::trim_end)
         .filter(|l| l.starts_with("[ERROR]") && l.len() > "[ERROR] ".len())
+        // Maven's advice on how to get more output, the same after every failure.
         .filter(|l| {
             !(l.contains("-e switch")
                 || l.contains("-X switch")
-                || l.contains("Help 1")
+                || l.starts_with("[ERROR] [Help ")
                 || l.contains("For more information about the errors"))
         })
+        .map(|l| l.trim_end_matches(" -> [Help 1]"))
         .take(15)
         .collect();
     let chosen: Vec<&str> = if errors.is_empty() {
@@ -597,11 +599,11 @@ mod tests {
 
     #[test]
     fn maven_errors_are_quoted_without_its_advice() {
-        let out = "[INFO] x\n\x1b[0m[ERROR] Failed to execute goal: Could not find artifact a:b:jar:9\n\
+        let out = "[INFO] x\n\x1b[0m[ERROR] Failed to execute goal: Could not find artifact a:b:jar:9 -> [Help 1]\n\
                    [ERROR] \n[ERROR] Re-run Maven using the -X switch to enable full debug logging.\n";
         let e = error_lines(out);
         assert!(e.contains("Could not find artifact a:b:jar:9"), "{e}");
-        assert!(!e.contains("-X switch"), "{e}");
+        assert!(!e.contains("-X switch") && !e.contains("Help 1"), "{e}");
     }
 
     #[test]
