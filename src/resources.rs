@@ -21,6 +21,12 @@ use crate::stats;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
+/// The name of the workload's own container (the load generator) among the sampled services.
+pub const LOAD_GENERATOR: &str = "workload (load generator)";
+/// Share of a core (of all the machine's cores) from which the load generator (the machine)
+/// counts as saturated: the produce loop is one thread, librdkafka's own threads add little.
+pub const SATURATED_SHARE: f64 = 0.9;
+
 /// A container to sample: its Compose service and engine id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
@@ -154,6 +160,39 @@ pub fn combine(reps: &[Vec<ServiceResources>]) -> Vec<ServiceResources> {
             }
         })
         .collect()
+}
+
+/// Warnings when a row may measure the client rather than the path, from the (combined)
+/// resources of one scenario and the machine's online CPUs:
+/// - the load generator's mean CPU is at least 90% of one core (its produce loop is one thread);
+/// - the mean CPU of every sampled container together (services and load generator) is at least
+///   90% of `cpus` cores: the machine's cores are all busy, the client competes for them.
+pub fn load_generator_saturation(resources: &[ServiceResources], cpus: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(w) = resources.iter().find(|r| r.service == LOAD_GENERATOR) {
+        if w.cpu_pct_mean >= SATURATED_SHARE * 100.0 {
+            out.push(format!(
+                "the load generator is saturated: its container used {:.0}% CPU on average \
+                 (peak {:.0}%), at least {:.0}% of the one core its produce loop can use; the \
+                 rates may measure the client, not the path",
+                w.cpu_pct_mean,
+                w.cpu_pct_peak,
+                SATURATED_SHARE * 100.0
+            ));
+        }
+    }
+    let cpus = cpus.max(1);
+    let total: f64 = resources.iter().map(|r| r.cpu_pct_mean).sum();
+    let capacity = cpus as f64 * 100.0;
+    if !resources.is_empty() && total >= SATURATED_SHARE * capacity {
+        out.push(format!(
+            "the machine's cores are all busy: the sampled containers used {total:.0}% CPU \
+             together on average, {:.0}% of {cpus} online CPUs; the load generator competes with \
+             the path for them and the rates may measure the client, not the path",
+            total / capacity * 100.0
+        ));
+    }
+    out
 }
 
 /// Samples running containers until [`Sampler::finish`] is called.
@@ -308,6 +347,70 @@ mod tests {
         assert_eq!((s.net_rx_mib, s.net_tx_mib), (10.0, 8.0));
         let empty = summarise("gone", false, &[]);
         assert_eq!((empty.samples, empty.cpu_pct_peak), (0, 0.0));
+    }
+
+    fn used(service: &str, cpu: f64) -> ServiceResources {
+        ServiceResources {
+            service: service.into(),
+            samples: 5,
+            cpu_pct_mean: cpu,
+            cpu_pct_peak: cpu + 10.0,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_load_generator_near_one_core_is_saturated() {
+        let w = load_generator_saturation(&[used("broker1", 30.0), used(LOAD_GENERATOR, 90.0)], 8);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("load generator is saturated") && w[0].contains("90% CPU on average"),
+            "{w:?}"
+        );
+        assert!(w[0].contains("(peak 100%)"), "{w:?}");
+        assert!(
+            w[0].contains("may measure the client, not the path"),
+            "{w:?}"
+        );
+        // Just below the threshold: no warning.
+        assert!(
+            load_generator_saturation(&[used("broker1", 30.0), used(LOAD_GENERATOR, 89.9)], 8)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn all_cores_busy_is_saturated() {
+        // 2 CPUs: 180% together is 90% of the machine, whatever the load generator alone uses.
+        let busy = [
+            used("broker1", 80.0),
+            used("proxy", 50.0),
+            used(LOAD_GENERATOR, 50.0),
+        ];
+        let w = load_generator_saturation(&busy, 2);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("cores are all busy"), "{w:?}");
+        assert!(w[0].contains("180% CPU together"), "{w:?}");
+        assert!(w[0].contains("90% of 2 online CPUs"), "{w:?}");
+        // The same containers on 4 CPUs leave half the machine idle.
+        assert!(load_generator_saturation(&busy, 4).is_empty());
+        // Just below 90% of 2 CPUs.
+        let idle = [
+            used("broker1", 100.0),
+            used("proxy", 30.0),
+            used(LOAD_GENERATOR, 49.9),
+        ];
+        assert!(load_generator_saturation(&idle, 2).is_empty());
+    }
+
+    #[test]
+    fn both_conditions_warn_together() {
+        let w = load_generator_saturation(&[used("broker1", 95.0), used(LOAD_GENERATOR, 120.0)], 2);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("load generator is saturated"), "{w:?}");
+        assert!(w[1].contains("215% CPU together"), "{w:?}");
+        // Nothing sampled: nothing to say.
+        assert!(load_generator_saturation(&[], 2).is_empty());
     }
 
     #[test]

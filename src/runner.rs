@@ -81,6 +81,7 @@ async fn run_with(
         deployment: Deployment::new(engine, plan.project.clone(), &project_name(run_id)),
         plan,
         prepared: &prepared,
+        cpus: engine_cpus(engine).await,
     };
     let result = run_scenarios(&mut site, settings, plan).await;
     phase("tearing down");
@@ -89,6 +90,14 @@ async fn run_with(
     let results = result?;
     down?;
     Ok(results)
+}
+
+/// The engine's CPUs as it reports them, else this machine's.
+async fn engine_cpus(engine: &Engine) -> usize {
+    match engine.docker().info().await.ok().and_then(|i| i.ncpu) {
+        Some(n) if n > 0 => n as usize,
+        _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
 }
 
 fn project_name(run_id: &str) -> String {
@@ -182,8 +191,18 @@ trait Site {
         client: &'a BTreeMap<String, String>,
         tls: bool,
     ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>>;
-    /// Starts sampling every container that is up (not the run-wide ones when `own_broker`).
-    fn sample(&self, run_wide: &[String], own_broker: bool) -> Box<dyn Sampling>;
+    /// Starts sampling every container that is up (not the run-wide ones when `own_broker`) and
+    /// the session's own containers `workload` (`(name, container id)`, the load generator).
+    fn sample(
+        &self,
+        run_wide: &[String],
+        own_broker: bool,
+        workload: &[(String, String)],
+    ) -> Box<dyn Sampling>;
+    /// The machine's online CPUs (what 100% per core of every container adds up to).
+    fn cpus(&self) -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
     /// Image id per image reference of the containers created so far.
     fn image_ids(&self) -> BTreeMap<String, String>;
     /// How each of `images` was made, for images built here (recipe, artifacts, JDK).
@@ -218,6 +237,8 @@ struct EngineSite<'a> {
     deployment: Deployment,
     plan: &'a Plan,
     prepared: &'a Prepared,
+    /// The engine's online CPUs.
+    cpus: usize,
 }
 
 impl Site for EngineSite<'_> {
@@ -245,11 +266,19 @@ impl Site for EngineSite<'_> {
         self.prepared.driver.open(self.place(client, tls))
     }
 
-    fn sample(&self, run_wide: &[String], own_broker: bool) -> Box<dyn Sampling> {
-        Box::new(resources::Sampler::start(
-            self.engine.docker(),
-            sampling_targets(&self.deployment, run_wide, own_broker),
-        ))
+    fn sample(
+        &self,
+        run_wide: &[String],
+        own_broker: bool,
+        workload: &[(String, String)],
+    ) -> Box<dyn Sampling> {
+        let mut targets = sampling_targets(&self.deployment, run_wide, own_broker);
+        targets.extend(workload_targets(workload));
+        Box::new(resources::Sampler::start(self.engine.docker(), targets))
+    }
+
+    fn cpus(&self) -> usize {
+        self.cpus
     }
 
     fn image_ids(&self) -> BTreeMap<String, String> {
@@ -356,7 +385,7 @@ async fn run_scenarios(
         .scenarios
         .iter()
         .zip(reps)
-        .map(|(planned, reps)| combine(planned, reps))
+        .map(|(planned, reps)| combine(planned, reps, site.cpus()))
         .collect())
 }
 
@@ -378,7 +407,8 @@ struct Repetition {
 
 /// One result from every repetition of a scenario: medians, every repetition, summed phase
 /// times, combined resource figures and saturation warnings.
-fn combine(planned: &PlannedScenario, reps: Vec<Repetition>) -> ScenarioResult {
+/// `cpus` is the machine's online CPUs, for the load generator's saturation warning.
+fn combine(planned: &PlannedScenario, reps: Vec<Repetition>, cpus: usize) -> ScenarioResult {
     let sc = &planned.scenario;
     let measurements: Vec<Measurement> = reps.iter().map(|r| r.measurement.clone()).collect();
     let measurement = Measurement::summary(&measurements);
@@ -392,7 +422,8 @@ fn combine(planned: &PlannedScenario, reps: Vec<Repetition>) -> ScenarioResult {
     }
     let resources =
         crate::resources::combine(&reps.iter().map(|r| r.resources.clone()).collect::<Vec<_>>());
-    let warnings = measurement.producer.saturation();
+    let mut warnings = measurement.producer.saturation();
+    warnings.extend(resources::load_generator_saturation(&resources, cpus));
     for w in &warnings {
         eprintln!("warning: {}: {w}", sc.name);
     }
@@ -440,6 +471,18 @@ fn sampling_targets(
                     container: id.to_string(),
                     run_wide: run_wide.contains(service),
                 })
+        })
+        .collect()
+}
+
+/// The session's own containers (the load generator), sampled like the scenario's services.
+fn workload_targets(workload: &[(String, String)]) -> Vec<resources::Target> {
+    workload
+        .iter()
+        .map(|(name, id)| resources::Target {
+            service: name.clone(),
+            container: id.clone(),
+            run_wide: false,
         })
         .collect()
 }
@@ -614,7 +657,7 @@ async fn measure_scenario(
     phases.setup_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
-    let sampler = site.sample(run_wide, sc.own_broker);
+    let sampler = site.sample(run_wide, sc.own_broker, &session.measured_containers());
     let mut spec = MeasureSpec::new(&sc.bootstrap, &planned.topic, settings.num_records);
     spec.record_size = settings.record_size as usize;
     spec.throughput = settings.throughput;
@@ -655,6 +698,8 @@ mod tests {
         fail: Vec<&'static str>,
         /// The path check finds the broker holding records as sent.
         path_unchanged: bool,
+        /// Mean CPU % its sampling reports for the session's workload container.
+        workload_cpu: f64,
     }
 
     impl FakeSite {
@@ -663,12 +708,13 @@ mod tests {
         }
     }
 
-    struct FakeSampling(Arc<Mutex<Vec<String>>>);
+    /// Reports the workload targets it was given, at the site's workload CPU.
+    struct FakeSampling(Arc<Mutex<Vec<String>>>, Vec<ServiceResources>);
 
     impl Sampling for FakeSampling {
         fn finish(self: Box<Self>) -> LocalBoxFuture<'static, Vec<ServiceResources>> {
             self.0.lock().unwrap().push("sampled".into());
-            Box::pin(async { Vec::new() })
+            Box::pin(async move { self.1 })
         }
     }
 
@@ -698,15 +744,34 @@ mod tests {
             let session: Box<dyn Session> = Box::new(Fake {
                 calls: self.log.clone(),
                 fail: self.fail.clone(),
+                container: Some("c-workload".into()),
                 ..Fake::default()
             });
             Box::pin(async { Ok(session) })
         }
-        fn sample(&self, run_wide: &[String], own_broker: bool) -> Box<dyn Sampling> {
+        fn sample(
+            &self,
+            run_wide: &[String],
+            own_broker: bool,
+            workload: &[(String, String)],
+        ) -> Box<dyn Sampling> {
             self.note(format!(
-                "sample run-wide={run_wide:?} own_broker={own_broker}"
+                "sample run-wide={run_wide:?} own_broker={own_broker} workload={workload:?}"
             ));
-            Box::new(FakeSampling(self.log.clone()))
+            let used = workload_targets(workload)
+                .into_iter()
+                .map(|t| ServiceResources {
+                    service: t.service,
+                    samples: 3,
+                    cpu_pct_mean: self.workload_cpu,
+                    cpu_pct_peak: self.workload_cpu,
+                    ..Default::default()
+                })
+                .collect();
+            Box::new(FakeSampling(self.log.clone(), used))
+        }
+        fn cpus(&self) -> usize {
+            2
         }
         fn image_ids(&self) -> BTreeMap<String, String> {
             BTreeMap::from([("proxy:1".to_string(), "sha256:p".to_string())])
@@ -795,7 +860,7 @@ mod tests {
                 "open client={\"client.id\": \"x\"} tls=false".into(),
                 "probe proxy:9092".into(),
                 format!("exec in vault: key {topic}"),
-                "sample run-wide=[\"broker\"] own_broker=false".into(),
+                "sample run-wide=[\"broker\"] own_broker=false workload=[(\"workload (load generator)\", \"c-workload\")]".into(),
                 format!("create {topic}"),
                 "end-offsets".into(),
                 "produce 10 at -1".into(),
@@ -818,6 +883,37 @@ mod tests {
         assert_eq!(r.image_sources["proxy:1"], "recipe of proxy:1");
         let check = r.path_check.as_ref().expect("the scenario declares expect");
         assert!(check.holds() && !r.path_check_failed(), "{check:?}");
+        // The session's container was sampled as the load generator, below saturation.
+        let services: Vec<&str> = r.resources.iter().map(|s| s.service.as_str()).collect();
+        assert_eq!(services, ["workload (load generator)"]);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[tokio::test]
+    async fn a_saturated_load_generator_warns_that_the_row_may_measure_the_client() {
+        let root = tempfile::tempdir().unwrap();
+        let (settings, plan) = planned(root.path());
+        let mut site = FakeSite {
+            workload_cpu: 97.0,
+            ..FakeSite::default()
+        };
+        let results = run_scenarios(&mut site, &settings, &plan).await.unwrap();
+        let r = &results[0];
+        assert_eq!(r.resources[0].cpu_pct_mean, 97.0);
+        assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+        assert!(
+            r.warnings[0].contains("load generator is saturated")
+                && r.warnings[0].contains("97% CPU"),
+            "{:?}",
+            r.warnings
+        );
+        let listed = crate::report::warnings(&results);
+        assert!(
+            listed[0].starts_with("01-proxy: the load generator"),
+            "{listed:?}"
+        );
+        let table = crate::report::resources_table(&results).expect("a Resources table");
+        assert_eq!(table.rows[0][1], "workload (load generator)");
     }
 
     #[tokio::test]

@@ -235,6 +235,31 @@ async fn default_suite_runs_every_scenario_and_proves_each_path() {
     let info = json(&runs[0].join("run.json"));
     let suite = info["suite"].as_str().expect("run.json names the suite");
     assert!(suite.ends_with("scenarios/kroxylicious"), "{suite}");
+    assert_load_generator_sampled(&ran);
+}
+
+/// Every scenario has a Resources row for its workload container, which used CPU, and it is kept
+/// in `<scenario>.json`.
+fn assert_load_generator_sampled(ran: &Ran) {
+    const LOAD_GENERATOR: &str = "workload (load generator)";
+    let rows = ran.table("Resources");
+    for (name, _, _) in SCENARIOS {
+        let row = rows
+            .iter()
+            .find(|r| cell(r, "Name") == name && cell(r, "Service") == LOAD_GENERATOR)
+            .unwrap_or_else(|| panic!("no {LOAD_GENERATOR} row for {name} in\n{ran}"));
+        assert!(number(row, "CPU % mean") > 0.0, "{row:?}");
+        assert!(number(row, "CPU % peak") > 0.0, "{row:?}");
+        let v = json(&ran.results_dir().join(format!("{name}.json")));
+        let kept = v["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .any(|r| {
+                r["service"] == LOAD_GENERATOR && r["cpu_pct_mean"].as_f64().unwrap_or(0.0) > 0.0
+            });
+        assert!(kept, "{name}: {}", v["resources"]);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -169,6 +169,8 @@ pub(crate) mod tests {
         pub lose: u64,
         /// Step names that fail.
         pub fail: Vec<&'static str>,
+        /// The container id it reports measuring from, if any.
+        pub container: Option<String>,
     }
 
     impl Fake {
@@ -255,6 +257,12 @@ pub(crate) mod tests {
         }
         fn close(&self) -> BoxFuture<'_, Result<()>> {
             Box::pin(async move { self.step("close".into(), "close") })
+        }
+        fn measured_containers(&self) -> Vec<(String, String)> {
+            self.container
+                .iter()
+                .map(|id| (crate::resources::LOAD_GENERATOR.to_string(), id.clone()))
+                .collect()
         }
     }
 

@@ -134,6 +134,12 @@ pub trait Session: Send + Sync {
     fn delete_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>>;
     /// Releases what the session holds (its containers).
     fn close(&self) -> BoxFuture<'_, Result<()>>;
+    /// The containers the session measures from that live as long as it does, as
+    /// `(name in the Resources table, container id)`, so they are sampled like the services.
+    /// None by default (a driver whose steps run in one-off containers).
+    fn measured_containers(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// The driver `settings.driver` names; the one place a driver is chosen.

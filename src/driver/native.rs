@@ -297,6 +297,15 @@ impl Session for NativeSession {
             Ok(())
         })
     }
+
+    fn measured_containers(&self) -> Vec<(String, String)> {
+        self.container
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|id| (crate::resources::LOAD_GENERATOR.to_string(), id.clone()))
+            .collect()
+    }
 }
 
 /// Reads the count back from `perf-tests workload end-offsets`' stdout.
