@@ -1,8 +1,11 @@
 //! What the run is doing, on stderr: a spinner per phase on a terminal, plain lines otherwise
-//! (a CI log gets no progress-bar noise).
+//! (a CI log gets no progress-bar noise). A long step that moves records ([`records`]) shows
+//! records done out of the total, the current rate and an ETA: as the spinner's bar on a
+//! terminal, as a plain line every [`PLAIN_EVERY`] otherwise.
 
 use std::io::IsTerminal;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -58,7 +61,9 @@ pub fn phase(what: &str) {
         ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {wide_msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
-    bar.set_prefix(what.to_string());
+    // A scenario's phase reads "name: description"; the name leaves the line room for the
+    // step's progress (the whole phase is printed when it ends).
+    bar.set_prefix(what.split(": ").next().unwrap_or(what).to_string());
     bar.enable_steady_tick(Duration::from_millis(120));
     s.bar = Some(bar);
     s.phase = what.to_string();
@@ -87,4 +92,182 @@ pub fn println(line: &str) {
 /// Ends the current phase, if any.
 pub fn finish() {
     end_phase(&mut lock());
+}
+
+/// How often a plain (off-terminal) progress line is printed during a long step, at most.
+pub const PLAIN_EVERY: Duration = Duration::from_secs(10);
+
+/// Progress of one step that moves a known number of records (produce, consume).
+pub struct Records {
+    state: Arc<Mutex<Count>>,
+    stop: Arc<AtomicBool>,
+    ticker: Option<std::thread::JoinHandle<()>>,
+}
+
+struct Count {
+    what: String,
+    total: u64,
+    done: u64,
+    started: Instant,
+    /// The last update's time and count, for the current rate.
+    last: (Instant, u64),
+    rate: Option<f64>,
+    /// When the last plain line was printed.
+    printed: Instant,
+}
+
+impl Count {
+    /// "produce [#####.....] 50000/100000 50% 24000 rec/s ETA 2s": short, so that it fits
+    /// beside a scenario's name on a terminal line.
+    fn line(&self) -> String {
+        const WIDTH: usize = 10;
+        let total = self.total.max(1);
+        let done = self.done.min(total);
+        let filled = (done as u128 * WIDTH as u128 / total as u128) as usize;
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let rate = self
+            .rate
+            .or_else(|| (elapsed > 0.0 && done > 0).then(|| done as f64 / elapsed));
+        let tail = match rate {
+            Some(r) if r > 0.0 => format!(" {r:.0} rec/s ETA {}", eta((total - done) as f64 / r)),
+            _ => format!(" {} elapsed", eta(elapsed)),
+        };
+        format!(
+            "{} [{}{}] {done}/{} {}%{tail}",
+            self.what,
+            "#".repeat(filled),
+            ".".repeat(WIDTH - filled),
+            self.total,
+            done * 100 / total,
+        )
+    }
+}
+
+fn eta(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// Starts showing the progress of `what` towards `total` records. Off a terminal a plain line
+/// comes at least every [`PLAIN_EVERY`] even when no count arrives (a tool that reports only
+/// at its end), so a long step is never silent.
+pub fn records(what: &str, total: u64) -> Records {
+    let now = Instant::now();
+    let state = Arc::new(Mutex::new(Count {
+        what: what.to_string(),
+        total,
+        done: 0,
+        started: now,
+        last: (now, 0),
+        rate: None,
+        printed: now,
+    }));
+    let stop = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (state, stop) = (state.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("progress".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(250));
+                    let mut c = state.lock().unwrap_or_else(|e| e.into_inner());
+                    show_count(&mut c, false);
+                }
+            })
+            .ok()
+    };
+    Records {
+        state,
+        stop,
+        ticker,
+    }
+}
+
+/// Shows the count: always on a terminal (the spinner's message), off one when `PLAIN_EVERY`
+/// has passed or `force`.
+fn show_count(c: &mut Count, force: bool) {
+    if interactive() {
+        let s = lock();
+        if let Some(bar) = &s.bar {
+            bar.set_message(c.line());
+        }
+        return;
+    }
+    if force || c.printed.elapsed() >= PLAIN_EVERY {
+        c.printed = Instant::now();
+        eprintln!("    {}", c.line());
+    }
+}
+
+impl Records {
+    /// `done` records so far.
+    pub fn set(&self, done: u64) {
+        let mut c = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let (t, n) = c.last;
+        let dt = now.duration_since(t).as_secs_f64();
+        if dt >= 0.5 && done >= n {
+            c.rate = Some((done - n) as f64 / dt);
+            c.last = (now, done);
+        }
+        c.done = done.min(c.total);
+        show_count(&mut c, false);
+    }
+
+    /// `n` more records.
+    pub fn add(&self, n: u64) {
+        let done = self.state.lock().unwrap_or_else(|e| e.into_inner()).done + n;
+        self.set(done);
+    }
+
+    /// The current line, as shown.
+    pub fn line(&self) -> String {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).line()
+    }
+}
+
+impl Drop for Records {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_records_line_has_the_count_the_share_the_rate_and_an_eta() {
+        let r = records("produce", 1000);
+        let l = r.line();
+        assert!(l.starts_with("produce [..........] 0/1000 0%"), "{l}");
+        {
+            let mut c = r.state.lock().unwrap();
+            c.done = 500;
+            c.rate = Some(100.0);
+        }
+        let l = r.line();
+        assert!(
+            l.starts_with("produce [#####.....] 500/1000 50% 100 rec/s ETA 5s"),
+            "{l}"
+        );
+        r.add(10_000);
+        assert!(r.line().contains("1000/1000 100%"), "{}", r.line());
+    }
+
+    #[test]
+    fn etas_are_readable() {
+        assert_eq!(eta(5.2), "5s");
+        assert_eq!(eta(125.0), "2m05s");
+        assert_eq!(eta(7300.0), "2h01m");
+    }
 }

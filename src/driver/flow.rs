@@ -17,6 +17,23 @@ fn show(line: &str) {
     crate::progress::detail(line);
 }
 
+/// Counts the records a step's progress line reports (a producer window, the Kafka tool's
+/// included: "N records sent, …"; the native consumer's "consumed N of M records"); any other
+/// line is shown as it is.
+fn count(counted: &crate::progress::Records, line: &str) {
+    if let Some(n) = line
+        .trim()
+        .split_once(" records sent, ")
+        .and_then(|(n, _)| n.parse::<u64>().ok())
+    {
+        counted.add(n);
+    } else if let Some(n) = crate::workload::consumer::parse_progress_line(line) {
+        counted.set(n);
+    } else {
+        show(line);
+    }
+}
+
 /// Wall time of each step, in the order run.
 struct Steps {
     times: BTreeMap<String, f64>,
@@ -90,18 +107,24 @@ async fn on_topic(
     }
     let before = session.end_offsets(spec).await.context("end offsets")?;
     steps.done("end_offsets_before");
+    let counted = crate::progress::records("produce", spec.num_records);
     let producer = session
-        .produce(spec, spec.num_records, spec.throughput, &show)
+        .produce(spec, spec.num_records, spec.throughput, &|l| {
+            count(&counted, l)
+        })
         .await
         .context("produce")?;
+    drop(counted);
     show(&summary_line(&producer));
     steps.done("produce");
     let after = session.end_offsets(spec).await.context("end offsets")?;
     steps.done("end_offsets_after");
+    let counted = crate::progress::records("consume", producer.sent);
     let consumer = session
-        .consume(spec, producer.sent, &group, &show)
+        .consume(spec, producer.sent, &group, &|l| count(&counted, l))
         .await
         .context("consume")?;
+    drop(counted);
     steps.done("consume");
     let integrity = Integrity {
         requested: spec.num_records,
@@ -143,6 +166,40 @@ pub async fn ready(
         .probe(endpoint, timeout)
         .await
         .with_context(|| format!("service {service} did not answer Kafka requests at {endpoint}"))
+}
+
+#[cfg(test)]
+mod counting_tests {
+    use super::count;
+
+    #[test]
+    fn progress_lines_count_the_records_of_a_step() {
+        let produced = crate::progress::records("produce", 5000);
+        count(
+            &produced,
+            "1000 records sent, 200.0 records/sec (0.20 MB/sec), 1.0 ms avg latency, 2.0 ms max latency.",
+        );
+        count(
+            &produced,
+            "  2000 records sent, 400.0 records/sec (0.39 MB/sec), 1.0 ms avg latency.",
+        );
+        count(&produced, "a line that counts nothing");
+        assert!(
+            produced.line().contains("3000/5000 60%"),
+            "{}",
+            produced.line()
+        );
+        let consumed = crate::progress::records("consume", 5000);
+        count(
+            &consumed,
+            &crate::workload::consumer::progress_line(4200, 5000),
+        );
+        assert!(
+            consumed.line().contains("4200/5000 84%"),
+            "{}",
+            consumed.line()
+        );
+    }
 }
 
 #[cfg(test)]

@@ -457,6 +457,8 @@ impl KafkaTools {
             cmd: cmd.clone(),
             network: Some(self.network.clone()),
             name_hint: name.to_string(),
+            // The producer tool reports its windows on stdout.
+            stream_stdout: true,
             ..Default::default()
         };
         let out = self
@@ -515,14 +517,8 @@ impl Session for KafkaTools {
                     progress,
                 )
                 .await?;
+            // Its windows were streamed to `progress` as the tool printed them.
             let produced = parse_producer_output(&stdout)?;
-            for w in &produced.windows {
-                progress(&format!(
-                    "{} records sent, {:.1} records/sec ({:.2} MiB/s), {:.1} ms avg latency, \
-                     {:.1} ms max latency",
-                    w.records, w.rec_s, w.mib_s, w.avg_lat_ms, w.max_lat_ms
-                ));
-            }
             Ok(producer_result(&produced.total, records, throughput))
         })
     }

@@ -40,6 +40,8 @@ pub struct OneOff {
     pub network: Option<String>,
     /// Prefix of the container name, for people reading `docker ps`.
     pub name_hint: String,
+    /// Stdout lines also go to the line callback (a tool that reports progress on stdout).
+    pub stream_stdout: bool,
 }
 
 /// Removes a container when dropped unless disarmed, so a cancelled future leaves nothing.
@@ -156,7 +158,7 @@ impl Engine {
             id: Some(created.id.clone()),
         };
         let result = self
-            .run_to_exit(&created.id, &name, &mut on_stderr_line)
+            .run_to_exit(&created.id, &name, spec.stream_stdout, &mut on_stderr_line)
             .await;
         guard.id = None;
         let removed = self.remove_container(&created.id).await;
@@ -219,6 +221,7 @@ impl Engine {
         &self,
         id: &str,
         name: &str,
+        stream_stdout: bool,
         on_stderr_line: &mut impl FnMut(&str),
     ) -> Result<ExecOutput> {
         self.docker
@@ -235,6 +238,9 @@ impl Engine {
         let mut lines = LineSplitter {
             pending: String::new(),
         };
+        let mut stdout_lines = LineSplitter {
+            pending: String::new(),
+        };
         while let Some(item) = logs.next().await {
             match item.with_context(|| format!("reading output of {name}"))? {
                 LogOutput::StdErr { message } => {
@@ -242,10 +248,19 @@ impl Engine {
                     out.stderr.push_str(&text);
                     lines.push(&text, on_stderr_line);
                 }
-                other => out.stdout.push_str(&other.to_string()),
+                other => {
+                    let text = other.to_string();
+                    if stream_stdout {
+                        stdout_lines.push(&text, on_stderr_line);
+                    }
+                    out.stdout.push_str(&text);
+                }
             }
         }
         lines.finish(on_stderr_line);
+        if stream_stdout {
+            stdout_lines.finish(on_stderr_line);
+        }
         let wait = WaitContainerOptionsBuilder::default()
             .condition("not-running")
             .build();

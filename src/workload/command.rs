@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::producer::summary_line;
 use super::properties::parse_pair;
-use super::{consume, probe, produce, Admin, ConsumeConfig, ProduceConfig, TopicSpec};
+use super::{probe, produce, Admin, ConsumeConfig, ProduceConfig, TopicSpec};
 use crate::model::{BrokerHolds, ConsumerReceives, Expect};
 
 /// Prefix of the one stdout line that carries the structured result.
@@ -383,7 +383,12 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
                 timeout: seconds("timeout-s", timeout_s)?,
                 client: endpoint.client_properties,
             };
-            result_line(&consume(&cfg).await?)?
+            let expected = cfg.expected;
+            let consumed = super::consumer::consume_with_progress(&cfg, move |n| {
+                eprintln!("{}", super::consumer::progress_line(n, expected))
+            })
+            .await?;
+            result_line(&consumed)?
         }
         WorkloadCommand::EndOffsets { endpoint, topic } => {
             let admin = Admin::connect(&endpoint.bootstrap, &endpoint.client_properties)?;

@@ -58,13 +58,39 @@ impl ConsumerContext for Assigning {
 
 /// Consumes exactly `expected` records of the topic with the group and measures it.
 pub async fn consume(cfg: &ConsumeConfig) -> Result<ConsumerResult> {
+    consume_with_progress(cfg, |_| {}).await
+}
+
+/// How often [`consume_with_progress`] reports the count so far.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// [`consume`], calling `progress` with the records consumed so far every [`PROGRESS_EVERY`].
+pub async fn consume_with_progress(
+    cfg: &ConsumeConfig,
+    progress: impl FnMut(u64) + Send + 'static,
+) -> Result<ConsumerResult> {
     let cfg = cfg.clone();
-    tokio::task::spawn_blocking(move || consume_blocking(&cfg))
+    tokio::task::spawn_blocking(move || consume_blocking(&cfg, progress))
         .await
         .context("consumer task panicked")?
 }
 
-fn consume_blocking(cfg: &ConsumeConfig) -> Result<ConsumerResult> {
+/// The line a consuming workload prints for its progress (read back by the host's flow).
+pub fn progress_line(consumed: u64, expected: u64) -> String {
+    format!("consumed {consumed} of {expected} records")
+}
+
+/// The count in a [`progress_line`].
+pub fn parse_progress_line(line: &str) -> Option<u64> {
+    line.trim()
+        .strip_prefix("consumed ")?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn consume_blocking(cfg: &ConsumeConfig, mut progress: impl FnMut(u64)) -> Result<ConsumerResult> {
     let (config, warnings) = client_config(
         &cfg.bootstrap,
         &[
@@ -96,7 +122,12 @@ fn consume_blocking(cfg: &ConsumeConfig) -> Result<ConsumerResult> {
     let mut bytes = 0u64;
     let mut last_record = start;
     let mut last_failure: Option<String> = None;
+    let mut reported = start;
     while count < cfg.expected {
+        if reported.elapsed() >= PROGRESS_EVERY {
+            reported = Instant::now();
+            progress(count);
+        }
         match consumer.poll(Duration::from_millis(100)) {
             Some(Ok(message)) => {
                 count += 1;
@@ -159,6 +190,20 @@ fn result(count: u64, bytes: u64, total: Duration, rebalance: Duration) -> Consu
         fetch_ms: fetch.as_secs_f64() * 1000.0,
         fetch_mib_s: per(mib, fetch),
         fetch_rec_s: per(count as f64, fetch),
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+
+    #[test]
+    fn progress_lines_read_back() {
+        assert_eq!(parse_progress_line(&progress_line(1234, 5000)), Some(1234));
+        assert_eq!(
+            parse_progress_line("1000 records sent, 1.0 records/sec"),
+            None
+        );
     }
 }
 
