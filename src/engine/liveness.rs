@@ -9,8 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::sync::OnceLock;
 
-use anyhow::{Context, Result};
-use bollard::query_parameters::{ListContainersOptionsBuilder, ListNetworksOptionsBuilder};
+use anyhow::Result;
 
 use super::{Engine, LABEL_MANAGED, LABEL_RUN};
 
@@ -134,13 +133,8 @@ fn hostname() -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
-/// A container or network with the managed label.
-struct Managed {
-    kind: &'static str,
-    id: String,
-    name: String,
-    labels: HashMap<String, String>,
-}
+// A container or network with the managed label.
+use super::Labelled as Managed;
 
 impl Managed {
     fn run(&self) -> &str {
@@ -150,48 +144,7 @@ impl Managed {
 
 /// Every managed container, then every managed network.
 async fn list_managed(engine: &Engine) -> Result<Vec<Managed>> {
-    let label = format!("{LABEL_MANAGED}=true");
-    let filters = HashMap::from([("label", vec![label.as_str()])]);
-    let containers = engine
-        .docker()
-        .list_containers(Some(
-            ListContainersOptionsBuilder::default()
-                .all(true)
-                .filters(&filters)
-                .build(),
-        ))
-        .await
-        .context("cannot list containers")?;
-    let networks = engine
-        .docker()
-        .list_networks(Some(
-            ListNetworksOptionsBuilder::default()
-                .filters(&filters)
-                .build(),
-        ))
-        .await
-        .context("cannot list networks")?;
-    let containers = containers.into_iter().filter_map(|c| {
-        Some(Managed {
-            kind: "container",
-            name: c
-                .names
-                .and_then(|n| n.into_iter().next())
-                .map(|n| n.trim_start_matches('/').to_string())
-                .unwrap_or_default(),
-            id: c.id?,
-            labels: c.labels.unwrap_or_default(),
-        })
-    });
-    let networks = networks.into_iter().filter_map(|n| {
-        Some(Managed {
-            kind: "network",
-            name: n.name.unwrap_or_default(),
-            id: n.id?,
-            labels: n.labels.unwrap_or_default(),
-        })
-    });
-    Ok(containers.chain(networks).collect())
+    engine.labelled(&format!("{LABEL_MANAGED}=true")).await
 }
 
 /// "2 containers and 1 network".

@@ -46,6 +46,19 @@ pub fn new_run_id() -> String {
     )
 }
 
+/// What [`Engine::labelled`] lists: a container or a network, with its name and labels.
+#[derive(Debug, Clone)]
+pub(crate) struct Labelled {
+    /// [`CONTAINER`] or [`NETWORK`].
+    pub kind: &'static str,
+    pub id: String,
+    pub name: String,
+    pub labels: HashMap<String, String>,
+}
+
+pub(crate) const CONTAINER: &str = "container";
+pub(crate) const NETWORK: &str = "network";
+
 /// A connection to the Docker engine, tied to one run id.
 #[derive(Clone)]
 pub struct Engine {
@@ -191,6 +204,19 @@ impl Engine {
 
     /// Ids of the containers and networks matching a `key=value` label filter.
     async fn list_labelled(&self, label: &str) -> Result<(Vec<String>, Vec<String>)> {
+        let all = self.labelled(label).await?;
+        let ids = |kind: &str| -> Vec<String> {
+            all.iter()
+                .filter(|r| r.kind == kind)
+                .map(|r| r.id.clone())
+                .collect()
+        };
+        Ok((ids(CONTAINER), ids(NETWORK)))
+    }
+
+    /// The containers, then the networks, matching a `key=value` label filter, with their
+    /// names and labels.
+    pub(crate) async fn labelled(&self, label: &str) -> Result<Vec<Labelled>> {
         let filters = HashMap::from([("label", vec![label])]);
         let containers = self
             .docker
@@ -211,10 +237,27 @@ impl Engine {
             ))
             .await
             .context("cannot list networks")?;
-        Ok((
-            containers.into_iter().filter_map(|c| c.id).collect(),
-            networks.into_iter().filter_map(|n| n.id).collect(),
-        ))
+        let containers = containers.into_iter().filter_map(|c| {
+            Some(Labelled {
+                kind: CONTAINER,
+                name: c
+                    .names
+                    .and_then(|n| n.into_iter().next())
+                    .map(|n| n.trim_start_matches('/').to_string())
+                    .unwrap_or_default(),
+                id: c.id?,
+                labels: c.labels.unwrap_or_default(),
+            })
+        });
+        let networks = networks.into_iter().filter_map(|n| {
+            Some(Labelled {
+                kind: NETWORK,
+                name: n.name.unwrap_or_default(),
+                id: n.id?,
+                labels: n.labels.unwrap_or_default(),
+            })
+        });
+        Ok(containers.chain(networks).collect())
     }
 
     /// Removes containers, then networks, matching a `key=value` label filter.
