@@ -62,14 +62,22 @@ rdkafka_round() {
     echo "$p $c"
 }
 
-perf_tests_round() {
-    "$pt" workload measure --bootstrap "$bootstrap" --topic "pt-$1-$RANDOM" --num-records "$n" \
-        --record-size "$size" --warm-up-records 0 --property acks=all 2>/dev/null |
-        python3 -c '
+# The number `key` of the result line a `perf-tests workload` step printed.
+result() {
+    python3 -c '
 import json, sys
 line = [l for l in sys.stdin if l.startswith("PERF-TESTS-RESULT ")][-1]
-m = json.loads(line.split(" ", 1)[1])
-print(round(m["producer"]["rate_rec_s"]), round(m["consumer"]["consumed_rec_s"]))'
+print(round(json.loads(line.split(" ", 1)[1])[sys.argv[1]]))' "$1"
+}
+
+perf_tests_round() {
+    local topic="pt-$1-$RANDOM" p c
+    "$pt" workload create-topic --bootstrap "$bootstrap" --topic "$topic" >/dev/null 2>&1
+    p="$("$pt" workload produce --bootstrap "$bootstrap" --topic "$topic" --num-records "$n" \
+        --record-size "$size" --property acks=all 2>/dev/null | result rate_rec_s)"
+    c="$("$pt" workload consume --bootstrap "$bootstrap" --topic "$topic" --group "grp-$topic" \
+        --expected "$n" 2>/dev/null | result consumed_rec_s)"
+    echo "$p $c"
 }
 
 echo "records=$n size=$size acks=all rounds=$rounds broker=tansu 0.6.0 (memory, fresh for every run) at $bootstrap"
