@@ -21,6 +21,8 @@ use crate::settings::Settings;
 
 /// How long a service may take to become ready (running, healthy, or answering Kafka).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
+/// How often the run's containers are checked for one that died during a measurement.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// No record for this long while consuming fails the measurement instead of hanging.
 const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
 /// Where the run's TLS material is mounted in the workload container.
@@ -199,6 +201,11 @@ trait Site {
         own_broker: bool,
         workload: &[(String, String)],
     ) -> Box<dyn Sampling>;
+    /// Resolves, with what happened, as soon as a container of the run (a service, or one of
+    /// `workload`) stops with a non-zero code; never while they all run. A measurement races
+    /// it, so a dead broker, proxy or load generator ends the step at once instead of leaving
+    /// the client retrying for minutes.
+    fn watch<'a>(&'a self, workload: &'a [(String, String)]) -> LocalBoxFuture<'a, String>;
     /// The machine's online CPUs (what 100% per core of every container adds up to).
     fn cpus(&self) -> usize {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -283,6 +290,17 @@ impl Site for EngineSite<'_> {
 
     fn image_ids(&self) -> BTreeMap<String, String> {
         self.deployment.image_ids()
+    }
+
+    fn watch<'a>(&'a self, workload: &'a [(String, String)]) -> LocalBoxFuture<'a, String> {
+        Box::pin(async move {
+            loop {
+                tokio::time::sleep(WATCH_EVERY).await;
+                if let Some(dead) = self.deployment.first_dead(workload).await {
+                    return dead;
+                }
+            }
+        })
     }
 
     fn image_sources<'a>(
@@ -664,7 +682,14 @@ async fn measure_scenario(
     spec.properties = settings.producer_properties.clone();
     spec.warm_up_records = settings.warm_up_pre_test;
     spec.consume_timeout = CONSUME_TIMEOUT;
-    let measured = flow::measure(session, &spec).await;
+    let workload = session.measured_containers();
+    let measured = tokio::select! {
+        // The watch first: its first poll only starts its timer.
+        biased;
+        dead = site.watch(&workload) => Err(anyhow::anyhow!("{dead}")
+            .context("a container of the run stopped during the measurement")),
+        m = flow::measure(session, &spec) => m,
+    };
     let used = sampler.finish().await;
     phases.workload_s = t.elapsed().as_secs_f64();
     let mut measurement = measured?;
@@ -700,6 +725,8 @@ mod tests {
         path_unchanged: bool,
         /// Mean CPU % its sampling reports for the session's workload container.
         workload_cpu: f64,
+        /// A container that has died, as the watch reports it.
+        dies: Option<&'static str>,
     }
 
     impl FakeSite {
@@ -719,6 +746,12 @@ mod tests {
     }
 
     impl Site for FakeSite {
+        fn watch<'a>(&'a self, _workload: &'a [(String, String)]) -> LocalBoxFuture<'a, String> {
+            match self.dies {
+                Some(dead) => Box::pin(async move { dead.to_string() }),
+                None => Box::pin(futures_util::future::pending()),
+            }
+        }
         fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
             self.note(format!("up {}", services.join(" ")));
             Box::pin(async { Ok(()) })
@@ -937,6 +970,37 @@ mod tests {
         assert!(
             checks.rows[0][6].starts_with("FAILED: record 0"),
             "{checks:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_container_that_dies_ends_the_measurement_naming_it_and_everything_comes_down() {
+        let root = tempfile::tempdir().unwrap();
+        let (settings, plan) = planned(root.path());
+        let mut site = FakeSite {
+            dies: Some("service \"proxy\" (container c-proxy) exited with code 137 (killed)"),
+            ..FakeSite::default()
+        };
+        let err = run_scenarios(&mut site, &settings, &plan)
+            .await
+            .unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains("scenario 01-proxy")
+                && msg.contains("stopped during the measurement")
+                && msg.contains("service \"proxy\" (container c-proxy) exited with code 137"),
+            "{msg}"
+        );
+        let log = site.log.lock().unwrap().clone();
+        assert!(!log.iter().any(|l| l.starts_with("produce")), "{log:?}");
+        let tail: Vec<&str> = log.iter().rev().take(3).rev().map(String::as_str).collect();
+        assert_eq!(
+            tail,
+            [
+                "close",
+                "exec in vault: unkey perf-tests-01-proxy",
+                "down proxy vault"
+            ]
         );
     }
 

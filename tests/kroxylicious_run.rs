@@ -499,3 +499,92 @@ async fn a_jdk_older_than_the_artifact_stops_the_run_before_anything_starts() {
         "{error}"
     );
 }
+
+/// The id of the running container of `service` in run `run_id`, once there is one.
+async fn running_container(run_id: &str, service: &str) -> Option<String> {
+    use bollard::query_parameters::ListContainersOptionsBuilder;
+    let docker = bollard::Docker::connect_with_defaults().unwrap();
+    let filters = std::collections::HashMap::from([(
+        "label",
+        vec![
+            format!("io.perf-tests.run={run_id}"),
+            format!("io.perf-tests.service={service}"),
+        ],
+    )]);
+    let found = docker
+        .list_containers(Some(
+            ListContainersOptionsBuilder::default()
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .ok()?;
+    found.into_iter().find_map(|c| c.id)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    for var in SETTING_VARS {
+        cmd.env_remove(var);
+    }
+    // Far more records than the test waits for: only the kill can end the measurement early.
+    let mut child = cmd
+        .current_dir(repo())
+        .env("TEST", "02.*")
+        .env("NUM_RECORDS", "5e7")
+        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
+        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
+        .env("RESULTS_DIR", results.path())
+        .env("CI", "true")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut run_id = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(id) = line.strip_prefix("==> run ") {
+            run_id = Some(id.trim().to_string());
+        }
+        if line.starts_with("==> 02-") {
+            break;
+        }
+    }
+    let run_id = run_id.expect("the run announces its id");
+    // The proxy comes up, answers, the path is warmed; then the measured produce runs.
+    let mut proxy = None;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while proxy.is_none() && Instant::now() < deadline {
+        proxy = running_container(&run_id, "kroxylicious-no-filters").await;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let proxy = proxy.expect("the proxy container starts");
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let killed = Command::new("docker")
+        .args(["kill", &proxy])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let sent = Instant::now();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    let took = sent.elapsed();
+    let stderr = rest.join("\n");
+    assert!(took < Duration::from_secs(30), "took {took:?}:\n{stderr}");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("stopped during the measurement")
+            && stderr.contains("service \"kroxylicious-no-filters\"")
+            && stderr.contains("exited with code 137 (killed)"),
+        "{stderr}"
+    );
+    assert_eq!(leftovers(&run_id).await, (0, 0), "{stderr}");
+}
