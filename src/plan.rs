@@ -42,6 +42,16 @@ pub struct Plan {
     pub services: Vec<String>,
     /// Every image a service of the run uses, and how it is had.
     pub images: Vec<PlannedImage>,
+    /// The suite's image recipes (also for images the driver runs besides the services').
+    pub recipes: Vec<ImageRecipe>,
+}
+
+impl Plan {
+    /// How `image` is had: built from the suite's recipe when it has one, else taken from the
+    /// engine or pulled.
+    pub fn source_of(&self, image: &str) -> ImageSource {
+        source_of(&self.recipes, &self.variables, image)
+    }
 }
 
 /// One selected scenario with its variables substituted.
@@ -111,9 +121,8 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
         all.extend(p.scenario.services.iter().cloned());
     }
     let services = project.service_closure(&all)?;
-    let tool_image = (settings.driver == crate::settings::Driver::KafkaTools)
-        .then_some(&settings.kafka_tool_image);
-    let images = images_of(&suite, &project, &services, &variables, tool_image)?;
+    let recipes = recipe::parse_recipes(&suite.file, &suite.images)?;
+    let images = images_of(&recipes, &project, &services, &variables);
     Ok(Plan {
         run_id: run_id.to_string(),
         suite,
@@ -125,6 +134,7 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
         run_wide,
         services,
         images,
+        recipes,
     })
 }
 
@@ -156,34 +166,36 @@ fn resolve_scenario(
     })
 }
 
-/// Every image `services` run, each built from the suite's recipe when it has one, else taken
-/// from the engine or pulled.
+/// Every image `services` run, and how each is had.
 fn images_of(
-    suite: &Suite,
+    recipes: &[ImageRecipe],
     project: &Project,
     services: &[String],
     variables: &BTreeMap<String, String>,
-    tool_image: Option<&String>,
-) -> Result<Vec<PlannedImage>> {
-    let recipes = recipe::parse_recipes(&suite.file, &suite.images)?;
-    let mut used: BTreeSet<&String> = services
+) -> Vec<PlannedImage> {
+    let used: BTreeSet<&String> = services
         .iter()
         .filter_map(|s| project.services.get(s).map(|s| &s.image))
         .collect();
-    // The tools' image is had like a service's: built from a recipe of the suite when it has one.
-    used.extend(tool_image);
-    Ok(used
-        .into_iter()
+    used.into_iter()
         .map(|image| PlannedImage {
             image: image.clone(),
-            source: match recipes.iter().find(|r| &r.image == image) {
-                Some(r) => ImageSource::Recipe(r.clone()),
-                None => ImageSource::Pull {
-                    chosen_by: chosen_by(variables, image),
-                },
-            },
+            source: source_of(recipes, variables, image),
         })
-        .collect())
+        .collect()
+}
+
+fn source_of(
+    recipes: &[ImageRecipe],
+    variables: &BTreeMap<String, String>,
+    image: &str,
+) -> ImageSource {
+    match recipes.iter().find(|r| r.image == image) {
+        Some(r) => ImageSource::Recipe(r.clone()),
+        None => ImageSource::Pull {
+            chosen_by: chosen_by(variables, image),
+        },
+    }
 }
 
 /// The suite's Compose files, then each selected scenario's that are not already among them.
@@ -200,7 +212,7 @@ fn compose_files(suite: &Suite, scenarios: &[PlannedScenario]) -> Vec<PathBuf> {
 }
 
 /// Names the setting whose value is `image`, so the user knows what to change.
-pub fn chosen_by(variables: &BTreeMap<String, String>, image: &str) -> String {
+fn chosen_by(variables: &BTreeMap<String, String>, image: &str) -> String {
     variables
         .iter()
         .find(|(k, v)| *v == image && k.ends_with("_IMAGE"))

@@ -14,7 +14,7 @@ use crate::driver::{self, flow, Driver, MeasureSpec, Place, Session, VerifySpec,
 use crate::engine::{self, Deployment, Engine, ExecOutput};
 use crate::images::{self, recipe};
 use crate::model::{Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
-use crate::plan::{self, ImageSource, Plan, PlannedScenario};
+use crate::plan::{ImageSource, Plan, PlannedScenario};
 use crate::resources;
 use crate::scenario::Step;
 use crate::settings::Settings;
@@ -40,6 +40,8 @@ impl Drop for RunDir {
 /// What a run needs from the engine before its first container starts.
 struct Prepared {
     workload_image: String,
+    /// Image reference -> how it was made, for every image of the run built here.
+    image_sources: BTreeMap<String, String>,
     /// What produces and consumes, chosen once for the run.
     driver: Box<dyn Driver>,
 }
@@ -120,32 +122,49 @@ async fn prepare(engine: &Engine, settings: &Settings, plan: &Plan) -> Result<Pr
     if !plan.tls_hosts.is_empty() {
         crate::tls::generate(tls_dir, &plan.tls_hosts)?;
     }
+    // The services' images, then those the driver runs besides them, each had the same way.
+    let mut images: Vec<(String, ImageSource)> = plan
+        .images
+        .iter()
+        .map(|i| (i.image.clone(), i.source.clone()))
+        .collect();
+    for image in driver.images() {
+        if !images.iter().any(|(i, _)| *i == image) {
+            let source = plan.source_of(&image);
+            images.push((image, source));
+        }
+    }
     let mut pulled: Vec<(String, String)> = Vec::new();
-    for planned in &plan.images {
-        match &planned.source {
+    for (image, source) in &images {
+        match source {
             ImageSource::Recipe(r) => match recipe::ensure(engine, r, false).await? {
                 recipe::Outcome::Built => {
                     crate::progress::println(&format!("built image {}", r.describe()))
                 }
                 recipe::Outcome::UpToDate => {}
             },
-            ImageSource::Pull { chosen_by } => {
-                pulled.push((planned.image.clone(), chosen_by.clone()))
-            }
-        }
-    }
-    for image in driver.images() {
-        if !plan.images.iter().any(|i| i.image == image) {
-            let chosen_by = plan::chosen_by(&plan.variables, &image);
-            pulled.push((image, chosen_by));
+            ImageSource::Pull { chosen_by } => pulled.push((image.clone(), chosen_by.clone())),
         }
     }
     ensure_pulled(engine, &pulled).await?;
+    // Read once: an image does not change during the run.
+    let mut image_sources = BTreeMap::new();
+    for (image, _) in &images {
+        if let Some(made) = engine
+            .image_labels(image)
+            .await?
+            .as_ref()
+            .and_then(recipe::made_from)
+        {
+            image_sources.insert(image.clone(), made);
+        }
+    }
 
     phase("packaging the workload");
     let workload_image = images::workload::ensure(engine).await?;
     Ok(Prepared {
         workload_image,
+        image_sources,
         driver,
     })
 }
@@ -213,10 +232,7 @@ trait Site {
     /// Image id per image reference of the containers created so far.
     fn image_ids(&self) -> BTreeMap<String, String>;
     /// How each of `images` was made, for images built here (recipe, artifacts, JDK).
-    fn image_sources<'a>(
-        &'a self,
-        images: &'a BTreeMap<String, String>,
-    ) -> LocalBoxFuture<'a, BTreeMap<String, String>>;
+    fn image_sources(&self, images: &BTreeMap<String, String>) -> BTreeMap<String, String>;
     /// The path check: sample records through the endpoint, read back both ways, compared.
     /// Always the native workload's, whatever the driver.
     fn verify<'a>(
@@ -303,11 +319,11 @@ impl Site for EngineSite<'_> {
         })
     }
 
-    fn image_sources<'a>(
-        &'a self,
-        images: &'a BTreeMap<String, String>,
-    ) -> LocalBoxFuture<'a, BTreeMap<String, String>> {
-        Box::pin(image_sources(self.engine, images))
+    fn image_sources(&self, images: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        images
+            .keys()
+            .filter_map(|i| Some((i.clone(), self.prepared.image_sources.get(i)?.clone())))
+            .collect()
     }
 
     fn verify<'a>(
@@ -337,31 +353,6 @@ impl EngineSite<'_> {
             binds,
         }
     }
-}
-
-/// How each image built here was made, from its labels: recipe, artifacts and JDK.
-async fn image_sources(
-    engine: &Engine,
-    images: &BTreeMap<String, String>,
-) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for image in images.keys() {
-        let Ok(Some(labels)) = engine.image_labels(image).await else {
-            continue;
-        };
-        let parts: Vec<String> = [
-            ("io.perf-tests.recipe", ""),
-            ("io.perf-tests.artifacts", "artifacts "),
-            ("io.perf-tests.jdk", "JDK "),
-        ]
-        .iter()
-        .filter_map(|(key, prefix)| labels.get(*key).map(|v| format!("{prefix}{v}")))
-        .collect();
-        if !parts.is_empty() {
-            out.insert(image.clone(), parts.join("; "));
-        }
-    }
-    out
 }
 
 async fn run_scenarios(
@@ -596,7 +587,7 @@ async fn run_scenario(
         measurement,
         phases,
         resources: used,
-        image_sources: site.image_sources(&images).await,
+        image_sources: site.image_sources(&images),
         images,
         path_check,
     })
@@ -809,15 +800,11 @@ mod tests {
         fn image_ids(&self) -> BTreeMap<String, String> {
             BTreeMap::from([("proxy:1".to_string(), "sha256:p".to_string())])
         }
-        fn image_sources<'a>(
-            &'a self,
-            images: &'a BTreeMap<String, String>,
-        ) -> LocalBoxFuture<'a, BTreeMap<String, String>> {
-            let sources = images
+        fn image_sources(&self, images: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+            images
                 .keys()
                 .map(|i| (i.clone(), format!("recipe of {i}")))
-                .collect();
-            Box::pin(async { sources })
+                .collect()
         }
         fn verify<'a>(
             &'a self,

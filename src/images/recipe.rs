@@ -19,6 +19,26 @@ use crate::engine::Engine;
 
 /// Label holding the fingerprint of what an image was built from.
 pub const FINGERPRINT_LABEL: &str = "io.perf-tests.fingerprint";
+/// Label holding the recipe an image was built from, as [`ImageRecipe::describe`] says it.
+pub const RECIPE_LABEL: &str = "io.perf-tests.recipe";
+/// Label holding the Maven artifacts a `maven` image was built from.
+pub const ARTIFACTS_LABEL: &str = "io.perf-tests.artifacts";
+/// Label holding the JDK (version and directory) a `maven` image's runtime was made from.
+pub const JDK_LABEL: &str = "io.perf-tests.jdk";
+
+/// How an image built here was made, read from its labels (recipe, artifacts, JDK); `None`
+/// for an image built elsewhere.
+pub fn made_from(labels: &std::collections::HashMap<String, String>) -> Option<String> {
+    let parts: Vec<String> = [
+        (RECIPE_LABEL, ""),
+        (ARTIFACTS_LABEL, "artifacts "),
+        (JDK_LABEL, "JDK "),
+    ]
+    .iter()
+    .filter_map(|(key, prefix)| labels.get(*key).map(|v| format!("{prefix}{v}")))
+    .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
 
 /// One way of making an image.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -342,7 +362,7 @@ pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Resul
     let image_path = recipe.image_path();
     let labels = BTreeMap::from([
         (FINGERPRINT_LABEL.to_string(), fingerprint),
-        ("io.perf-tests.recipe".to_string(), desc.clone()),
+        (RECIPE_LABEL.to_string(), desc.clone()),
     ]);
     scratch::build_scratch_image(
         engine,
@@ -392,10 +412,10 @@ async fn ensure_maven(
         .with_context(|| format!("image recipe {desc}; {}", recipe.by_hand()))?;
     let labels = BTreeMap::from([
         (FINGERPRINT_LABEL.to_string(), fingerprint),
-        ("io.perf-tests.recipe".to_string(), desc.clone()),
-        ("io.perf-tests.artifacts".to_string(), m.artifacts.join(" ")),
+        (RECIPE_LABEL.to_string(), desc.clone()),
+        (ARTIFACTS_LABEL.to_string(), m.artifacts.join(" ")),
         (
-            "io.perf-tests.jdk".to_string(),
+            JDK_LABEL.to_string(),
             format!("{} ({})", jdk.version, jdk.home.display()),
         ),
     ]);

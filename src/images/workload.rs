@@ -78,7 +78,7 @@ pub async fn ensure_for(engine: &Engine, exe: &Path) -> Result<String> {
         return Ok(tag);
     }
     let labels = BTreeMap::from([(
-        "io.perf-tests.recipe".to_string(),
+        super::recipe::RECIPE_LABEL.to_string(),
         "perf-tests workload".to_string(),
     )]);
     scratch::build_scratch_image(
