@@ -208,7 +208,18 @@ fn show_count(c: &mut Count, force: bool) {
 impl Records {
     /// `done` records so far.
     pub fn set(&self, done: u64) {
+        self.update(|_| done);
+    }
+
+    /// `n` more records.
+    pub fn add(&self, n: u64) {
+        self.update(|done| done + n);
+    }
+
+    /// Sets the count to `next(count)` under one lock, then shows it.
+    fn update(&self, next: impl FnOnce(u64) -> u64) {
         let mut c = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let done = next(c.done);
         let now = Instant::now();
         let (t, n) = c.last;
         let dt = now.duration_since(t).as_secs_f64();
@@ -218,12 +229,6 @@ impl Records {
         }
         c.done = done.min(c.total);
         show_count(&mut c, false);
-    }
-
-    /// `n` more records.
-    pub fn add(&self, n: u64) {
-        let done = self.state.lock().unwrap_or_else(|e| e.into_inner()).done + n;
-        self.set(done);
     }
 
     /// The current line, as shown.

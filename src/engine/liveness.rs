@@ -142,11 +142,6 @@ impl Managed {
     }
 }
 
-/// Every managed container, then every managed network.
-async fn list_managed(engine: &Engine) -> Result<Vec<Managed>> {
-    engine.labelled(&format!("{LABEL_MANAGED}=true")).await
-}
-
 /// "2 containers and 1 network".
 fn counted(items: &[&Managed]) -> String {
     let n = |kind: &str| items.iter().filter(|m| m.kind == kind).count();
@@ -164,7 +159,7 @@ fn counted(items: &[&Managed]) -> String {
 /// from here; with `force`, removes every managed one, naming each. Says what it does on `out`;
 /// returns how many were removed.
 pub async fn clean(engine: &Engine, force: bool, out: &mut dyn Write) -> Result<usize> {
-    let managed = list_managed(engine).await?;
+    let managed = engine.labelled(&format!("{LABEL_MANAGED}=true")).await?;
     let mut removed = 0;
     if force {
         // Containers come first in the list, so no network is still in use when it goes.

@@ -3,7 +3,9 @@
 use anyhow::{Context, Result};
 use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecResults};
-use bollard::models::{ContainerCreateBody, EndpointSettings, HostConfig, NetworkingConfig};
+use bollard::models::{
+    ContainerCreateBody, ContainerCreateResponse, EndpointSettings, HostConfig, NetworkingConfig,
+};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, LogsOptionsBuilder, WaitContainerOptionsBuilder,
 };
@@ -143,16 +145,7 @@ impl Engine {
         spec: OneOff,
         mut on_stderr_line: impl FnMut(&str),
     ) -> Result<ExecOutput> {
-        self.ensure_image(&spec.image).await?;
-        let (name, body) = self.container_body(&spec);
-        let created = self
-            .docker
-            .create_container(
-                Some(CreateContainerOptionsBuilder::default().name(&name).build()),
-                body,
-            )
-            .await
-            .with_context(|| format!("cannot create container {name} from {}", spec.image))?;
+        let (name, created) = self.create_oneoff(&spec).await?;
         let mut guard = RemoveOnDrop {
             engine: self.clone(),
             id: Some(created.id.clone()),
@@ -167,12 +160,11 @@ impl Engine {
         Ok(out)
     }
 
-    /// Creates and starts a labelled container that keeps running (its command waits) until
-    /// [`Engine::remove_container`] removes it; returns its id. Commands run in it with
-    /// [`Engine::exec_streaming`]. The run's label lets teardown, Ctrl-C and `clean` find it.
-    pub async fn start_detached(&self, spec: OneOff) -> Result<String> {
+    /// Creates the labelled container `spec` describes (the image had first); returns its name
+    /// and the engine's answer.
+    async fn create_oneoff(&self, spec: &OneOff) -> Result<(String, ContainerCreateResponse)> {
         self.ensure_image(&spec.image).await?;
-        let (name, body) = self.container_body(&spec);
+        let (name, body) = self.container_body(spec);
         let created = self
             .docker
             .create_container(
@@ -181,6 +173,14 @@ impl Engine {
             )
             .await
             .with_context(|| format!("cannot create container {name} from {}", spec.image))?;
+        Ok((name, created))
+    }
+
+    /// Creates and starts a labelled container that keeps running (its command waits) until
+    /// [`Engine::remove_container`] removes it; returns its id. Commands run in it with
+    /// [`Engine::exec_streaming`]. The run's label lets teardown, Ctrl-C and `clean` find it.
+    pub async fn start_detached(&self, spec: OneOff) -> Result<String> {
+        let (name, created) = self.create_oneoff(&spec).await?;
         if let Err(e) = self.docker.start_container(&created.id, None).await {
             let _ = self.remove_container(&created.id).await;
             return Err(anyhow::Error::new(e).context(format!("cannot start container {name}")));

@@ -540,32 +540,16 @@ fn runtime_libraries(runtime: &Path, files: &[PathBuf]) -> Result<Vec<ScratchFil
     );
     let mut libs: BTreeMap<String, ScratchFile> = BTreeMap::new();
     for f in files {
-        if !is_elf(f) {
+        if !scratch::is_elf(f)? {
             continue;
         }
-        let out = Command::new("ldd")
-            .arg(f)
-            .env("LD_LIBRARY_PATH", &search)
-            .output()
-            .with_context(|| format!("cannot run ldd on {}", f.display()))?;
-        for lib in scratch::parse_ldd(&String::from_utf8_lossy(&out.stdout))
-            .with_context(|| format!("ldd {}", f.display()))?
-        {
+        for lib in scratch::library_closure_in(f, Some(&search))? {
             if !lib.host_path.starts_with(runtime) {
                 libs.entry(lib.image_path.clone()).or_insert(lib);
             }
         }
     }
     Ok(libs.into_values().collect())
-}
-
-fn is_elf(path: &Path) -> bool {
-    use std::io::Read;
-    let mut magic = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok()
-        && magic == *b"\x7fELF"
 }
 
 #[cfg(test)]

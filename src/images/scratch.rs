@@ -41,7 +41,17 @@ impl ScratchFile {
 /// path the loader looks for it (the soname path), read from its resolved target.
 /// Empty for a statically linked binary.
 pub fn library_closure(binary: &Path) -> Result<Vec<ScratchFile>> {
-    let out = Command::new("ldd")
+    library_closure_in(binary, None)
+}
+
+/// [`library_closure`] with `search` (a `LD_LIBRARY_PATH`) searched first, for a binary whose
+/// own libraries come with it (a Java runtime's `lib/`).
+pub fn library_closure_in(binary: &Path, search: Option<&str>) -> Result<Vec<ScratchFile>> {
+    let mut ldd = Command::new("ldd");
+    if let Some(search) = search {
+        ldd.env("LD_LIBRARY_PATH", search);
+    }
+    let out = ldd
         .arg(binary)
         .output()
         .with_context(|| format!("cannot run ldd on {}", binary.display()))?;
@@ -59,7 +69,7 @@ pub fn library_closure(binary: &Path) -> Result<Vec<ScratchFile>> {
 }
 
 /// Parses `ldd` output into library files (virtual libraries such as linux-vdso are skipped).
-pub(crate) fn parse_ldd(text: &str) -> Result<Vec<ScratchFile>> {
+fn parse_ldd(text: &str) -> Result<Vec<ScratchFile>> {
     let mut libs = Vec::new();
     for line in text.lines() {
         let line = line.trim();
@@ -97,7 +107,7 @@ pub fn with_libraries(files: &[ScratchFile]) -> Result<Vec<ScratchFile>> {
     Ok(all.into_values().collect())
 }
 
-fn is_elf(path: &Path) -> Result<bool> {
+pub(crate) fn is_elf(path: &Path) -> Result<bool> {
     use std::io::Read;
     let mut magic = [0u8; 4];
     let mut f =
