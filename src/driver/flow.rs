@@ -19,8 +19,12 @@ fn show(line: &str) {
 
 /// Counts the records a step's progress line reports (a producer window, the Kafka tool's
 /// included: "N records sent, …"; the native consumer's "consumed N of M records"); any other
-/// line is shown as it is.
+/// line is shown as it is. A producer's own summary line (every driver's ends with one) is
+/// dropped: the flow prints the summary itself, once, from the result.
 fn count(counted: &crate::progress::Records, line: &str) {
+    if line.contains(" ms 99.9th.") {
+        return;
+    }
     if let Some(n) = line
         .trim()
         .split_once(" records sent, ")
@@ -184,6 +188,12 @@ mod counting_tests {
             "  2000 records sent, 400.0 records/sec (0.39 MB/sec), 1.0 ms avg latency.",
         );
         count(&produced, "a line that counts nothing");
+        // The summary repeats the whole count; it is not added again.
+        count(
+            &produced,
+            "5000 records sent, 900.0 records/sec (0.88 MB/sec), 1.00 ms avg latency, 2.00 ms max \
+             latency, 1 ms 50th, 1 ms 95th, 2 ms 99th, 2 ms 99.9th.",
+        );
         assert!(
             produced.line().contains("3000/5000 60%"),
             "{}",

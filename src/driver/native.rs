@@ -209,13 +209,6 @@ impl Session for NativeSession {
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ProducerResult>> {
         Box::pin(async move {
-            // The step ends with the producer's summary line; the flow prints that for every
-            // driver, so only the windows are passed on.
-            let windows = |line: &str| {
-                if !line.contains(" ms 99.9th.") {
-                    progress(line)
-                }
-            };
             self.call(
                 WorkloadCommand::Produce {
                     endpoint: self.endpoint(&spec.bootstrap),
@@ -225,7 +218,7 @@ impl Session for NativeSession {
                     throughput,
                     properties: spec.properties.clone(),
                 },
-                &windows,
+                progress,
             )
             .await
         })
