@@ -388,16 +388,24 @@ pub fn assemble(recipe: &MavenRecipe, work: &Path) -> Result<(Vec<ScratchFile>, 
         std::fs::remove_dir_all(work).with_context(|| format!("clearing {}", work.display()))?;
     }
     std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
+    let libs = resolve(recipe, &jdk, work)?;
+    check_class_versions(recipe, &jdk, &libs, work)?;
+    if !recipe.sources.is_empty() {
+        compile_sources(recipe, &jdk, &libs, work)?;
+    }
+    let runtime = make_runtime(recipe, &jdk, work)?;
+    Ok((image_files(recipe, &runtime, &libs)?, jdk))
+}
 
-    // Resolve: Maven picks one version per artifact across the whole tree, as a build would.
+/// Resolves the artifacts with their runtime dependencies into `work/libs`: Maven picks one
+/// version per artifact across the whole tree, as a build would.
+fn resolve(recipe: &MavenRecipe, jdk: &Jdk, work: &Path) -> Result<PathBuf> {
     let libs = work.join("libs");
     std::fs::write(work.join("pom.xml"), pom(&recipe.artifacts)?)?;
-    crate::progress::detail(&format!(
-        "resolving {} with mvn",
-        recipe.artifacts.join(" ")
-    ));
+    let what = format!("resolving {} with mvn", recipe.artifacts.join(" "));
+    crate::progress::detail(&what);
     run_tool(
-        &format!("resolving {} with mvn", recipe.artifacts.join(" ")),
+        &what,
         Command::new("mvn")
             .current_dir(work)
             .env("JAVA_HOME", &jdk.home)
@@ -406,15 +414,18 @@ pub fn assemble(recipe: &MavenRecipe, work: &Path) -> Result<(Vec<ScratchFile>, 
             .arg(format!("-DoutputDirectory={}", libs.display()))
             .arg("-DincludeScope=runtime"),
     )?;
+    Ok(libs)
+}
 
-    // A JDK older than the artifacts' class files would make an image that fails at start.
+/// Refuses a JDK older than the artifacts' class files: its image would fail at start.
+fn check_class_versions(recipe: &MavenRecipe, jdk: &Jdk, libs: &Path, work: &Path) -> Result<()> {
     for a in &recipe.artifacts {
         let (_, name, version) = coordinates(a)?;
         let jar = libs.join(format!("{name}-{version}.jar"));
         if !jar.is_file() {
             continue;
         }
-        if let Some(v) = class_version(&jdk, &jar, &work.join("class-check"))? {
+        if let Some(v) = class_version(jdk, &jar, &work.join("class-check"))? {
             let needs = v.saturating_sub(44);
             if needs > jdk.major() {
                 bail!(
@@ -426,30 +437,36 @@ pub fn assemble(recipe: &MavenRecipe, work: &Path) -> Result<(Vec<ScratchFile>, 
             }
         }
     }
+    Ok(())
+}
 
-    if !recipe.sources.is_empty() {
-        let classes = work.join("classes");
-        std::fs::create_dir_all(&classes)?;
-        run_tool(
-            "compiling the recipe's sources",
-            Command::new(jdk.home.join("bin/javac"))
-                .arg("-d")
-                .arg(&classes)
-                .arg("-cp")
-                .arg(format!("{}/*", libs.display()))
-                .args(&recipe.sources),
-        )?;
-        run_tool(
-            "packaging the compiled sources",
-            Command::new(jdk.home.join("bin/jar"))
-                .arg("cf")
-                .arg(libs.join("perf-tests-sources.jar"))
-                .arg("-C")
-                .arg(&classes)
-                .arg("."),
-        )?;
-    }
+/// Compiles the recipe's sources against the resolved jars into one more jar among them.
+fn compile_sources(recipe: &MavenRecipe, jdk: &Jdk, libs: &Path, work: &Path) -> Result<()> {
+    let classes = work.join("classes");
+    std::fs::create_dir_all(&classes)?;
+    run_tool(
+        "compiling the recipe's sources",
+        Command::new(jdk.home.join("bin/javac"))
+            .arg("-d")
+            .arg(&classes)
+            .arg("-cp")
+            .arg(format!("{}/*", libs.display()))
+            .args(&recipe.sources),
+    )?;
+    run_tool(
+        "packaging the compiled sources",
+        Command::new(jdk.home.join("bin/jar"))
+            .arg("cf")
+            .arg(libs.join("perf-tests-sources.jar"))
+            .arg("-C")
+            .arg(&classes)
+            .arg("."),
+    )?;
+    Ok(())
+}
 
+/// Makes the Java runtime with the JDK's `jlink` in `work/runtime`.
+fn make_runtime(recipe: &MavenRecipe, jdk: &Jdk, work: &Path) -> Result<PathBuf> {
     let runtime = work.join("runtime");
     let modules: Vec<String> = if recipe.modules.is_empty() {
         DEFAULT_MODULES.iter().map(|m| m.to_string()).collect()
@@ -475,18 +492,23 @@ pub fn assemble(recipe: &MavenRecipe, work: &Path) -> Result<(Vec<ScratchFile>, 
             .arg("--output")
             .arg(&runtime),
     )?;
+    Ok(runtime)
+}
 
+/// Every file of the image: the runtime with its host libraries, the jars, busybox and the
+/// recipe's files.
+fn image_files(recipe: &MavenRecipe, runtime: &Path, libs: &Path) -> Result<Vec<ScratchFile>> {
     let mut files = Vec::new();
-    let runtime_files = tree(&runtime)?;
+    let runtime_files = tree(runtime)?;
     for f in &runtime_files {
-        let rel = f.strip_prefix(&runtime).expect("under the runtime");
+        let rel = f.strip_prefix(runtime).expect("under the runtime");
         files.push(ScratchFile::new(
             f,
             &format!("{JAVA_HOME}/{}", rel.display()),
         ));
     }
-    files.extend(runtime_libraries(&runtime, &runtime_files)?);
-    let mut jars: Vec<PathBuf> = std::fs::read_dir(&libs)?
+    files.extend(runtime_libraries(runtime, &runtime_files)?);
+    let mut jars: Vec<PathBuf> = std::fs::read_dir(libs)?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "jar"))
@@ -508,7 +530,7 @@ pub fn assemble(recipe: &MavenRecipe, work: &Path) -> Result<(Vec<ScratchFile>, 
             mode: Some(0o755),
         });
     }
-    Ok((files, jdk))
+    Ok(files)
 }
 
 /// Every regular file under `dir` (symbolic links followed), sorted.
