@@ -1,7 +1,7 @@
 //! The whole default suite, end to end, on the real engine with small counts.
 
 mod common;
-use common::{engine_lock, leftovers, repo};
+use common::{engine_lock, leftovers, repo, start_run, Started};
 
 use std::process::Command;
 
@@ -125,35 +125,24 @@ async fn sighup_during_a_measurement_removes_the_run_and_saves_nothing() {
 /// end within 10 s with 130, naming the signal, leaving no container, network, scratch directory
 /// or results behind.
 async fn signal_during_a_measurement(signal: &str) {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     use std::time::{Duration, Instant};
 
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
-        .current_dir(repo())
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    cmd.current_dir(repo())
         .env("TEST", "02.*")
         .env("NUM_RECORDS", "5e6")
         .env("RESULTS_DIR", results.path())
-        .env("SCENARIOS", "scenarios/offline")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut run_id = None;
+        .env("SCENARIOS", "scenarios/offline");
     // Interrupt once the scenario's own services are up and the workload is producing.
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        if let Some(id) = line.strip_prefix("==> run ") {
-            run_id = Some(id.trim().to_string());
-        }
-        if line.contains("records sent") || line.starts_with("==> 02-") {
-            break;
-        }
-    }
-    let run_id = run_id.expect("the run announces its id");
+    let Started {
+        mut child,
+        lines,
+        run_id,
+    } = start_run(cmd, |line| {
+        line.contains("records sent") || line.starts_with("==> 02-")
+    });
     std::thread::sleep(Duration::from_millis(500));
     let sent = Instant::now();
     let kill = Command::new("kill")

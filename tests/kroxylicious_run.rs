@@ -5,7 +5,7 @@
 //! nothing on the engine.
 
 mod common;
-use common::{engine_lock, leftovers, repo, SETTING_VARS};
+use common::{engine_lock, leftovers, repo, start_run, Started, SETTING_VARS};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -524,8 +524,6 @@ async fn running_container(run_id: &str, service: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     use std::time::{Duration, Instant};
 
     let _lock = engine_lock(false);
@@ -535,30 +533,18 @@ async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
         cmd.env_remove(var);
     }
     // Far more records than the test waits for: only the kill can end the measurement early.
-    let mut child = cmd
-        .current_dir(repo())
+    cmd.current_dir(repo())
         .env("TEST", "02.*")
         .env("NUM_RECORDS", "5e7")
         .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
         .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
         .env("RESULTS_DIR", results.path())
-        .env("CI", "true")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut run_id = None;
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        if let Some(id) = line.strip_prefix("==> run ") {
-            run_id = Some(id.trim().to_string());
-        }
-        if line.starts_with("==> 02-") {
-            break;
-        }
-    }
-    let run_id = run_id.expect("the run announces its id");
+        .env("CI", "true");
+    let Started {
+        mut child,
+        lines,
+        run_id,
+    } = start_run(cmd, |line| line.starts_with("==> 02-"));
     // The proxy comes up, answers, the path is warmed; then the measured produce runs.
     let mut proxy = None;
     let deadline = Instant::now() + Duration::from_secs(60);

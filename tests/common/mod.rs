@@ -86,3 +86,40 @@ pub async fn leftovers(run_id: &str) -> (usize, usize) {
         .unwrap();
     (containers.len(), networks.len())
 }
+
+/// A run started in the background, its stderr read up to a line of interest.
+pub struct Started {
+    pub child: std::process::Child,
+    /// The rest of its stderr, line by line.
+    pub lines: std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
+    /// The id the run announced (`==> run <id>`).
+    pub run_id: String,
+}
+
+/// Spawns `cmd` (a `perf-tests run`) with stderr piped and reads its stderr until a line for
+/// which `until` holds, remembering the run id it announces on the way.
+pub fn start_run(mut cmd: std::process::Command, until: impl Fn(&str) -> bool) -> Started {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut run_id = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(id) = line.strip_prefix("==> run ") {
+            run_id = Some(id.trim().to_string());
+        }
+        if until(&line) {
+            break;
+        }
+    }
+    Started {
+        child,
+        lines,
+        run_id: run_id.expect("the run announces its id"),
+    }
+}
