@@ -162,3 +162,18 @@ pub fn named(name: &str) -> &'static Metric {
 pub fn compared() -> impl Iterator<Item = &'static Metric> {
     METRICS.iter().filter(|m| m.better.is_some())
 }
+
+/// Whether `m` is one of the few metrics that decide `compare`'s verdict. Each decides one
+/// question (can the path carry as many records, produced and consumed); the others mostly
+/// restate them (MiB/s is rec/s times the record size, unthrottled latency is queueing behind
+/// the rate), so testing them too would only multiply false alarms. When both sides ran at a
+/// fixed `THROUGHPUT` the producer rate is the target, not a result: its 99th latency
+/// percentile decides instead.
+pub fn decides(m: &Metric, throttled: bool) -> bool {
+    match (m.table, m.name) {
+        (Table::Producer, "Rate rec/s") => !throttled,
+        (Table::Producer, "Percentile99") => throttled,
+        (Table::Consumer, "Consumed rec/s") => true,
+        _ => false,
+    }
+}

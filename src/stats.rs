@@ -179,6 +179,202 @@ fn exact_sf(n1: usize, n2: usize, u: usize) -> f64 {
     counts[u.min(max_u)..].iter().sum::<f64>() / total
 }
 
+/// Which of the hypotheses with these p-values Holm's step-down procedure rejects at a
+/// family-wise error rate of `alpha`: sorted ascending, the k-th smallest (0-based) is rejected
+/// while it is below `alpha / (m - k)`. It controls the chance of any false alarm among the `m`
+/// tests, as Bonferroni does, but rejects more when several effects are real.
+pub fn holm(p_values: &[f64], alpha: f64) -> Vec<bool> {
+    let m = p_values.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));
+    let mut reject = vec![false; m];
+    for (k, &i) in order.iter().enumerate() {
+        if p_values[i] < alpha / (m - k) as f64 {
+            reject[i] = true;
+        } else {
+            break;
+        }
+    }
+    reject
+}
+
+/// The fewest repetitions a side needs (with as many on the other) for the exact test to be
+/// able to reach p < `level`.
+pub fn repetitions_for(level: f64) -> usize {
+    (1..=64)
+        .find(|&n| min_p_value(n, n) < level)
+        .unwrap_or(usize::MAX)
+}
+
+/// A monotonic trend of values in time order (the Mann-Kendall test).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Trend {
+    /// Kendall's tau between value and position: +1 steadily rising, -1 steadily falling.
+    pub tau: f64,
+    /// Two-sided p-value of "no trend".
+    pub p: f64,
+}
+
+/// The Mann-Kendall trend test of `values` in the order given; `None` for fewer than 3 values.
+/// Exact (the permutation distribution of inversions) without ties, else the normal
+/// approximation with the tie-corrected variance.
+pub fn trend(values: &[f64]) -> Option<Trend> {
+    let n = values.len();
+    if n < 3 {
+        return None;
+    }
+    let mut s: i64 = 0;
+    for i in 0..n {
+        for j in i + 1..n {
+            s += match values[j].total_cmp(&values[i]) {
+                std::cmp::Ordering::Greater => 1,
+                std::cmp::Ordering::Less => -1,
+                std::cmp::Ordering::Equal => 0,
+            };
+        }
+    }
+    let pairs = (n * (n - 1) / 2) as i64;
+    let tau = s as f64 / pairs as f64;
+    let (_, tie_sum) = ranks_of(values.to_vec());
+    let p = if tie_sum == 0.0 {
+        // S = pairs - 2 * inversions; |S| >= |s| in either tail.
+        let counts = inversion_counts(n);
+        let total: f64 = counts.iter().sum();
+        let a = s.unsigned_abs() as i64;
+        let low = (pairs - a) / 2;
+        let high = (pairs + a + 1) / 2;
+        let tail: f64 = counts
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| (i as i64) <= low || (i as i64) >= high)
+            .map(|(_, c)| c)
+            .sum();
+        tail / total
+    } else {
+        let groups = tie_groups(values);
+        let nf = n as f64;
+        let var = (nf * (nf - 1.0) * (2.0 * nf + 5.0)
+            - groups
+                .iter()
+                .map(|&t| t * (t - 1.0) * (2.0 * t + 5.0))
+                .sum::<f64>())
+            / 18.0;
+        if var <= 0.0 || s == 0 {
+            1.0
+        } else {
+            let z = (s.abs() as f64 - 1.0) / var.sqrt();
+            2.0 * normal_sf(z)
+        }
+    };
+    Some(Trend {
+        tau,
+        p: p.clamp(0.0, 1.0),
+    })
+}
+
+/// How many permutations of `n` items have k inversions, for every k (Mahonian numbers).
+fn inversion_counts(n: usize) -> Vec<f64> {
+    let mut counts = vec![1.0];
+    for k in 2..=n {
+        let mut next = vec![0.0; counts.len() + k - 1];
+        for (i, c) in counts.iter().enumerate() {
+            for slot in &mut next[i..i + k] {
+                *slot += c;
+            }
+        }
+        counts = next;
+    }
+    counts
+}
+
+/// The sizes of the groups of equal values.
+fn tie_groups(values: &[f64]) -> Vec<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mut groups = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let j = v[i..].iter().take_while(|&&x| x == v[i]).count();
+        groups.push(j as f64);
+        i += j;
+    }
+    groups
+}
+
+/// Power the detectable change is defined at: the chance of finding a real change of that size.
+pub const POWER: f64 = 0.8;
+
+/// The smallest shift, in standard deviations of normally distributed repetitions, that the
+/// two-sided Mann-Whitney test at `level` finds with probability [`POWER`] given `n1` and `n2`
+/// repetitions; `None` when no shift can reach `level` with so few.
+///
+/// Estimated by simulation with a fixed seed (the same sizes always give the same answer): the
+/// test is rank-based, so its power against a shift depends only on the shift in standard
+/// deviations, and the same noise is reused for every candidate shift, which keeps the search
+/// monotonic.
+pub fn detectable_shift(n1: usize, n2: usize, level: f64) -> Option<f64> {
+    if n1 == 0 || n2 == 0 || min_p_value(n1, n2) >= level {
+        return None;
+    }
+    const TRIALS: usize = 1000;
+    let mut rng = SplitMix64(0x5eed_cafe);
+    let noise: Vec<Vec<f64>> = (0..TRIALS)
+        .map(|_| (0..n1 + n2).map(|_| rng.normal()).collect())
+        .collect();
+    let power = |shift: f64| {
+        let found = noise
+            .iter()
+            .filter(|z| {
+                let y: Vec<f64> = z[n1..].iter().map(|v| v + shift).collect();
+                mann_whitney_u(&z[..n1], &y).is_some_and(|r| r.p < level)
+            })
+            .count();
+        found as f64 / TRIALS as f64
+    };
+    let mut hi = 1.0;
+    while power(hi) < POWER {
+        hi *= 2.0;
+        if hi > 1024.0 {
+            return None;
+        }
+    }
+    let mut lo = 0.0;
+    for _ in 0..14 {
+        let mid = (lo + hi) / 2.0;
+        if power(mid) >= POWER {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
+/// A small seeded generator for [`detectable_shift`]'s simulation (SplitMix64): reproducible
+/// noise is all it needs, not cryptographic or statistical-suite quality.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1].
+    fn uniform(&mut self) -> f64 {
+        ((self.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Standard normal (Box-Muller).
+    fn normal(&mut self) -> f64 {
+        let (u, v) = (self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
 /// Upper tail of the standard normal distribution.
 pub fn normal_sf(z: f64) -> f64 {
     0.5 * erfc(z / std::f64::consts::SQRT_2)
@@ -296,6 +492,64 @@ mod tests {
         assert!(can_be_significant(4, 4));
         assert!(can_be_significant(5, 5));
         assert!(close(min_p_value(5, 5), 2.0 / 252.0, 1e-12));
+    }
+
+    #[test]
+    fn holm_steps_down_and_stops_at_the_first_failure() {
+        // m = 4: thresholds 0.0125, 0.0167, 0.025, 0.05 for the sorted p-values.
+        assert_eq!(
+            holm(&[0.01, 0.04, 0.015, 0.03], 0.05),
+            [true, false, true, false]
+        );
+        // 0.02 misses the first step (0.0125): nothing is rejected, though 0.02 < 0.05.
+        assert_eq!(holm(&[0.02, 0.02, 0.02, 0.02], 0.05), [false; 4]);
+        // statsmodels multipletests([0.001, 0.2, 0.012], method="holm") rejects the 1st and 3rd.
+        assert_eq!(holm(&[0.001, 0.2, 0.012], 0.05), [true, false, true]);
+        assert!(holm(&[], 0.05).is_empty());
+    }
+
+    #[test]
+    fn repetitions_needed_grow_with_the_number_of_tests() {
+        assert_eq!(repetitions_for(0.05), 4);
+        // Two primary tests (one scenario): 4 a side give 0.029, not below 0.025.
+        assert_eq!(repetitions_for(0.025), 5);
+        // Ten (five scenarios): 5 a side give 0.0079, not below 0.005.
+        assert_eq!(repetitions_for(0.005), 6);
+    }
+
+    #[test]
+    fn mann_kendall_matches_scipy_kendalltau_against_time() {
+        // scipy.stats.kendalltau(range(5), x) (exact for n <= 33 without ties).
+        let t = trend(&[1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
+        assert_eq!(t.tau, 1.0);
+        assert!(close(t.p, 0.016666666666666666, 1e-12), "{t:?}");
+        // [3, 1, 4, 5, 2, 6]: tau = 0.4666666666666666, p = 0.2722222222222222
+        let t = trend(&[3.0, 1.0, 4.0, 5.0, 2.0, 6.0]).unwrap();
+        assert!(close(t.tau, 7.0 / 15.0, 1e-12), "{t:?}");
+        assert!(close(t.p, 0.2722222222222222, 1e-12), "{t:?}");
+        let t = trend(&[5.0, 4.0, 3.0, 2.0, 1.0, 0.0]).unwrap();
+        assert_eq!(t.tau, -1.0);
+        assert!(close(t.p, 2.0 / 720.0, 1e-12), "{t:?}");
+        // Ties: the normal approximation; flat values show no trend.
+        assert_eq!(trend(&[2.0; 6]).unwrap().p, 1.0);
+        assert!(trend(&[1.0, 2.0]).is_none());
+    }
+
+    #[test]
+    fn detectable_shift_shrinks_with_repetitions_and_needs_enough_of_them() {
+        // Three a side can never be significant: nothing is detectable.
+        assert_eq!(detectable_shift(3, 3, 0.05), None);
+        assert_eq!(detectable_shift(5, 5, 0.005), None);
+        let five = detectable_shift(5, 5, 0.05).unwrap();
+        let ten = detectable_shift(10, 10, 0.05).unwrap();
+        let strict = detectable_shift(10, 10, 0.005).unwrap();
+        // A two-sample t-test needs about 1.9 sd at 5 a side and 1.3 at 10 a side for 80%
+        // power; the rank test on so few values needs a little more.
+        assert!((1.8..2.6).contains(&five), "{five}");
+        assert!((1.2..1.6).contains(&ten), "{ten}");
+        assert!(strict > ten, "{strict} vs {ten}");
+        // Reproducible.
+        assert_eq!(detectable_shift(5, 5, 0.05), Some(five));
     }
 
     #[test]

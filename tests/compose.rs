@@ -46,6 +46,30 @@ fn unsupported_service_key_names_file_service_and_key() {
 }
 
 #[test]
+fn cpuset_pins_a_service_and_an_empty_one_pins_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "x.yaml",
+        "services:\n  a:\n    image: i\n    cpuset: ${A_CPUS:-}\n",
+    );
+    let load = |v: &[(&str, &str)]| compose::load(std::slice::from_ref(&f), &vars(v)).unwrap();
+    assert_eq!(
+        load(&[("A_CPUS", "0-1")]).services["a"].cpuset.as_deref(),
+        Some("0-1")
+    );
+    assert_eq!(load(&[]).services["a"].cpuset, None);
+    let e = load_err(
+        "services:\n  a:\n    image: i\n    cpuset: ${A_CPUS}\n",
+        &[("A_CPUS", "first")],
+    );
+    assert!(
+        e.contains("service \"a\": cpuset \"first\": expected CPU numbers and ranges"),
+        "{e}"
+    );
+}
+
+#[test]
 fn other_invalid_input_is_refused_with_its_location() {
     let e = load_err("services: {}\nvolumes:\n  data: {}\n", &[]);
     assert!(e.contains("unsupported top-level key \"volumes\""), "{e}");

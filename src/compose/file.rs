@@ -26,6 +26,7 @@ pub const SERVICE_KEYS: &[&str] = &[
     "working_dir",
     "restart",
     "tmpfs",
+    "cpuset",
 ];
 
 /// A string or a list of strings (`command`, `entrypoint`, `tmpfs`, healthcheck `test`).
@@ -223,6 +224,7 @@ pub struct RawService {
     pub working_dir: Option<String>,
     pub restart: Option<String>,
     pub tmpfs: Option<StringOrList>,
+    pub cpuset: Option<Scalar>,
 }
 
 impl RawService {
@@ -249,7 +251,8 @@ impl RawService {
             user,
             working_dir,
             restart,
-            tmpfs
+            tmpfs,
+            cpuset
         );
     }
 }

@@ -82,6 +82,8 @@ pub struct Service {
     pub working_dir: Option<String>,
     /// tmpfs mounts (`/path[:options]`).
     pub tmpfs: Vec<String>,
+    /// CPUs the container may run on (`0`, `0-1`, `0,2`); all when unset.
+    pub cpuset: Option<String>,
 }
 
 /// A published port.

@@ -109,6 +109,7 @@ async fn on_topic(
             .context("warm-up consume")?;
         steps.done("warm_up_consume");
     }
+    crate::progress::detail("counting the topic's records at the broker (end offsets)");
     let before = session.end_offsets(spec).await.context("end offsets")?;
     steps.done("end_offsets_before");
     let counted = crate::progress::records("produce", spec.num_records);
@@ -121,6 +122,7 @@ async fn on_topic(
     drop(counted);
     show(&summary_line(&producer));
     steps.done("produce");
+    crate::progress::detail("counting the topic's records at the broker (end offsets)");
     let after = session.end_offsets(spec).await.context("end offsets")?;
     steps.done("end_offsets_after");
     let counted = crate::progress::records("consume", producer.sent);

@@ -547,6 +547,7 @@ pub fn container_body(
                 Some(service.security_opt.clone())
             },
             tmpfs: if tmpfs.is_empty() { None } else { Some(tmpfs) },
+            cpuset_cpus: service.cpuset.clone(),
             network_mode: Some(first_engine_net.clone()),
             ..Default::default()
         }),
@@ -595,6 +596,7 @@ mod tests {
     ports: [\"127.0.0.1:19092:9092\"]
     volumes: [\"/etc/hosts:/config/hosts:ro\"]
     tmpfs: [\"/run:size=1m\"]
+    cpuset: 1
     labels: { team: kafka }
     networks: { front: { aliases: [kroxylicious] }, back: {} }
     healthcheck: { test: [CMD, probe], interval: 500ms, retries: 3 }
@@ -625,6 +627,7 @@ networks: { front: {}, back: {} }
             Some(vec!["/etc/hosts:/config/hosts:ro".to_string()])
         );
         assert_eq!(host.tmpfs.unwrap()["/run"], "size=1m");
+        assert_eq!(host.cpuset_cpus.as_deref(), Some("1"));
         let ports = host.port_bindings.unwrap();
         let bound = ports["9092/tcp"].as_ref().unwrap();
         assert_eq!(bound[0].host_ip.as_deref(), Some("127.0.0.1"));
