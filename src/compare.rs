@@ -33,6 +33,8 @@ pub struct Side {
     pub runs_info: Vec<RunInfo>,
     /// Scenario name -> every repetition, in the order scenarios first appear.
     pub scenarios: Vec<(String, Vec<Measurement>)>,
+    /// The scenarios marked as their suite's reference (`reference: true`).
+    pub references: Vec<String>,
 }
 
 /// Resolves `latest` / `previous` within `results_dir`; anything else is a path.
@@ -101,6 +103,7 @@ pub fn load(dir: &Path) -> Result<Side> {
         runs: runs.clone(),
         runs_info: Vec::new(),
         scenarios: Vec::new(),
+        references: Vec::new(),
     };
     for run in &runs {
         side.runs_info.push(read_run_info(run)?);
@@ -112,6 +115,9 @@ pub fn load(dir: &Path) -> Result<Side> {
             );
         }
         for s in scenarios {
+            if s.reference && !side.references.contains(&s.name) {
+                side.references.push(s.name.clone());
+            }
             let reps: Vec<Measurement> = s.all_measurements().into_iter().cloned().collect();
             match side.scenarios.iter_mut().find(|(n, _)| *n == s.name) {
                 Some((_, all)) => all.extend(reps),
@@ -257,6 +263,7 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
         row.detectable_pct = shifts.detectable_pct(row, b, n);
         row.verdict = judge(row, significant, threshold_pct);
     }
+    warnings.extend(references_moved(base, new, &rows, threshold_pct));
     Comparison {
         base: base.dir.clone(),
         new: new.dir.clone(),
@@ -358,6 +365,30 @@ fn pooled_sd(a: &[f64], b: &[f64]) -> f64 {
     }
     let ss = |v: &[f64]| stats::std_dev(v).powi(2) * v.len().saturating_sub(1) as f64;
     ((ss(a) + ss(b)) / df as f64).sqrt()
+}
+
+/// Warnings for reference scenarios (they measure none of the path under test) whose primary
+/// metrics moved beyond the threshold at p < 0.05 (uncorrected: for a warning, missing a moved
+/// reference costs more than a spurious note).
+fn references_moved(base: &Side, new: &Side, rows: &[Row], threshold_pct: f64) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.primary)
+        .filter(|r| base.references.contains(&r.scenario) || new.references.contains(&r.scenario))
+        .filter(|r| {
+            r.p.is_some_and(|p| p < ALPHA) && r.change_pct.is_some_and(|c| c.abs() > threshold_pct)
+        })
+        .map(|r| {
+            format!(
+                "the reference scenario {} (it measures none of the path under test) moved by \
+                 itself: {} {} (p = {:.3}); the machine or the broker changed between the \
+                 sides, and the other scenarios' changes may be that too",
+                r.scenario,
+                r.metric,
+                pct(r.change_pct),
+                r.p.unwrap_or(1.0)
+            )
+        })
+        .collect()
 }
 
 /// A warning when one side was measured entirely before the other: then any drift of the
@@ -811,6 +842,7 @@ mod tests {
             runs: vec![],
             runs_info: vec![info],
             scenarios,
+            references: vec!["01-no-proxy-baseline".into()],
         }
     }
 
@@ -960,6 +992,20 @@ mod tests {
             ),
             "{}",
             drift[0]
+        );
+        // The reference scenario's rate fell 5% (median 0.95 against 1.0): it moved by
+        // itself.
+        let moved = c
+            .warnings
+            .iter()
+            .find(|w| w.starts_with("the reference scenario"))
+            .unwrap_or_else(|| panic!("{:?}", c.warnings));
+        assert!(
+            moved.starts_with(
+                "the reference scenario 01-no-proxy-baseline (it measures none of the path under \
+                 test) moved by itself: Rate rec/s -5.0%"
+            ),
+            "{moved}"
         );
         // Overlapping sides (pooled runs alternating in time) are interleaved.
         new.runs_info[0].started_at = base.runs_info[0].started_at.clone();

@@ -267,6 +267,9 @@ pub struct ScenarioResult {
     /// The check of the scenario's `expect:` (the worst repetition's), when it declares one.
     #[serde(default)]
     pub path_check: Option<PathCheck>,
+    /// The scenario is its suite's reference (it measures none of the path under test).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reference: bool,
 }
 
 impl ScenarioResult {

@@ -247,6 +247,7 @@ pub(crate) mod tests {
             warnings: Vec::new(),
             path_check: None,
             image_sources: Default::default(),
+            reference: name.starts_with("01-"),
         };
         let ok = Integrity {
             requested: 10_000_000,

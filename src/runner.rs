@@ -457,6 +457,7 @@ fn combine(planned: &PlannedScenario, reps: Vec<Repetition>, cpus: usize) -> Sce
             .filter_map(|r| r.path_check.clone())
             .find(|c| !c.holds())
             .or_else(|| reps.iter().rev().find_map(|r| r.path_check.clone())),
+        reference: sc.reference,
     }
 }
 

@@ -83,6 +83,9 @@ pub struct Scenario {
     pub teardown: Vec<Step>,
     /// What the path does to records, checked on sample records after the measurement.
     pub expect: Option<crate::model::Expect>,
+    /// The scenario measures none of the path under test (the broker alone): `compare` warns
+    /// when it moves, since then the machine or the broker changed, not the path.
+    pub reference: bool,
 }
 
 /// Host names a per-run CA and server certificate are generated for.
@@ -198,6 +201,8 @@ struct ScenarioFile {
     teardown: Vec<Step>,
     #[serde(default)]
     expect: Option<crate::model::Expect>,
+    #[serde(default)]
+    reference: bool,
 }
 
 /// A client property value: YAML writes `linger.ms: 5` as a number, Kafka wants a string.
@@ -416,6 +421,7 @@ impl Scenario {
             setup: raw.setup,
             teardown: raw.teardown,
             expect: raw.expect,
+            reference: raw.reference,
         })
     }
 }
