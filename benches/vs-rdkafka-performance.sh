@@ -5,7 +5,8 @@
 #
 #   cargo build --release && benches/vs-rdkafka-performance.sh
 #
-# Settings (environment): NUM_RECORDS (default 1000000), RECORD_SIZE (1024), ROUNDS (3),
+# Settings (environment): NUM_RECORDS (default 1000000), RECORD_SIZE (1024), ROUNDS (3; 15 or
+# more for a 95% interval of the median ratio narrower than a few percent),
 # PERF_TESTS_BIN (target/release/perf-tests, or $CARGO_TARGET_DIR/release/perf-tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -104,4 +105,15 @@ pairs = [(float(a[1]), float(b[1])) for a, b in zip(rows[0::2], rows[1::2])]
 ratios = sorted((p[0] / p[1]) if rows[2 * i][0] == "perf-tests" else (p[1] / p[0]) for i, p in enumerate(pairs))
 print("produce ratio per round (perf-tests / rdkafka_performance): " + ", ".join(f"{x:.2f}" for x in ratios)
       + f"; median {st.median(ratios):.2f}")
+# A distribution-free 95% interval for the median ratio: the order statistics x(k) and
+# x(n + 1 - k) with the largest k such that P(Binomial(n, 1/2) < k) <= 2.5%.
+from math import comb
+n = len(ratios)
+below = lambda k: sum(comb(n, i) for i in range(k)) / 2 ** n
+k = max((k for k in range(1, n // 2 + 1) if below(k) <= 0.025), default=0)
+if k:
+    print(f"95% interval of the median produce ratio over {n} rounds: {ratios[k - 1]:.2f} .. {ratios[n - k]:.2f}"
+          f" (coverage {1 - 2 * below(k):.3f})")
+else:
+    print(f"{n} rounds are too few for a 95% interval of the median (6 at least)")
 print(f"median consume: rdkafka_performance {rc:.0f}, perf-tests {pc:.0f}, ratio {pc / rc:.2f}")'
