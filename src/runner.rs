@@ -673,6 +673,7 @@ async fn measure_scenario(
     spec.throughput = settings.throughput;
     spec.properties = settings.producer_properties.clone();
     spec.warm_up_records = settings.warm_up_pre_test;
+    spec.warm_up_for = Duration::from_secs(settings.warm_up_seconds_pre_test);
     spec.consume_timeout = CONSUME_TIMEOUT;
     let workload = session.measured_containers();
     let measured = tokio::select! {

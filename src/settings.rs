@@ -20,6 +20,10 @@ pub const DEFAULT_RECORD_SIZE: u64 = 1024;
 pub const DEFAULT_WARM_UP_POST_BROKER_START: u64 = 1000;
 /// Default `WARM_UP_NUM_RECORDS_PRE_TEST`.
 pub const DEFAULT_WARM_UP_PRE_TEST: u64 = 1000;
+/// Default `WARM_UP_SECONDS_PRE_TEST`: no warm-up by time (the reference's behaviour).
+pub const DEFAULT_WARM_UP_SECONDS_PRE_TEST: u64 = 0;
+/// Largest `WARM_UP_SECONDS_PRE_TEST` accepted: an hour of warm-up per scenario is a mistake.
+pub const MAX_WARM_UP_SECONDS_PRE_TEST: u64 = 3600;
 /// Default `PRODUCER_PROPERTIES`.
 pub const DEFAULT_PRODUCER_PROPERTIES: &str = "acks=all";
 /// Default `THROUGHPUT` (records/s; -1 is unlimited).
@@ -99,6 +103,8 @@ pub struct Settings {
     pub warm_up_post_broker_start: u64,
     /// Warm-up records sent through each scenario's endpoint before it is measured.
     pub warm_up_pre_test: u64,
+    /// The pre-test warm-up goes on, in rounds, for at least this many seconds.
+    pub warm_up_seconds_pre_test: u64,
     /// Extra producer properties, in the order given.
     pub producer_properties: Vec<(String, String)>,
     /// Producer throughput limit in records/s; -1 is unlimited.
@@ -133,6 +139,7 @@ impl Default for Settings {
             record_size: DEFAULT_RECORD_SIZE,
             warm_up_post_broker_start: DEFAULT_WARM_UP_POST_BROKER_START,
             warm_up_pre_test: DEFAULT_WARM_UP_PRE_TEST,
+            warm_up_seconds_pre_test: DEFAULT_WARM_UP_SECONDS_PRE_TEST,
             producer_properties: parse_properties(DEFAULT_PRODUCER_PROPERTIES)
                 .expect("default producer properties parse"),
             throughput: DEFAULT_THROUGHPUT,
@@ -163,6 +170,10 @@ impl Settings {
             (
                 "WARM_UP_NUM_RECORDS_PRE_TEST",
                 self.warm_up_pre_test.to_string(),
+            ),
+            (
+                "WARM_UP_SECONDS_PRE_TEST",
+                self.warm_up_seconds_pre_test.to_string(),
             ),
             (
                 "PRODUCER_PROPERTIES",
@@ -266,6 +277,18 @@ fn digits(s: &str) -> Option<String> {
         return None;
     }
     Some(s.replace('_', ""))
+}
+
+/// Parses `WARM_UP_SECONDS_PRE_TEST`: whole seconds from 0 (none) to
+/// [`MAX_WARM_UP_SECONDS_PRE_TEST`].
+pub fn parse_warm_up_seconds(s: &str) -> Result<u64> {
+    let n = parse_count("WARM_UP_SECONDS_PRE_TEST", s, true)?;
+    if n > MAX_WARM_UP_SECONDS_PRE_TEST {
+        bail!(
+            "WARM_UP_SECONDS_PRE_TEST={s:?}: too long (the limit is {MAX_WARM_UP_SECONDS_PRE_TEST} seconds)"
+        );
+    }
+    Ok(n)
 }
 
 /// Parses `REPEAT`: a count from 1 to [`MAX_REPEAT`].
@@ -400,6 +423,16 @@ mod tests {
     }
 
     #[test]
+    fn warm_up_seconds_are_bounded_and_may_be_zero() {
+        assert_eq!(parse_warm_up_seconds("0").unwrap(), 0);
+        assert_eq!(parse_warm_up_seconds("30").unwrap(), 30);
+        for bad in ["3601", "-1", "ten", "1.5"] {
+            let err = parse_warm_up_seconds(bad).unwrap_err().to_string();
+            assert!(err.contains("WARM_UP_SECONDS_PRE_TEST"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn repeat_is_a_bounded_positive_count() {
         assert_eq!(parse_repeat("5").unwrap(), 5);
         assert_eq!(parse_repeat("1e2").unwrap(), 100);
@@ -456,6 +489,7 @@ mod tests {
                 "VAULT_IMAGE",
                 "WARM_UP_NUM_RECORDS_POST_BROKER_START",
                 "WARM_UP_NUM_RECORDS_PRE_TEST",
+                "WARM_UP_SECONDS_PRE_TEST",
             ]
         );
         assert_eq!(v["PRODUCER_PROPERTIES"], "acks=1 linger.ms=5");

@@ -154,6 +154,12 @@ pub struct SettingsArgs {
           value_parser = warm_up_pre_test, global = true)]
     pub warm_up_num_records_pre_test: u64,
 
+    /// Seconds the pre-test warm-up goes on for at least, in rounds of its records (0: one round)
+    #[arg(long, env = "WARM_UP_SECONDS_PRE_TEST",
+          default_value_t = settings::DEFAULT_WARM_UP_SECONDS_PRE_TEST,
+          value_parser = settings::parse_warm_up_seconds, global = true)]
+    pub warm_up_seconds_pre_test: u64,
+
     /// Producer properties: space-separated key=value entries
     #[arg(long, env = "PRODUCER_PROPERTIES", default_value = settings::DEFAULT_PRODUCER_PROPERTIES,
           value_parser = properties, global = true)]
@@ -220,6 +226,7 @@ impl SettingsArgs {
             record_size: self.record_size,
             warm_up_post_broker_start: self.warm_up_num_records_post_broker_start,
             warm_up_pre_test: self.warm_up_num_records_pre_test,
+            warm_up_seconds_pre_test: self.warm_up_seconds_pre_test,
             producer_properties: self.producer_properties.0,
             throughput: self.throughput,
             repeat: self.repeat,

@@ -96,19 +96,7 @@ async fn on_topic(
     steps: &mut Steps,
 ) -> Result<Measurement> {
     let group = format!("perf-tests-{}-{}", spec.topic, unique_suffix());
-    if spec.warm_up_records > 0 {
-        let warm = session
-            .produce(spec, spec.warm_up_records, -1, &|_| {})
-            .await
-            .context("warm-up produce")?;
-        steps.done("warm_up_produce");
-        // The group commits what it read, so the measured consumer starts after it.
-        session
-            .consume(spec, warm.sent, &group, &show)
-            .await
-            .context("warm-up consume")?;
-        steps.done("warm_up_consume");
-    }
+    warm_up(session, spec, &group, steps).await?;
     crate::progress::detail("counting the topic's records at the broker (end offsets)");
     let before = session.end_offsets(spec).await.context("end offsets")?;
     steps.done("end_offsets_before");
@@ -147,6 +135,56 @@ async fn on_topic(
         producer,
         consumer,
     })
+}
+
+/// Records per warm-up round when the warm-up is by time alone (`warm_up_records` is 0).
+const WARM_UP_ROUND_RECORDS: u64 = 10_000;
+
+/// Produces and consumes warm-up records through the measured path, in rounds until
+/// `spec.warm_up_for` has passed (one round when it is zero): a just-started JVM (broker or
+/// proxy) compiles its hot paths during the first seconds of load, which would otherwise land
+/// in the measurement. The measuring group reads them, so the measured consumer starts after.
+async fn warm_up(
+    session: &dyn Session,
+    spec: &MeasureSpec,
+    group: &str,
+    steps: &mut Steps,
+) -> Result<()> {
+    let records = match spec.warm_up_records {
+        0 if spec.warm_up_for.is_zero() => return Ok(()),
+        0 => WARM_UP_ROUND_RECORDS,
+        n => n,
+    };
+    let started = Instant::now();
+    let (mut produced, mut consumed) = (0.0, 0.0);
+    for round in 1.. {
+        if !spec.warm_up_for.is_zero() {
+            crate::progress::detail(&format!(
+                "warm-up round {round}: {:.0} of at least {} s",
+                started.elapsed().as_secs_f64(),
+                spec.warm_up_for.as_secs()
+            ));
+        }
+        let t = Instant::now();
+        let warm = session
+            .produce(spec, records, -1, &|_| {})
+            .await
+            .context("warm-up produce")?;
+        produced += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        session
+            .consume(spec, warm.sent, group, &show)
+            .await
+            .context("warm-up consume")?;
+        consumed += t.elapsed().as_secs_f64();
+        if started.elapsed() >= spec.warm_up_for {
+            break;
+        }
+    }
+    steps.times.insert("warm_up_produce".into(), produced);
+    steps.times.insert("warm_up_consume".into(), consumed);
+    steps.since = Instant::now();
+    Ok(())
 }
 
 /// Warms a broker: produces and consumes `records` records on a throw-away topic, then deletes
@@ -344,6 +382,35 @@ pub(crate) mod tests {
 
     async fn calls(fake: &Fake) -> Vec<String> {
         fake.calls.lock().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn a_warm_up_by_time_repeats_its_rounds_until_the_time_has_passed() {
+        let fake = Fake::default();
+        let mut spec = spec();
+        spec.warm_up_for = Duration::from_millis(30);
+        let started = Instant::now();
+        let m = measure(&fake, &spec).await.unwrap();
+        assert!(started.elapsed() >= spec.warm_up_for);
+        let asked = calls(&fake).await;
+        let rounds = asked.iter().filter(|c| *c == "produce 700 at -1").count();
+        assert!(rounds >= 2, "{asked:?}");
+        // Every warm-up record was read by the measuring group: only the measured ones count.
+        assert!(
+            asked.contains(&format!("consume 5000 from {}", 700 * rounds)),
+            "{asked:?}"
+        );
+        assert!(m.integrity.is_ok(), "{:?}", m.integrity);
+        assert_eq!(m.consumer.consumed_recs, 5000);
+        // By time alone (no record count), rounds of the default size.
+        let fake = Fake::default();
+        spec.warm_up_records = 0;
+        spec.warm_up_for = Duration::from_millis(1);
+        measure(&fake, &spec).await.unwrap();
+        assert_eq!(
+            calls(&fake).await[1],
+            format!("produce {WARM_UP_ROUND_RECORDS} at -1")
+        );
     }
 
     #[tokio::test]

@@ -38,6 +38,8 @@ pub struct MeasureSpec {
     pub properties: Vec<(String, String)>,
     /// Records produced and consumed through the same path before measuring; not reported.
     pub warm_up_records: u64,
+    /// The warm-up is repeated, round after round, until this much time has passed.
+    pub warm_up_for: Duration,
     /// The consumer fails when no record arrives for this long.
     pub consume_timeout: Duration,
     /// Delete the topic at the end (also after a failure).
@@ -58,6 +60,7 @@ impl MeasureSpec {
             throughput: -1,
             properties: vec![("acks".to_string(), "all".to_string())],
             warm_up_records: 1000,
+            warm_up_for: Duration::ZERO,
             consume_timeout: Duration::from_secs(60),
             delete_topic: true,
             partitions: 1,
