@@ -482,7 +482,7 @@ fn or_unset<T: ToString>(v: &Option<T>) -> String {
 type Fact<T> = (&'static str, fn(&T) -> String);
 
 /// Settings that change what is measured, by their variable names.
-const COMPARED_SETTINGS: [Fact<Settings>; 9] = [
+const COMPARED_SETTINGS: [Fact<Settings>; 11] = [
     ("NUM_RECORDS", |s| s.num_records.to_string()),
     ("RECORD_SIZE", |s| s.record_size.to_string()),
     ("PRODUCER_PROPERTIES", |s| pairs(&s.producer_properties)),
@@ -496,6 +496,8 @@ const COMPARED_SETTINGS: [Fact<Settings>; 9] = [
     ("WARM_UP_SECONDS_PRE_TEST", |s| {
         s.warm_up_seconds_pre_test.to_string()
     }),
+    ("SERVICES_CPUSET", |s| s.services_cpuset.clone()),
+    ("WORKLOAD_CPUSET", |s| s.workload_cpuset.clone()),
     ("KAFKA_IMAGE", |s| s.kafka_image.clone()),
     ("KROXYLICIOUS_IMAGE", |s| s.kroxylicious_image.clone()),
 ];

@@ -15,7 +15,9 @@
 
 pub mod cli;
 pub mod compare;
+
 pub mod compose;
+pub mod cpuset;
 pub mod driver;
 pub mod engine;
 pub mod export;

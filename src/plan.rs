@@ -44,6 +44,8 @@ pub struct Plan {
     pub images: Vec<PlannedImage>,
     /// The suite's image recipes (also for images the driver runs besides the services').
     pub recipes: Vec<ImageRecipe>,
+    /// CPUs the load generator's containers may run on (`WORKLOAD_CPUSET`); all when unset.
+    pub workload_cpuset: Option<String>,
 }
 
 impl Plan {
@@ -108,7 +110,15 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
         .collect();
     let mut variables = base_vars;
     variables.insert("TLS_DIR".into(), tls_dir.display().to_string());
-    let project = compose::load(&compose_files(&suite, &scenarios), &variables)?;
+    let mut project = compose::load(&compose_files(&suite, &scenarios), &variables)?;
+    // SERVICES_CPUSET pins every service a Compose file leaves unpinned.
+    if !settings.services_cpuset.is_empty() {
+        for service in project.services.values_mut() {
+            service
+                .cpuset
+                .get_or_insert_with(|| settings.services_cpuset.clone());
+        }
+    }
 
     let run_wide: Vec<String> = if scenarios.iter().any(|p| !p.scenario.own_broker) {
         suite.services.clone()
@@ -135,6 +145,7 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
         services,
         images,
         recipes,
+        workload_cpuset: Some(settings.workload_cpuset.clone()).filter(|c| !c.is_empty()),
     })
 }
 

@@ -79,13 +79,15 @@ async fn run_with(
     plan: &Plan,
 ) -> Result<Vec<ScenarioResult>> {
     let _run_dir = plan.tls_dir.parent().map(|d| RunDir(d.to_path_buf()));
+    let cpus = engine_cpus(engine).await;
+    check_cpusets(settings, plan, cpus)?;
     let prepared = prepare(engine, settings, plan).await?;
     let mut site = EngineSite {
         engine,
         deployment: Deployment::new(engine, plan.project.clone(), &project_name(run_id)),
         plan,
         prepared: &prepared,
-        cpus: engine_cpus(engine).await,
+        cpus,
     };
     let result = run_scenarios(&mut site, settings, plan).await;
     phase("tearing down");
@@ -102,6 +104,31 @@ async fn engine_cpus(engine: &Engine) -> usize {
         Some(n) if n > 0 => n as usize,
         _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
     }
+}
+
+/// Refuses, before anything starts, a pinning to CPUs the engine does not have (the engine's
+/// own error would come only when the container is created, mid-run).
+fn check_cpusets(settings: &Settings, plan: &Plan, cpus: usize) -> Result<()> {
+    if let Some(w) = &plan.workload_cpuset {
+        crate::cpuset::check_exists("WORKLOAD_CPUSET", w, cpus)?;
+    }
+    for name in &plan.services {
+        let Some(set) = plan
+            .project
+            .services
+            .get(name)
+            .and_then(|s| s.cpuset.as_ref())
+        else {
+            continue;
+        };
+        let what = if *set == settings.services_cpuset {
+            "SERVICES_CPUSET".to_string()
+        } else {
+            format!("service \"{name}\" cpuset")
+        };
+        crate::cpuset::check_exists(&what, set, cpus)?;
+    }
+    Ok(())
 }
 
 fn project_name(run_id: &str) -> String {
@@ -351,6 +378,7 @@ impl EngineSite<'_> {
             network: self.deployment.network_name("default"),
             client: client.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             binds,
+            cpuset: self.plan.workload_cpuset.clone(),
         }
     }
 }

@@ -105,6 +105,10 @@ pub struct Settings {
     pub warm_up_pre_test: u64,
     /// The pre-test warm-up goes on, in rounds, for at least this many seconds.
     pub warm_up_seconds_pre_test: u64,
+    /// CPUs every service container may run on (a CPU list); empty: not pinned.
+    pub services_cpuset: String,
+    /// CPUs the load generator's containers may run on; empty: not pinned.
+    pub workload_cpuset: String,
     /// Extra producer properties, in the order given.
     pub producer_properties: Vec<(String, String)>,
     /// Producer throughput limit in records/s; -1 is unlimited.
@@ -140,6 +144,8 @@ impl Default for Settings {
             warm_up_post_broker_start: DEFAULT_WARM_UP_POST_BROKER_START,
             warm_up_pre_test: DEFAULT_WARM_UP_PRE_TEST,
             warm_up_seconds_pre_test: DEFAULT_WARM_UP_SECONDS_PRE_TEST,
+            services_cpuset: String::new(),
+            workload_cpuset: String::new(),
             producer_properties: parse_properties(DEFAULT_PRODUCER_PROPERTIES)
                 .expect("default producer properties parse"),
             throughput: DEFAULT_THROUGHPUT,
@@ -175,6 +181,8 @@ impl Settings {
                 "WARM_UP_SECONDS_PRE_TEST",
                 self.warm_up_seconds_pre_test.to_string(),
             ),
+            ("SERVICES_CPUSET", self.services_cpuset.clone()),
+            ("WORKLOAD_CPUSET", self.workload_cpuset.clone()),
             (
                 "PRODUCER_PROPERTIES",
                 format_properties(&self.producer_properties),
@@ -289,6 +297,15 @@ pub fn parse_warm_up_seconds(s: &str) -> Result<u64> {
         );
     }
     Ok(n)
+}
+
+/// Parses `SERVICES_CPUSET` or `WORKLOAD_CPUSET`: a CPU list, or empty for none.
+pub fn parse_cpuset(var: &str, s: &str) -> Result<String> {
+    let t = s.trim();
+    if !t.is_empty() && !crate::cpuset::is_cpu_list(t) {
+        bail!("{var}={s:?}: expected CPU numbers and ranges such as 0, 0-1 or 0,2 (or nothing)");
+    }
+    Ok(t.to_string())
 }
 
 /// Parses `REPEAT`: a count from 1 to [`MAX_REPEAT`].
@@ -433,6 +450,19 @@ mod tests {
     }
 
     #[test]
+    fn cpusets_are_cpu_lists_or_nothing() {
+        assert_eq!(parse_cpuset("WORKLOAD_CPUSET", " 1 ").unwrap(), "1");
+        assert_eq!(parse_cpuset("WORKLOAD_CPUSET", "").unwrap(), "");
+        let err = parse_cpuset("SERVICES_CPUSET", "0;1")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("SERVICES_CPUSET=\"0;1\": expected CPU numbers"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn repeat_is_a_bounded_positive_count() {
         assert_eq!(parse_repeat("5").unwrap(), 5);
         assert_eq!(parse_repeat("1e2").unwrap(), 100);
@@ -484,12 +514,14 @@ mod tests {
                 "REPEAT",
                 "RESULTS_DIR",
                 "SCENARIOS",
+                "SERVICES_CPUSET",
                 "TEST",
                 "THROUGHPUT",
                 "VAULT_IMAGE",
                 "WARM_UP_NUM_RECORDS_POST_BROKER_START",
                 "WARM_UP_NUM_RECORDS_PRE_TEST",
                 "WARM_UP_SECONDS_PRE_TEST",
+                "WORKLOAD_CPUSET",
             ]
         );
         assert_eq!(v["PRODUCER_PROPERTIES"], "acks=1 linger.ms=5");

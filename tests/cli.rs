@@ -194,6 +194,9 @@ fn bad_settings_are_usage_errors_naming_variable_and_value() {
         ("NUM_RECORDS", "1e30"),
         ("WARM_UP_NUM_RECORDS_POST_BROKER_START", "x"),
         ("THROUGHPUT", "0"),
+        ("WARM_UP_SECONDS_PRE_TEST", "3601"),
+        ("WORKLOAD_CPUSET", "one"),
+        ("SERVICES_CPUSET", "0;1"),
     ] {
         let out = perf_tests(root.path(), &["run", "--dry-run"], &[(var, value)]);
         assert_eq!(out.status.code(), Some(2), "{var}={value}");

@@ -121,6 +121,14 @@ fn warm_up_post_broker_start(s: &str) -> anyhow::Result<u64> {
     settings::parse_count("WARM_UP_NUM_RECORDS_POST_BROKER_START", s, true)
 }
 
+fn services_cpuset(s: &str) -> anyhow::Result<String> {
+    settings::parse_cpuset("SERVICES_CPUSET", s)
+}
+
+fn workload_cpuset(s: &str) -> anyhow::Result<String> {
+    settings::parse_cpuset("WORKLOAD_CPUSET", s)
+}
+
 fn warm_up_pre_test(s: &str) -> anyhow::Result<u64> {
     settings::parse_count("WARM_UP_NUM_RECORDS_PRE_TEST", s, true)
 }
@@ -159,6 +167,16 @@ pub struct SettingsArgs {
           default_value_t = settings::DEFAULT_WARM_UP_SECONDS_PRE_TEST,
           value_parser = settings::parse_warm_up_seconds, global = true)]
     pub warm_up_seconds_pre_test: u64,
+
+    /// CPUs every service container may run on, e.g. 0 or 0-1 (empty: not pinned)
+    #[arg(long, env = "SERVICES_CPUSET", default_value = "", value_parser = services_cpuset,
+          global = true)]
+    pub services_cpuset: String,
+
+    /// CPUs the load generator's containers may run on, e.g. 1 (empty: not pinned)
+    #[arg(long, env = "WORKLOAD_CPUSET", default_value = "", value_parser = workload_cpuset,
+          global = true)]
+    pub workload_cpuset: String,
 
     /// Producer properties: space-separated key=value entries
     #[arg(long, env = "PRODUCER_PROPERTIES", default_value = settings::DEFAULT_PRODUCER_PROPERTIES,
@@ -227,6 +245,8 @@ impl SettingsArgs {
             warm_up_post_broker_start: self.warm_up_num_records_post_broker_start,
             warm_up_pre_test: self.warm_up_num_records_pre_test,
             warm_up_seconds_pre_test: self.warm_up_seconds_pre_test,
+            services_cpuset: self.services_cpuset,
+            workload_cpuset: self.workload_cpuset,
             producer_properties: self.producer_properties.0,
             throughput: self.throughput,
             repeat: self.repeat,

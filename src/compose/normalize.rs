@@ -213,7 +213,7 @@ pub(super) fn service(
     // Empty means unset, so a file can say `cpuset: ${SERVICES_CPUSET:-}`.
     s.cpuset = match raw.cpuset.map(|c| c.to_text()) {
         Some(c) if c.is_empty() => None,
-        Some(c) if is_cpu_list(&c) => Some(c),
+        Some(c) if crate::cpuset::is_cpu_list(&c) => Some(c),
         Some(c) => {
             return Err(ctx(format!(
                 "cpuset \"{c}\": expected CPU numbers and ranges such as 0, 0-1 or 0,2"
@@ -416,18 +416,6 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(total))
 }
 
-/// Whether `text` is a Linux CPU list (`0`, `0-3`, `0,2-3`).
-pub fn is_cpu_list(text: &str) -> bool {
-    text.split(',').all(|part| {
-        let mut ends = part.splitn(2, '-');
-        let number = |t: Option<&str>| {
-            t.is_some_and(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
-        };
-        let first = ends.next();
-        number(first) && ends.next().is_none_or(|t| number(Some(t)))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,16 +430,6 @@ mod tests {
         assert!(parse_duration("10").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("").is_err());
-    }
-
-    #[test]
-    fn cpu_lists() {
-        for good in ["0", "1", "0-1", "0,2", "0-3,8,10-11"] {
-            assert!(is_cpu_list(good), "{good}");
-        }
-        for bad in ["", "a", "0-", "-1", "0,,1", "0-1-2", " 0", "1.5"] {
-            assert!(!is_cpu_list(bad), "{bad}");
-        }
     }
 
     #[test]

@@ -432,6 +432,7 @@ impl Driver for KafkaToolsDriver {
                 engine: place.engine.clone(),
                 tool_image: self.tool_image.clone(),
                 network: place.network.clone(),
+                cpuset: place.cpuset.clone(),
                 workload: NativeSession::start(&place).await?,
             });
             Ok(session)
@@ -445,6 +446,8 @@ pub struct KafkaTools {
     engine: Engine,
     tool_image: String,
     network: String,
+    /// CPUs the tools' containers may run on (those of the load generator).
+    cpuset: Option<String>,
     workload: NativeSession,
 }
 
@@ -459,6 +462,7 @@ impl KafkaTools {
             name_hint: name.to_string(),
             // The producer tool reports its windows on stdout.
             stream_stdout: true,
+            cpuset: self.cpuset.clone(),
             ..Default::default()
         };
         let out = self

@@ -81,6 +81,8 @@ pub struct Place<'a> {
     pub client: Vec<(String, String)>,
     /// Bind mounts of the session's containers, `host:container[:ro]` (TLS material).
     pub binds: Vec<String>,
+    /// CPUs the session's containers may run on; all when unset.
+    pub cpuset: Option<String>,
 }
 
 /// Receives progress lines (producer windows, a tool's output) while a step runs.

@@ -58,6 +58,7 @@ pub async fn path_check(place: &Place<'_>, spec: &VerifySpec) -> Result<PathChec
                 binds: place.binds.clone(),
                 network: Some(place.network.clone()),
                 name_hint: "path-check".to_string(),
+                cpuset: place.cpuset.clone(),
                 ..Default::default()
             },
             crate::progress::detail,
@@ -90,6 +91,7 @@ impl NativeSession {
             binds: place.binds.clone(),
             network: Some(place.network.clone()),
             name_hint: "workload".to_string(),
+            cpuset: place.cpuset.clone(),
             ..Default::default()
         };
         let id = place

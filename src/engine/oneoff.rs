@@ -44,6 +44,8 @@ pub struct OneOff {
     pub name_hint: String,
     /// Stdout lines also go to the line callback (a tool that reports progress on stdout).
     pub stream_stdout: bool,
+    /// CPUs the container may run on (a CPU list); all when unset.
+    pub cpuset: Option<String>,
 }
 
 /// Removes a container when dropped unless disarmed, so a cancelled future leaves nothing.
@@ -209,6 +211,7 @@ impl Engine {
             host_config: Some(HostConfig {
                 binds: Some(spec.binds.clone()),
                 network_mode: spec.network.clone(),
+                cpuset_cpus: spec.cpuset.clone(),
                 ..Default::default()
             }),
             networking_config,

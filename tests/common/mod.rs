@@ -8,13 +8,15 @@ use bollard::query_parameters::{ListContainersOptionsBuilder, ListNetworksOption
 
 /// Every setting's environment variable; tests clear them so the caller's environment cannot
 /// leak into the binary they run.
-pub const SETTING_VARS: [&str; 17] = [
+pub const SETTING_VARS: [&str; 19] = [
     "TEST",
     "NUM_RECORDS",
     "RECORD_SIZE",
     "WARM_UP_NUM_RECORDS_POST_BROKER_START",
     "WARM_UP_NUM_RECORDS_PRE_TEST",
     "WARM_UP_SECONDS_PRE_TEST",
+    "SERVICES_CPUSET",
+    "WORKLOAD_CPUSET",
     "PRODUCER_PROPERTIES",
     "THROUGHPUT",
     "COMMIT_ID",
