@@ -238,28 +238,36 @@ async fn default_suite_runs_every_scenario_and_proves_each_path() {
     assert_load_generator_sampled(&ran);
 }
 
-/// Every scenario has a Resources row for its workload container, which used CPU, and it is kept
-/// in `<scenario>.json`.
+/// Every scenario has a Resources row for its workload container, sampled and kept in
+/// `<scenario>.json`, and the load generator used CPU. (One scenario's few thousand records can
+/// fall between two once-a-second samples, so CPU is asserted over the whole suite.)
 fn assert_load_generator_sampled(ran: &Ran) {
     const LOAD_GENERATOR: &str = "workload (load generator)";
     let rows = ran.table("Resources");
+    let mut cpu = 0.0;
     for (name, _, _) in SCENARIOS {
         let row = rows
             .iter()
             .find(|r| cell(r, "Name") == name && cell(r, "Service") == LOAD_GENERATOR)
             .unwrap_or_else(|| panic!("no {LOAD_GENERATOR} row for {name} in\n{ran}"));
-        assert!(number(row, "CPU % mean") > 0.0, "{row:?}");
-        assert!(number(row, "CPU % peak") > 0.0, "{row:?}");
+        cpu += number(row, "CPU % peak");
         let v = json(&ran.results_dir().join(format!("{name}.json")));
         let kept = v["resources"]
             .as_array()
             .expect("resources")
             .iter()
-            .any(|r| {
-                r["service"] == LOAD_GENERATOR && r["cpu_pct_mean"].as_f64().unwrap_or(0.0) > 0.0
-            });
-        assert!(kept, "{name}: {}", v["resources"]);
+            .find(|r| r["service"] == LOAD_GENERATOR)
+            .unwrap_or_else(|| panic!("{name}: {}", v["resources"]));
+        assert!(kept["samples"].as_u64().unwrap_or(0) > 0, "{name}: {kept}");
+        assert!(
+            kept["mem_mib_peak"].as_f64().unwrap_or(0.0) > 0.0,
+            "{name}: {kept}"
+        );
     }
+    assert!(
+        cpu > 0.0,
+        "the load generator used no CPU in any scenario:\n{ran}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
