@@ -10,10 +10,12 @@ mod deployment;
 mod interrupt;
 pub mod liveness;
 mod oneoff;
+mod watch;
 
 pub use deployment::Deployment;
 pub use interrupt::{interruptible, Interrupted};
 pub use oneoff::{ExecOutput, OneOff};
+pub use watch::{is_engine_gone, EngineGone, ANSWER_WITHIN};
 
 use anyhow::{bail, Context, Result};
 use bollard::query_parameters::{
