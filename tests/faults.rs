@@ -425,7 +425,7 @@ async fn a_second_scenario_that_fails_keeps_the_first_ones_results_marked_incomp
             && stderr.contains("service \"kroxylicious-no-filters\" (container ")
             && stderr.contains("exited with code 137 (killed)")
             && stderr.contains(
-                "the results of the scenarios it completed are kept: 01-no-proxy-baseline"
+                "the run ended early; reporting the scenarios it completed: 01-no-proxy-baseline"
             ),
         "{stderr}"
     );

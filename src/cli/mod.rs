@@ -180,17 +180,17 @@ fn run(settings: &Settings, args: &RunArgs) -> i32 {
     // The scenarios completed before the failure are reported and saved as an incomplete run;
     // the exit code is the failure's either way.
     if !output.results.is_empty() {
+        let names: Vec<&str> = output.results.iter().map(|r| r.name.as_str()).collect();
+        eprintln!(
+            "the run ended early; reporting the scenarios it completed: {}",
+            names.join(", ")
+        );
         info.incomplete = Some(incomplete_reason(&failure));
         finish(
             &settings.results_dir,
             &info,
             &output.results,
             &mut std::io::stdout(),
-        );
-        let names: Vec<&str> = output.results.iter().map(|r| r.name.as_str()).collect();
-        eprintln!(
-            "the run ended early; the results of the scenarios it completed are kept: {}",
-            names.join(", ")
         );
     }
     eprintln!("error: {failure:#}");
