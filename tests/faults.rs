@@ -1,7 +1,8 @@
 //! Faults during a run of the default suite, on the real engine: a container killed in each
 //! phase, the results directory on a full disk, the engine going away, a second scenario failing
-//! after a first completed. Each run must end at once with exit 1, naming what failed, leave
-//! nothing on the engine and keep the results of the scenarios that completed.
+//! (or a SIGTERM) after a first completed. Each run must end at once with exit 1 (130 after a
+//! signal), naming what failed, leave nothing on the engine and keep the results of the
+//! scenarios that completed.
 
 mod common;
 use common::{engine_lock, leftovers, repo, start_run, Started, SETTING_VARS};
@@ -472,4 +473,48 @@ async fn a_second_scenario_that_fails_keeps_the_first_ones_results_marked_incomp
     let out = String::from_utf8_lossy(&compared.stdout);
     let warning = format!("warning: {} is an incomplete run ({why})", run.display());
     assert_eq!(out.matches(&warning).count(), 2, "{warning:?} in:\n{out}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_in_a_second_scenario_keeps_the_first_ones_results_marked_incomplete() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let cmd = perf_tests(
+        &[("TEST", "0[12].*"), ("NUM_RECORDS", "3000")],
+        results.path(),
+    );
+    let started = Running::start(cmd, |l| l.starts_with("==> 02-"));
+    let run_id = started.run_id();
+    wait_for("the proxy", Duration::from_secs(60), || {
+        container(&run_id, "kroxylicious-no-filters").is_some()
+    });
+    let pid = started.0.as_ref().unwrap().child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let (status, stderr, took) = started.ends();
+    assert!(took < ENDS_WITHIN, "took {took:?}:\n{stderr}");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains(
+            "the run ended early; reporting the scenarios it completed: 01-no-proxy-baseline"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(leftovers(&run_id).await, (0, 0), "{stderr}");
+    let runs: Vec<PathBuf> = std::fs::read_dir(results.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(runs[0].join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        info["incomplete"],
+        "interrupted by SIGTERM; this run's containers and networks were removed"
+    );
+    assert!(runs[0].join("01-no-proxy-baseline.json").is_file());
+    assert!(!runs[0].join("02-no-filters.json").exists());
 }
