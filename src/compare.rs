@@ -513,9 +513,26 @@ const COMPARED_HOST: [Fact<HostFacts>; 5] = [
     }),
 ];
 
-/// Warnings for settings and host facts that differ between (or within) the two sides.
+/// One warning per run of `side` that ended early, naming its directory and why.
+fn incomplete_runs(side: &Side) -> Vec<String> {
+    side.runs
+        .iter()
+        .zip(&side.runs_info)
+        .filter_map(|(dir, info)| {
+            let why = info.incomplete.as_ref()?;
+            Some(format!(
+                "{} is an incomplete run ({why}): it holds only the scenarios it completed",
+                dir.display()
+            ))
+        })
+        .collect()
+}
+
+/// Warnings for incomplete runs, and for settings and host facts that differ between (or
+/// within) the two sides.
 fn differences(base: &Side, new: &Side) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out = incomplete_runs(base);
+    out.extend(incomplete_runs(new));
     let all = |side: &Side, f: &dyn Fn(&RunInfo) -> String| -> Vec<String> {
         let mut v: Vec<String> = side.runs_info.iter().map(f).collect();
         v.dedup();

@@ -92,6 +92,10 @@ pub struct RunInfo {
     /// Suite directory the scenarios came from.
     #[serde(default)]
     pub suite: String,
+    /// Why the run ended before every scenario completed (it holds the ones that did); absent
+    /// for a complete run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
 }
 
 /// Reads a run's `run.json` (`run` is its directory).
@@ -146,6 +150,7 @@ impl RunInfo {
             ended_at: rfc3339(ended_at),
             commit_id: settings.commit_id.clone(),
             suite: suite.display().to_string(),
+            incomplete: None,
         }
     }
 }
@@ -207,6 +212,26 @@ pub(crate) mod tests {
             "20250102T030405Z-feature_x_y"
         );
         assert_eq!(run_dir_name(&info("")).unwrap(), "20250102T030405Z-unknown");
+    }
+
+    #[test]
+    fn a_run_is_complete_unless_run_json_says_why_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut run = info("abc");
+        let text = serde_json::to_string(&run).unwrap();
+        assert!(!text.contains("incomplete"), "{text}");
+        std::fs::write(dir.path().join(RUN_FILE), text).unwrap();
+        assert_eq!(read_run_info(dir.path()).unwrap().incomplete, None);
+        run.incomplete = Some("interrupted".into());
+        std::fs::write(
+            dir.path().join(RUN_FILE),
+            serde_json::to_string(&run).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            read_run_info(dir.path()).unwrap().incomplete.as_deref(),
+            Some("interrupted")
+        );
     }
 
     #[test]

@@ -1,9 +1,16 @@
 //! Realises a plan: images, run-wide services, then each scenario (up, setup, warm, measure,
 //! teardown, down), returning plain result records. Everything it creates on the engine carries
 //! the run's label, so an error or Ctrl-C at any point tears down exactly what this run made.
+//!
+//! Every phase of a scenario (and of the run-wide services) is guarded: a container of the run
+//! that dies, or the engine no longer answering, ends the phase at once with that as the reason.
+//! The scenarios whose every repetition completed before a failure stay available to the caller.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -11,7 +18,7 @@ use anyhow::{bail, Context, Result};
 use futures_util::future::LocalBoxFuture;
 
 use crate::driver::{self, flow, Driver, MeasureSpec, Place, Session, VerifySpec, SAMPLE_RECORDS};
-use crate::engine::{self, Deployment, Engine, ExecOutput};
+use crate::engine::{self, is_engine_gone, Deployment, Engine, EngineGone, ExecOutput};
 use crate::images::{self, recipe};
 use crate::model::{Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
 use crate::plan::{ImageSource, Plan, PlannedScenario};
@@ -21,8 +28,13 @@ use crate::settings::Settings;
 
 /// How long a service may take to become ready (running, healthy, or answering Kafka).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
-/// How often the run's containers are checked for one that died during a measurement.
+/// How often a phase checks the run's containers for one that died. A death ends the phase
+/// within this plus one check (a listing and an inspect per container, a few ms); an engine that
+/// stops answering within this plus twice [`engine::ANSWER_WITHIN`] (the check, then a ping): at
+/// most 11 s.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
+/// How long the teardown of a failed run may take to remove what is left with the run's label.
+const SWEEP_WITHIN: Duration = Duration::from_secs(10);
 /// No record for this long while consuming fails the measurement instead of hanging.
 const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
 /// Where the run's TLS material is mounted in the workload container.
@@ -46,16 +58,38 @@ struct Prepared {
     driver: Box<dyn Driver>,
 }
 
-/// What a run produced: its id (the label of everything it created) and one result per scenario.
-#[derive(Debug, Clone)]
+/// What a run produced: its id (the label of everything it created), one result per scenario
+/// whose every repetition completed, and what ended it early, if anything did.
+#[derive(Debug)]
 pub struct RunOutput {
     pub run_id: String,
     /// The engine the run used, as it reports its version (recorded with the host facts).
     pub engine_version: Option<String>,
     pub results: Vec<ScenarioResult>,
+    /// The failure or interruption that ended the run before every scenario completed.
+    pub failure: Option<anyhow::Error>,
+}
+
+/// The results of the scenarios whose every repetition has completed, in plan order once taken.
+/// Kept outside the run's future, so an interruption, which drops that future, keeps them.
+#[derive(Default)]
+struct Completed(RefCell<Vec<(usize, ScenarioResult)>>);
+
+impl Completed {
+    fn push(&self, index: usize, result: ScenarioResult) {
+        self.0.borrow_mut().push((index, result));
+    }
+
+    fn take(&self) -> Vec<ScenarioResult> {
+        let mut done = self.0.take();
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, r)| r).collect()
+    }
 }
 
 /// Runs every planned scenario and returns their results (the caller reports and saves them).
+/// Fails only when the engine cannot be reached; any later failure is in
+/// [`RunOutput::failure`], beside the results completed before it.
 pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
     let run_id = plan.run_id.clone();
     // Everything the run creates carries this id (what a killed run left, `perf-tests clean`
@@ -63,12 +97,18 @@ pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
     phase(&format!("run {run_id}"));
     let engine = Engine::connect(&run_id).await?;
     let engine_version = engine.version().await.ok();
-    let results = engine::interruptible(&engine, run_with(&engine, &run_id, settings, plan)).await;
+    let completed = Completed::default();
+    let outcome = engine::interruptible(
+        &engine,
+        run_with(&engine, &run_id, settings, plan, &completed),
+    )
+    .await;
     crate::progress::finish();
     Ok(RunOutput {
         run_id,
         engine_version,
-        results: results?,
+        results: completed.take(),
+        failure: outcome.err(),
     })
 }
 
@@ -77,7 +117,8 @@ async fn run_with(
     run_id: &str,
     settings: &Settings,
     plan: &Plan,
-) -> Result<Vec<ScenarioResult>> {
+    completed: &Completed,
+) -> Result<()> {
     let _run_dir = plan.tls_dir.parent().map(|d| RunDir(d.to_path_buf()));
     let cpus = engine_cpus(engine).await;
     check_cpusets(settings, plan, cpus)?;
@@ -89,13 +130,34 @@ async fn run_with(
         prepared: &prepared,
         cpus,
     };
-    let result = run_scenarios(&mut site, settings, plan).await;
+    let result = run_scenarios(&mut site, settings, plan, completed).await;
+    if let Err(e) = &result {
+        // Nothing can be removed from an engine that does not answer: the error says so.
+        if is_engine_gone(e) {
+            return result;
+        }
+    }
     phase("tearing down");
-    let down = site.deployment.down_all().await;
+    let mut down = site.deployment.down_all().await;
+    if result.is_err() {
+        // A phase a fault ended was dropped mid-way: a container it was creating (a service, a
+        // workload) is not the deployment's yet, and holds the network. The run's label finds it.
+        down = sweep(engine, run_id).await;
+    }
     crate::progress::finish();
-    let results = result?;
-    down?;
-    Ok(results)
+    result?;
+    down
+}
+
+/// Removes everything labelled with `run_id`, within 10 s.
+async fn sweep(engine: &Engine, run_id: &str) -> Result<()> {
+    match tokio::time::timeout(SWEEP_WITHIN, engine.remove_run_completely(run_id)).await {
+        Ok(removed) => removed,
+        Err(_) => bail!(
+            "the containers and networks of run {run_id} were not all removed within \
+             {SWEEP_WITHIN:?}; `perf-tests clean` removes them"
+        ),
+    }
 }
 
 /// The engine's CPUs as it reports them, else this machine's.
@@ -247,11 +309,9 @@ trait Site {
         own_broker: bool,
         workload: &[(String, String)],
     ) -> Box<dyn Sampling>;
-    /// Resolves, with what happened, as soon as a container of the run (a service, or one of
-    /// `workload`) stops with a non-zero code; never while they all run. A measurement races
-    /// it, so a dead broker, proxy or load generator ends the step at once instead of leaving
-    /// the client retrying for minutes.
-    fn watch<'a>(&'a self, workload: &'a [(String, String)]) -> LocalBoxFuture<'a, String>;
+    /// What guards each phase (see [`guarded`]): it outlives borrows of the site, so a phase
+    /// that changes the site (bringing services up) is guarded too.
+    fn watcher(&self) -> Rc<dyn Watcher>;
     /// The machine's online CPUs (what 100% per core of every container adds up to).
     fn cpus(&self) -> usize {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -267,6 +327,107 @@ trait Site {
         spec: &'a VerifySpec,
         tls: bool,
     ) -> LocalBoxFuture<'a, Result<PathCheck>>;
+}
+
+/// A fault that ends a phase: a container of the run that died, or the engine gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Fault {
+    /// What died: the service or workload, its container, exit code and last log lines.
+    Died(String),
+    /// The engine at this host stopped answering.
+    EngineGone(String),
+}
+
+impl Fault {
+    /// The error that ends phase `phase`.
+    fn into_error(self, phase: &str) -> anyhow::Error {
+        match self {
+            Fault::Died(dead) => anyhow::anyhow!("{dead}")
+                .context(format!("a container of the run stopped during {phase}")),
+            Fault::EngineGone(host) => EngineGone {
+                host,
+                phase: phase.to_string(),
+            }
+            .into(),
+        }
+    }
+}
+
+/// Checks the run for a [`Fault`].
+trait Watcher {
+    /// The fault now, if any: a service of the run, or one of `workload` (`(name, container
+    /// id)`), stopped with a non-zero code, or the engine not answering. `phase` is what the
+    /// run is doing.
+    fn check<'a>(
+        &'a self,
+        phase: &'a str,
+        workload: &'a [(String, String)],
+    ) -> LocalBoxFuture<'a, Option<Fault>>;
+}
+
+/// Runs `work`, phase `phase` of the run, and ends it as soon as the watcher finds a fault
+/// (checked at once, then every [`WATCH_EVERY`]), so a dead broker, proxy or load generator, or
+/// a gone engine, stops the phase at once instead of leaving a client retrying until its
+/// timeout. When `work` fails first, a fault found right then is reported instead: it is the
+/// cause, and what the client saw (a closed connection, a timeout) only its consequence.
+async fn guarded<T>(
+    watcher: &dyn Watcher,
+    phase: &str,
+    workload: &[(String, String)],
+    work: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    // Checked at once too: a container that died between phases (while the previous scenario
+    // came down) ends this one before it starts.
+    let watch = async {
+        loop {
+            if let Some(fault) = watcher.check(phase, workload).await {
+                return fault;
+            }
+            tokio::time::sleep(WATCH_EVERY).await;
+        }
+    };
+    let outcome = tokio::select! {
+        // The watch first, so a fault found on its first check wins over work that is ready.
+        biased;
+        fault = watch => Err(fault),
+        r = work => Ok(r),
+    };
+    match outcome {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => match watcher.check(phase, workload).await {
+            Some(fault) => Err(fault.into_error(phase)),
+            None => Err(e),
+        },
+        Err(fault) => Err(fault.into_error(phase)),
+    }
+}
+
+/// The engine's watcher: the deployment's services by their label, and the engine's answer.
+struct EngineWatcher {
+    engine: Engine,
+    project: String,
+}
+
+impl Watcher for EngineWatcher {
+    fn check<'a>(
+        &'a self,
+        _phase: &'a str,
+        workload: &'a [(String, String)],
+    ) -> LocalBoxFuture<'a, Option<Fault>> {
+        Box::pin(async move {
+            let found = tokio::time::timeout(
+                engine::ANSWER_WITHIN,
+                self.engine.first_dead(&self.project, workload),
+            )
+            .await;
+            match found {
+                Ok(Ok(dead)) => dead.map(Fault::Died),
+                // A slow or failed listing alone is not a verdict: the ping is.
+                _ if self.engine.answers().await => None,
+                _ => Some(Fault::EngineGone(self.engine.host().to_string())),
+            }
+        })
+    }
 }
 
 /// Resource sampling under way.
@@ -335,14 +496,10 @@ impl Site for EngineSite<'_> {
         self.deployment.image_ids()
     }
 
-    fn watch<'a>(&'a self, workload: &'a [(String, String)]) -> LocalBoxFuture<'a, String> {
-        Box::pin(async move {
-            loop {
-                tokio::time::sleep(WATCH_EVERY).await;
-                if let Some(dead) = self.deployment.first_dead(workload).await {
-                    return dead;
-                }
-            }
+    fn watcher(&self) -> Rc<dyn Watcher> {
+        Rc::new(EngineWatcher {
+            engine: self.engine.clone(),
+            project: self.deployment.name().to_string(),
         })
     }
 
@@ -383,23 +540,38 @@ impl EngineSite<'_> {
     }
 }
 
+/// Runs the run-wide services and every scenario, adding each scenario to `completed` once its
+/// last repetition is done.
 async fn run_scenarios(
     site: &mut impl Site,
     settings: &Settings,
     plan: &Plan,
-) -> Result<Vec<ScenarioResult>> {
+    completed: &Completed,
+) -> Result<()> {
     let suite = &plan.suite;
+    let watcher = site.watcher();
     if !plan.run_wide.is_empty() {
         phase(&format!("starting {}", plan.run_wide.join(", ")));
-        site.up(&plan.run_wide).await?;
-        let session = site.open(&suite.client, false).await?;
-        let warmed = ready_and_warm(
-            session.as_ref(),
-            &suite.ready,
-            &suite.bootstrap,
-            settings.warm_up_post_broker_start,
+        let up = "bringing up the run-wide services";
+        guarded(&*watcher, up, &[], site.up(&plan.run_wide)).await?;
+        let open = "opening a workload session";
+        let session = guarded(&*watcher, open, &[], site.open(&suite.client, false)).await?;
+        let warmed = guarded(
+            &*watcher,
+            "the run-wide services' readiness check and warm-up",
+            &session.measured_containers(),
+            ready_and_warm(
+                session.as_ref(),
+                &suite.ready,
+                &suite.bootstrap,
+                settings.warm_up_post_broker_start,
+            ),
         )
         .await;
+        let warmed = match warmed {
+            Err(e) if is_engine_gone(&e) => return Err(e),
+            other => other,
+        };
         let closed = session.close().await;
         warmed?;
         closed?;
@@ -414,16 +586,15 @@ async fn run_scenarios(
         // Each round starts one scenario later, so slow drift of a shared machine (thermal,
         // neighbours, a growing broker) spreads over every scenario instead of the last ones.
         for i in round_order(n, round) {
-            let rep = run_scenario(site, settings, plan, &plan.scenarios[i]).await?;
+            let rep = run_scenario(site, &*watcher, settings, plan, &plan.scenarios[i]).await?;
             reps[i].push(rep);
+            if reps[i].len() == repeat {
+                let all = std::mem::take(&mut reps[i]);
+                completed.push(i, combine(&plan.scenarios[i], all, site.cpus()));
+            }
         }
     }
-    Ok(plan
-        .scenarios
-        .iter()
-        .zip(reps)
-        .map(|(planned, reps)| combine(planned, reps, site.cpus()))
-        .collect())
+    Ok(())
 }
 
 /// The scenario indices of round `round` (0-based): `0..n` rotated left by `round`.
@@ -527,6 +698,7 @@ fn workload_targets(workload: &[(String, String)]) -> Vec<resources::Target> {
 
 async fn run_scenario(
     site: &mut impl Site,
+    watcher: &dyn Watcher,
     settings: &Settings,
     plan: &Plan,
     planned: &PlannedScenario,
@@ -539,12 +711,19 @@ async fn run_scenario(
     let t = Instant::now();
     let ctx = |e: anyhow::Error| e.context(format!("scenario {}", sc.name));
     if !sc.services.is_empty() {
-        site.up(&sc.services).await.map_err(ctx)?;
+        let up = "bringing up the scenario's services";
+        guarded(watcher, up, &[], site.up(&sc.services))
+            .await
+            .map_err(ctx)?;
     }
-    let session = site.open(&sc.client, sc.tls.is_some()).await.map_err(ctx)?;
+    let open = "opening a workload session";
+    let session = guarded(watcher, open, &[], site.open(&sc.client, sc.tls.is_some()))
+        .await
+        .map_err(ctx)?;
     phases.up_s = t.elapsed().as_secs_f64();
     let outcome = measure_scenario(
         &*site,
+        watcher,
         &plan.run_wide,
         settings,
         planned,
@@ -552,6 +731,11 @@ async fn run_scenario(
         &mut phases,
     )
     .await;
+    // Nothing can be closed or taken down on an engine that does not answer.
+    let outcome = match outcome {
+        Err(e) if is_engine_gone(&e) => return Err(ctx(e)),
+        other => other,
+    };
     let closed = session.close().await;
     // The path check runs after the measurement (not sampled, not timed with it), on the same
     // topic name so that topic-selected behaviour (the encryption key) applies to it too.
@@ -570,9 +754,14 @@ async fn run_scenario(
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
             };
-            Some(site.verify(&spec, sc.tls.is_some()).await)
+            let check = "the path check";
+            Some(guarded(watcher, check, &[], site.verify(&spec, sc.tls.is_some())).await)
         }
         _ => None,
+    };
+    let path_check = match path_check {
+        Some(Err(e)) if is_engine_gone(&e) => return Err(ctx(e)),
+        other => other,
     };
 
     let t = Instant::now();
@@ -675,6 +864,7 @@ async fn ready_and_warm(
 /// measurement with its resources sampled.
 async fn measure_scenario(
     site: &impl Site,
+    watcher: &dyn Watcher,
     run_wide: &[String],
     settings: &Settings,
     planned: &PlannedScenario,
@@ -687,11 +877,19 @@ async fn measure_scenario(
     } else {
         0
     };
-    let before = ready_and_warm(session, &sc.ready, &sc.bootstrap, warm).await?;
+    let workload = session.measured_containers();
+    let before = guarded(
+        watcher,
+        "the readiness check and warm-up",
+        &workload,
+        ready_and_warm(session, &sc.ready, &sc.bootstrap, warm),
+    )
+    .await?;
     phases.up_s += before.values().sum::<f64>();
 
     let t = Instant::now();
-    run_steps(site, "setup", &sc.setup).await?;
+    let setup = run_steps(site, "setup", &sc.setup);
+    guarded(watcher, "the setup steps", &workload, setup).await?;
     phases.setup_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
@@ -703,14 +901,8 @@ async fn measure_scenario(
     spec.warm_up_records = settings.warm_up_pre_test;
     spec.warm_up_for = Duration::from_secs(settings.warm_up_seconds_pre_test);
     spec.consume_timeout = CONSUME_TIMEOUT;
-    let workload = session.measured_containers();
-    let measured = tokio::select! {
-        // The watch first: its first poll only starts its timer.
-        biased;
-        dead = site.watch(&workload) => Err(anyhow::anyhow!("{dead}")
-            .context("a container of the run stopped during the measurement")),
-        m = flow::measure(session, &spec) => m,
-    };
+    let measure = flow::measure(session, &spec);
+    let measured = guarded(watcher, "the measurement", &workload, measure).await;
     let used = sampler.finish().await;
     phases.workload_s = t.elapsed().as_secs_f64();
     let mut measurement = measured?;
@@ -742,12 +934,32 @@ mod tests {
         log: Arc<Mutex<Vec<String>>>,
         /// Steps the sessions fail.
         fail: Vec<&'static str>,
+        /// The sessions opened so far, and the first (1-based) whose steps fail; 0: every one.
+        sessions: std::cell::Cell<usize>,
+        fail_from_session: usize,
         /// The path check finds the broker holding records as sent.
         path_unchanged: bool,
         /// Mean CPU % its sampling reports for the session's workload container.
         workload_cpu: f64,
-        /// A container that has died, as the watch reports it.
-        dies: Option<&'static str>,
+        /// A container that dies during a phase: (phase, what the watcher reports).
+        dies: Option<(&'static str, &'static str)>,
+    }
+
+    /// Finds the site's death in its phase, from the phase's first check on.
+    struct FakeWatcher(Option<(&'static str, &'static str)>);
+
+    impl Watcher for FakeWatcher {
+        fn check<'a>(
+            &'a self,
+            phase: &'a str,
+            _workload: &'a [(String, String)],
+        ) -> LocalBoxFuture<'a, Option<Fault>> {
+            let fault = self
+                .0
+                .filter(|(during, _)| *during == phase)
+                .map(|(_, dead)| Fault::Died(dead.to_string()));
+            Box::pin(async move { fault })
+        }
     }
 
     impl FakeSite {
@@ -767,11 +979,8 @@ mod tests {
     }
 
     impl Site for FakeSite {
-        fn watch<'a>(&'a self, _workload: &'a [(String, String)]) -> LocalBoxFuture<'a, String> {
-            match self.dies {
-                Some(dead) => Box::pin(async move { dead.to_string() }),
-                None => Box::pin(futures_util::future::pending()),
-            }
+        fn watcher(&self) -> Rc<dyn Watcher> {
+            Rc::new(FakeWatcher(self.dies))
         }
         fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
             self.note(format!("up {}", services.join(" ")));
@@ -795,9 +1004,15 @@ mod tests {
             tls: bool,
         ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>> {
             self.note(format!("open client={client:?} tls={tls}"));
+            self.sessions.set(self.sessions.get() + 1);
+            let failing = self.sessions.get() >= self.fail_from_session;
             let session: Box<dyn Session> = Box::new(Fake {
                 calls: self.log.clone(),
-                fail: self.fail.clone(),
+                fail: if failing {
+                    self.fail.clone()
+                } else {
+                    Vec::new()
+                },
                 container: Some("c-workload".into()),
                 ..Fake::default()
             });
@@ -891,12 +1106,23 @@ mod tests {
         (settings, plan)
     }
 
+    /// Runs the plan on `site`; the scenarios completed, or the failure.
+    async fn run_all(
+        site: &mut FakeSite,
+        settings: &Settings,
+        plan: &Plan,
+    ) -> Result<Vec<ScenarioResult>> {
+        let completed = Completed::default();
+        run_scenarios(site, settings, plan, &completed).await?;
+        Ok(completed.take())
+    }
+
     #[tokio::test]
     async fn the_runner_orders_a_scenario_around_the_measurement() {
         let root = tempfile::tempdir().unwrap();
         let (settings, plan) = planned(root.path());
         let mut site = FakeSite::default();
-        let results = run_scenarios(&mut site, &settings, &plan).await.unwrap();
+        let results = run_all(&mut site, &settings, &plan).await.unwrap();
         let log = site.log.lock().unwrap().clone();
         let topic = "perf-tests-01-proxy";
         assert_eq!(
@@ -947,7 +1173,7 @@ mod tests {
             workload_cpu: 97.0,
             ..FakeSite::default()
         };
-        let results = run_scenarios(&mut site, &settings, &plan).await.unwrap();
+        let results = run_all(&mut site, &settings, &plan).await.unwrap();
         let r = &results[0];
         assert_eq!(r.resources[0].cpu_pct_mean, 97.0);
         assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
@@ -974,7 +1200,7 @@ mod tests {
             path_unchanged: true,
             ..FakeSite::default()
         };
-        let results = run_scenarios(&mut site, &settings, &plan).await.unwrap();
+        let results = run_all(&mut site, &settings, &plan).await.unwrap();
         let r = &results[0];
         assert!(r.path_check_failed(), "{:?}", r.path_check);
         let rendered = crate::report::tables(&results);
@@ -995,12 +1221,13 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let (settings, plan) = planned(root.path());
         let mut site = FakeSite {
-            dies: Some("service \"proxy\" (container c-proxy) exited with code 137 (killed)"),
+            dies: Some((
+                "the measurement",
+                "service \"proxy\" (container c-proxy) exited with code 137 (killed)",
+            )),
             ..FakeSite::default()
         };
-        let err = run_scenarios(&mut site, &settings, &plan)
-            .await
-            .unwrap_err();
+        let err = run_all(&mut site, &settings, &plan).await.unwrap_err();
         let msg = format!("{err:#}");
         assert!(
             msg.contains("scenario 01-proxy")
@@ -1029,9 +1256,7 @@ mod tests {
             fail: vec!["produce"],
             ..FakeSite::default()
         };
-        let err = run_scenarios(&mut site, &settings, &plan)
-            .await
-            .unwrap_err();
+        let err = run_all(&mut site, &settings, &plan).await.unwrap_err();
         let msg = format!("{err:#}");
         assert!(
             msg.contains("scenario 01-proxy") && msg.contains("produce"),
@@ -1052,5 +1277,62 @@ mod tests {
             log.contains(&"delete perf-tests-01-proxy".to_string()),
             "{log:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_container_that_dies_before_the_measurement_ends_that_phase_naming_it() {
+        let root = tempfile::tempdir().unwrap();
+        let (settings, plan) = planned(root.path());
+        let mut site = FakeSite {
+            dies: Some((
+                "the setup steps",
+                "service \"broker\" (container c-broker) exited with code 137 (killed)",
+            )),
+            ..FakeSite::default()
+        };
+        let completed = Completed::default();
+        let err = run_scenarios(&mut site, &settings, &plan, &completed)
+            .await
+            .unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains(
+                "scenario 01-proxy: a container of the run stopped during the setup steps"
+            ) && msg.contains("service \"broker\" (container c-broker) exited with code 137"),
+            "{msg}"
+        );
+        // Nothing was measured, nothing completed; the scenario still came down.
+        let log = site.log.lock().unwrap().clone();
+        assert!(!log.iter().any(|l| l.starts_with("sample")), "{log:?}");
+        assert_eq!(log.last().map(String::as_str), Some("down proxy vault"));
+        assert!(completed.take().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_failure_keeps_the_scenarios_completed_before_it() {
+        let root = tempfile::tempdir().unwrap();
+        let (settings, plan) = planned(root.path());
+        let suite = &settings.scenarios;
+        std::fs::create_dir_all(suite.join("02-again")).unwrap();
+        std::fs::copy(
+            suite.join("01-proxy/scenario.yaml"),
+            suite.join("02-again/scenario.yaml"),
+        )
+        .unwrap();
+        let plan = crate::plan::plan(&settings, &plan.run_id).unwrap();
+        // Sessions: the run-wide one, 01's, then 02's, whose produce fails.
+        let mut site = FakeSite {
+            fail: vec!["produce"],
+            fail_from_session: 3,
+            ..FakeSite::default()
+        };
+        let completed = Completed::default();
+        let err = run_scenarios(&mut site, &settings, &plan, &completed)
+            .await
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("scenario 02-again"), "{err:#}");
+        let done = completed.take();
+        let names: Vec<&str> = done.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["01-proxy"]);
     }
 }

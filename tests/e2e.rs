@@ -114,6 +114,12 @@ async fn ctrl_c_during_a_measurement_removes_the_run_and_saves_nothing() {
     signal_during_a_measurement("INT").await;
 }
 
+/// What `kill`, a service manager or a container runtime sends to stop a process.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_during_a_measurement_removes_the_run_and_saves_nothing() {
+    signal_during_a_measurement("TERM").await;
+}
+
 /// A closed terminal or SSH session sends SIGHUP: handled as Ctrl-C, not exit 129 with the
 /// containers and the network left behind.
 #[tokio::test(flavor = "multi_thread")]

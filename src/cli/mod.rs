@@ -161,7 +161,7 @@ fn run(settings: &Settings, args: &RunArgs) -> i32 {
         }
     };
     let host = results::HostFacts::collect(output.engine_version);
-    let info = results::RunInfo::new(
+    let mut info = results::RunInfo::new(
         &output.run_id,
         settings,
         &plan.suite.dir,
@@ -169,13 +169,38 @@ fn run(settings: &Settings, args: &RunArgs) -> i32 {
         started,
         ended,
     );
-    let scenario_results = output.results;
-    finish(
-        &settings.results_dir,
-        &info,
-        &scenario_results,
-        &mut std::io::stdout(),
-    )
+    let Some(failure) = output.failure else {
+        return finish(
+            &settings.results_dir,
+            &info,
+            &output.results,
+            &mut std::io::stdout(),
+        );
+    };
+    // The scenarios completed before the failure are reported and saved as an incomplete run;
+    // the exit code is the failure's either way.
+    if !output.results.is_empty() {
+        let names: Vec<&str> = output.results.iter().map(|r| r.name.as_str()).collect();
+        eprintln!(
+            "the run ended early; reporting the scenarios it completed: {}",
+            names.join(", ")
+        );
+        info.incomplete = Some(incomplete_reason(&failure));
+        finish(
+            &settings.results_dir,
+            &info,
+            &output.results,
+            &mut std::io::stdout(),
+        );
+    }
+    eprintln!("error: {failure:#}");
+    exit_code_of(&failure)
+}
+
+/// Why a run ended early, in one line for `run.json`: the failure's first line.
+fn incomplete_reason(failure: &anyhow::Error) -> String {
+    let full = format!("{failure:#}");
+    full.lines().next().unwrap_or_default().to_string()
 }
 
 /// Prints the tables, writes the results directory and turns the outcome into an exit code:
@@ -328,5 +353,18 @@ mod tests {
             "{text}"
         );
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn an_incomplete_run_says_why_in_one_line() {
+        let failure = anyhow::anyhow!("service \"broker1\" exited\n--- last log lines ---\nx")
+            .context("scenario 02-no-filters");
+        assert_eq!(
+            incomplete_reason(&failure),
+            "scenario 02-no-filters: service \"broker1\" exited"
+        );
+        let interrupted = anyhow::Error::new(crate::engine::Interrupted { signal: "SIGTERM" });
+        assert_eq!(exit_code_of(&interrupted), 130);
+        assert!(incomplete_reason(&interrupted).starts_with("interrupted by SIGTERM;"));
     }
 }

@@ -394,42 +394,6 @@ impl Deployment {
         Ok(())
     }
 
-    /// The first container of this deployment (or of `others`, `(name, id)`) found stopped with
-    /// a non-zero exit code, described with its code and last log lines; `None` while every one
-    /// runs. One inspect per container: cheap enough to poll every second.
-    pub async fn first_dead(&self, others: &[(String, String)]) -> Option<String> {
-        let all = self
-            .containers
-            .iter()
-            .map(|(s, id)| (format!("service \"{s}\""), id.clone()))
-            .chain(others.iter().map(|(n, id)| (n.clone(), id.clone())));
-        for (what, id) in all {
-            let Ok(info) = self.engine.docker.inspect_container(&id, None).await else {
-                continue;
-            };
-            let state = info.state.unwrap_or_default();
-            let exited = matches!(
-                state.status,
-                Some(ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD)
-            );
-            let code = state.exit_code.unwrap_or(0);
-            if exited && code != 0 {
-                let logs = self
-                    .engine
-                    .container_logs(&id, 20)
-                    .await
-                    .unwrap_or_default();
-                return Some(format!(
-                    "{what} (container {}) exited with code {code}{}\n--- last 20 log lines ---\n{}",
-                    &id[..id.len().min(12)],
-                    if code == 137 { " (killed)" } else { "" },
-                    logs.trim_end()
-                ));
-            }
-        }
-        None
-    }
-
     /// The last `tail` log lines of a service.
     pub async fn logs(&self, service: &str, tail: usize) -> Result<String> {
         let Some(id) = self.containers.get(service) else {

@@ -9,11 +9,18 @@ use super::Engine;
 
 /// The run was interrupted by SIGINT, SIGTERM or SIGHUP; the caller should exit with status 130.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Interrupted;
+pub struct Interrupted {
+    /// The signal's name, e.g. `SIGTERM`.
+    pub signal: &'static str,
+}
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted; this run's containers and networks were removed")
+        write!(
+            f,
+            "interrupted by {}; this run's containers and networks were removed",
+            self.signal
+        )
     }
 }
 
@@ -33,7 +40,7 @@ pub async fn interruptible<T>(engine: &Engine, fut: impl Future<Output = Result<
                 Ok(Err(e)) => say(format!("warning: cleanup after interrupt failed: {e:#}")),
                 Err(_) => say("warning: cleanup after interrupt did not finish within 10 s; run `perf-tests clean`".to_string()),
             }
-            Err(Interrupted.into())
+            Err(Interrupted { signal }.into())
         }
     }
 }

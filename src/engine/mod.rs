@@ -10,10 +10,12 @@ mod deployment;
 mod interrupt;
 pub mod liveness;
 mod oneoff;
+mod watch;
 
 pub use deployment::Deployment;
 pub use interrupt::{interruptible, Interrupted};
 pub use oneoff::{ExecOutput, OneOff};
+pub use watch::{is_engine_gone, EngineGone, ANSWER_WITHIN};
 
 use anyhow::{bail, Context, Result};
 use bollard::query_parameters::{
@@ -280,17 +282,27 @@ impl Engine {
     }
 
     /// Removes everything labelled with `run_id` and checks until nothing is left: a removal
-    /// another task had under way (or a create the engine was still answering when the run was
-    /// interrupted) may otherwise outlive this process.
+    /// another task had under way, or a create the engine was still answering when the work
+    /// that asked for it was dropped (an interruption, a phase a fault ended), may otherwise
+    /// outlive this process. Such a container, created after the listing, holds its network, so
+    /// a failed removal is tried again (for up to 2 s) before it counts.
     pub async fn remove_run_completely(&self, run_id: &str) -> Result<()> {
         let label = format!("{LABEL_RUN}={run_id}");
+        let mut failures = 0;
         loop {
-            self.remove_labelled(&label).await?;
-            let (containers, networks) = self.list_labelled(&label).await?;
-            if containers.is_empty() && networks.is_empty() {
-                return Ok(());
+            let left = match self.remove_labelled(&label).await {
+                Ok(_) => self.list_labelled(&label).await,
+                Err(e) => Err(e),
+            };
+            match left {
+                Ok((containers, networks)) if containers.is_empty() && networks.is_empty() => {
+                    return Ok(())
+                }
+                Ok(_) => {}
+                Err(_) if failures < 20 => failures += 1,
+                Err(e) => return Err(e),
             }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
