@@ -202,6 +202,8 @@ pub struct Comparison {
     pub threshold_pct: f64,
     /// Both sides ran at a fixed THROUGHPUT (the producer's latency decides, not its rate).
     pub throttled: bool,
+    /// Both sides measured latency from the intended send times (that latency decides).
+    pub intended: bool,
     /// How many tests decide the verdict (Holm's family).
     pub primary_tests: usize,
     /// Every metric of every scenario both sides have.
@@ -214,11 +216,8 @@ pub struct Comparison {
 /// Compares two sides metric by metric.
 pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
     let mut warnings = differences(base, new);
-    let throttled = base
-        .runs_info
-        .iter()
-        .chain(&new.runs_info)
-        .all(|i| i.settings.throughput > 0);
+    let decides = Decides::of(base, new);
+    let throttled = decides.throttled;
     let mut pairs = Vec::new();
     for (name, b) in &base.scenarios {
         match new.scenarios.iter().find(|(s, _)| s == name) {
@@ -232,12 +231,12 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
         }
     }
     warnings.extend(interleaving(base, new));
-    warnings.extend(drift(base, new, &pairs, throttled));
+    warnings.extend(drift(base, new, &pairs, decides));
 
     let mut rows: Vec<Row> = pairs
         .iter()
         .flat_map(|&(name, b, n)| {
-            metrics::compared().map(move |m| measure_change(name, m, b, n, throttled))
+            metrics::compared().filter_map(move |m| measure_change(name, m, b, n, decides))
         })
         .collect();
     let primary: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].primary).collect();
@@ -269,29 +268,70 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
         new: new.dir.clone(),
         threshold_pct,
         throttled,
+        intended: decides.intended,
         primary_tests: primary.len(),
         rows,
         warnings,
     }
 }
 
+/// Which metrics decide the verdict, from what both sides measured (see [`metrics::decides`]).
+#[derive(Debug, Clone, Copy)]
+struct Decides {
+    /// Every run of both sides had a THROUGHPUT target.
+    throttled: bool,
+    /// Every repetition of both sides has latencies from the intended send times.
+    intended: bool,
+}
+
+impl Decides {
+    fn of(base: &Side, new: &Side) -> Decides {
+        let throttled = base
+            .runs_info
+            .iter()
+            .chain(&new.runs_info)
+            .all(|i| i.settings.throughput > 0);
+        let intended = base
+            .scenarios
+            .iter()
+            .chain(&new.scenarios)
+            .flat_map(|(_, reps)| reps)
+            .all(|m| m.producer.intended.is_some());
+        Decides {
+            throttled,
+            intended,
+        }
+    }
+
+    fn primary(self, m: &Metric) -> bool {
+        metrics::decides(m, self.throttled, self.intended)
+    }
+}
+
+/// The values of `m` over `reps`, leaving out repetitions that lack it.
+fn values(m: &Metric, reps: &[Measurement]) -> Vec<f64> {
+    reps.iter().map(m.get).filter(|v| !v.is_nan()).collect()
+}
+
 /// A metric's medians, change and uncorrected p-value; its level, detectable change and
-/// verdict are set once every row is known.
+/// verdict are set once every row is known. `None` when a side did not measure it.
 fn measure_change(
     scenario: &str,
     m: &Metric,
     base: &[Measurement],
     new: &[Measurement],
-    throttled: bool,
-) -> Row {
-    let b: Vec<f64> = base.iter().map(m.get).collect();
-    let n: Vec<f64> = new.iter().map(m.get).collect();
+    decides: Decides,
+) -> Option<Row> {
+    let (b, n) = (values(m, base), values(m, new));
+    if b.is_empty() || n.is_empty() {
+        return None;
+    }
     let (bm, nm) = (stats::median(&b), stats::median(&n));
-    Row {
+    Some(Row {
         scenario: scenario.to_string(),
         metric: m.name,
         better: m.better.unwrap_or(Better::Higher),
-        primary: metrics::decides(m, throttled),
+        primary: decides.primary(m),
         base: bm,
         new: nm,
         change_pct: (bm != 0.0).then(|| (nm - bm) / bm.abs() * 100.0),
@@ -300,7 +340,7 @@ fn measure_change(
         detectable_pct: None,
         n: (b.len(), n.len()),
         verdict: Verdict::TooFew,
-    }
+    })
 }
 
 fn judge(row: &Row, significant: bool, threshold_pct: f64) -> Verdict {
@@ -348,8 +388,7 @@ impl Shifts {
         let m = metrics::compared()
             .find(|m| m.name == row.metric)
             .expect("rows name compared metrics");
-        let values = |side: &[Measurement]| side.iter().map(m.get).collect::<Vec<f64>>();
-        let sd = pooled_sd(&values(base), &values(new));
+        let sd = pooled_sd(&values(m, base), &values(m, new));
         if row.base == 0.0 || !row.base.is_finite() {
             return Some(if sd == 0.0 { 0.0 } else { f64::INFINITY });
         }
@@ -427,13 +466,13 @@ fn drift(
     base: &Side,
     new: &Side,
     pairs: &[(&str, &[Measurement], &[Measurement])],
-    throttled: bool,
+    decides: Decides,
 ) -> Vec<String> {
     let mut tested = Vec::new();
     for &(scenario, b, n) in pairs {
-        for m in metrics::compared().filter(|m| metrics::decides(m, throttled)) {
+        for m in metrics::compared().filter(|m| decides.primary(m)) {
             for (side, reps, runs) in [("base", b, base.runs.len()), ("new", n, new.runs.len())] {
-                let values: Vec<f64> = reps.iter().map(m.get).collect();
+                let values = values(m, reps);
                 // Fewer than 5 values cannot show a trend at p < 0.05.
                 if values.len() < 5 {
                     continue;
@@ -657,7 +696,10 @@ impl Comparison {
 
     /// How the verdict was reached, in one paragraph.
     fn method(&self) -> String {
-        let primary = if self.throttled {
+        let primary = if self.throttled && self.intended {
+            "the producer's 99th latency percentile from the intended send times (both sides \
+             ran at a fixed THROUGHPUT) and the consumer's rate"
+        } else if self.throttled {
             "the producer's 99th latency percentile (both sides ran at a fixed THROUGHPUT) and \
              the consumer's rate"
         } else {
@@ -1036,6 +1078,48 @@ mod tests {
     }
 
     #[test]
+    fn throttled_runs_are_decided_by_the_latency_from_intended_send_times() {
+        let mut base = side(&[1.0, 1.01, 0.99, 1.02, 0.98]);
+        let mut new = side(&[1.0, 1.01, 0.99, 1.02, 0.98]);
+        for s in [&mut base, &mut new] {
+            s.runs_info[0].settings.throughput = 1000;
+        }
+        let primary = |c: &Comparison| {
+            let mut p: Vec<&str> = c.rows.iter().filter(|r| r.primary).map(|r| r.metric).collect();
+            p.sort();
+            p.dedup();
+            p
+        };
+        // Measured by a tool without them: the tool's own 99th percentile decides.
+        let c = compare(&base, &new, 5.0);
+        assert_eq!(primary(&c), ["Consumed rec/s", "Percentile99"]);
+        assert!(c.rows.iter().all(|r| !r.metric.starts_with("Intended")));
+        // Both sides have them: a stall only they show is the regression.
+        let with = |side: &mut Side, p99: f64| {
+            for (_, reps) in &mut side.scenarios {
+                for (i, m) in reps.iter_mut().enumerate() {
+                    let p = p99 + i as f64;
+                    m.producer.intended = Some(crate::model::IntendedLatency {
+                        avg_lat_ms: p / 2.0,
+                        max_lat_ms: p * 1.2,
+                        p50_ms: p / 2.0,
+                        p95_ms: p * 0.9,
+                        p99_ms: p,
+                        p999_ms: p * 1.1,
+                    });
+                }
+            }
+        };
+        with(&mut base, 10.0);
+        with(&mut new, 1000.0);
+        let c = compare(&base, &new, 5.0);
+        assert_eq!(primary(&c), ["Consumed rec/s", "Intended P99 ms"]);
+        let reg: Vec<&str> = c.regressions().iter().map(|r| r.metric).collect();
+        assert_eq!(reg, ["Intended P99 ms", "Intended P99 ms"]);
+        assert!(c.markdown().contains("99th latency percentile from the intended send times"));
+    }
+
+    #[test]
     fn differing_settings_and_hosts_are_warned_about() {
         let base = side(&[1.0]);
         let mut new = side(&[1.0]);
@@ -1071,14 +1155,17 @@ mod tests {
         // The primary metrics shown, then every metric folded.
         assert_eq!(
             md.matches("| 01-no-proxy-baseline |").count(),
-            2 + metrics::compared().count()
+            // (the latencies from intended send times were not measured: no rows)
+            2 + metrics::compared()
+                .filter(|m| m.table != metrics::Table::Intended)
+                .count()
         );
         assert!(md.contains("Holm's correction over the 4 primary tests"));
     }
 
     #[test]
     fn every_metric_has_a_sensible_direction() {
-        assert_eq!(metrics::compared().count(), 14);
+        assert_eq!(metrics::compared().count(), 20);
         for m in metrics::compared() {
             let expected = if m.name.contains("Lat")
                 || m.name.starts_with("Percentile")

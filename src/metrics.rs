@@ -18,6 +18,8 @@ pub enum Better {
 pub enum Table {
     Producer,
     Consumer,
+    /// The producer's latency from each record's intended send time (with a THROUGHPUT target).
+    Intended,
 }
 
 /// One metric of a measurement.
@@ -40,9 +42,14 @@ pub struct Metric {
 }
 
 impl Metric {
-    /// The value formatted as the tables show it.
+    /// The value formatted as the tables show it (`n/a` for a value the measurement lacks).
     pub fn format(&self, m: &Measurement) -> String {
-        format!("{:.*}", self.decimals, (self.get)(m))
+        let v = (self.get)(m);
+        if v.is_nan() {
+            "n/a".to_string()
+        } else {
+            format!("{:.*}", self.decimals, v)
+        }
     }
 }
 
@@ -73,10 +80,16 @@ const fn with_spread(m: Metric, header: &'static str) -> Metric {
 }
 
 use Better::{Higher, Lower};
-use Table::{Consumer, Producer};
+use Table::{Consumer, Intended, Producer};
+
+/// One latency from the intended send time; NaN (shown `n/a`, not compared) when the
+/// measurement has none.
+fn intended(m: &Measurement, f: fn(&crate::model::IntendedLatency) -> f64) -> f64 {
+    m.producer.intended.as_ref().map_or(f64::NAN, f)
+}
 
 /// Every metric, in table column order (producer, then consumer).
-pub const METRICS: [Metric; 17] = [
+pub const METRICS: [Metric; 23] = [
     metric("Sent", "records", None, Producer, 0, |m| {
         m.producer.sent as f64
     }),
@@ -143,6 +156,27 @@ pub const METRICS: [Metric; 17] = [
         }),
         "Fetch rec/s ±CV%",
     ),
+    metric("Intended Avg Lat ms", "ms", Some(Lower), Intended, 2, |m| {
+        intended(m, |l| l.avg_lat_ms)
+    }),
+    metric("Intended Max Lat ms", "ms", Some(Lower), Intended, 2, |m| {
+        intended(m, |l| l.max_lat_ms)
+    }),
+    metric("Intended P50 ms", "ms", Some(Lower), Intended, 0, |m| {
+        intended(m, |l| l.p50_ms)
+    }),
+    metric("Intended P95 ms", "ms", Some(Lower), Intended, 0, |m| {
+        intended(m, |l| l.p95_ms)
+    }),
+    with_spread(
+        metric("Intended P99 ms", "ms", Some(Lower), Intended, 0, |m| {
+            intended(m, |l| l.p99_ms)
+        }),
+        "Intended P99 ±CV%",
+    ),
+    metric("Intended P999 ms", "ms", Some(Lower), Intended, 0, |m| {
+        intended(m, |l| l.p999_ms)
+    }),
 ];
 
 /// The metrics of one table, in column order.
@@ -168,11 +202,13 @@ pub fn compared() -> impl Iterator<Item = &'static Metric> {
 /// restate them (MiB/s is rec/s times the record size, unthrottled latency is queueing behind
 /// the rate), so testing them too would only multiply false alarms. When both sides ran at a
 /// fixed `THROUGHPUT` the producer rate is the target, not a result: its 99th latency
-/// percentile decides instead.
-pub fn decides(m: &Metric, throttled: bool) -> bool {
+/// percentile decides instead, measured from the intended send times when both sides have them
+/// (`intended`), since only that figure shows a stall that held the sends back.
+pub fn decides(m: &Metric, throttled: bool, intended: bool) -> bool {
     match (m.table, m.name) {
         (Table::Producer, "Rate rec/s") => !throttled,
-        (Table::Producer, "Percentile99") => throttled,
+        (Table::Producer, "Percentile99") => throttled && !intended,
+        (Table::Intended, "Intended P99 ms") => throttled && intended,
         (Table::Consumer, "Consumed rec/s") => true,
         _ => false,
     }

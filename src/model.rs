@@ -26,6 +26,23 @@ pub struct ProducerResult {
     pub elapsed_s: f64,
     /// Requested throughput in records/s (-1 is unlimited).
     pub target_rec_s: f64,
+    /// With a THROUGHPUT target: latency measured from each record's intended send time on the
+    /// schedule, not from when the producer got to send it, so a stall that held sends back
+    /// cannot hide behind them (coordinated omission). `None` unthrottled, or from a tool that
+    /// does not measure it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intended: Option<IntendedLatency>,
+}
+
+/// Latency from each record's intended send time to its acknowledgement, in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntendedLatency {
+    pub avg_lat_ms: f64,
+    pub max_lat_ms: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
 }
 
 /// What the consumer side did (kafka-consumer-perf-test semantics).
@@ -203,6 +220,7 @@ impl Measurement {
                 p999_ms: med(|m| m.producer.p999_ms),
                 elapsed_s: med(|m| m.producer.elapsed_s),
                 target_rec_s: worst.producer.target_rec_s,
+                intended: intended_summary(reps),
             },
             consumer: ConsumerResult {
                 consumed_mib: med(|m| m.consumer.consumed_mib),
@@ -228,6 +246,26 @@ impl Measurement {
                 .collect(),
         }
     }
+}
+
+/// The medians of the repetitions' latencies from the intended send time, when every
+/// repetition has them.
+fn intended_summary(reps: &[Measurement]) -> Option<IntendedLatency> {
+    let all: Vec<&IntendedLatency> = reps
+        .iter()
+        .map(|m| m.producer.intended.as_ref())
+        .collect::<Option<_>>()?;
+    let med = |f: fn(&IntendedLatency) -> f64| {
+        crate::stats::median(&all.iter().map(|l| f(l)).collect::<Vec<_>>())
+    };
+    Some(IntendedLatency {
+        avg_lat_ms: med(|l| l.avg_lat_ms),
+        max_lat_ms: med(|l| l.max_lat_ms),
+        p50_ms: med(|l| l.p50_ms),
+        p95_ms: med(|l| l.p95_ms),
+        p99_ms: med(|l| l.p99_ms),
+        p999_ms: med(|l| l.p999_ms),
+    })
 }
 
 /// Wall-clock seconds spent in each phase of a scenario, to account for harness overhead.
@@ -372,6 +410,7 @@ mod tests {
             p999_ms: max,
             elapsed_s: 1.0,
             target_rec_s: target,
+            intended: None,
         }
     }
 

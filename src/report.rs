@@ -83,6 +83,21 @@ pub fn producer_table(results: &[ScenarioResult]) -> TableData {
     metric_table("Producer Results", Table::Producer, results)
 }
 
+/// The producer's latency from the intended send times; `None` when no scenario measured it
+/// (no THROUGHPUT target, or a driver that does not measure it).
+pub fn intended_table(results: &[ScenarioResult]) -> Option<TableData> {
+    results
+        .iter()
+        .any(|r| r.measurement.producer.intended.is_some())
+        .then(|| {
+            metric_table(
+                "Producer Latency from Intended Send Times",
+                Table::Intended,
+                results,
+            )
+        })
+}
+
 /// The consumer table rows.
 pub fn consumer_table(results: &[ScenarioResult]) -> TableData {
     metric_table("Consumer Results", Table::Consumer, results)
@@ -189,9 +204,12 @@ pub fn integrity_table(results: &[ScenarioResult]) -> Option<TableData> {
     })
 }
 
-/// Every table of a run: producer, consumer, then resources and integrity when they have rows.
+/// Every table of a run: producer (and its latency from intended send times when measured),
+/// consumer, then resources, integrity and path checks when they have rows.
 pub fn tables(results: &[ScenarioResult]) -> Vec<TableData> {
-    let mut all = vec![producer_table(results), consumer_table(results)];
+    let mut all = vec![producer_table(results)];
+    all.extend(intended_table(results));
+    all.push(consumer_table(results));
     all.extend(resources_table(results));
     all.extend(integrity_table(results));
     all.extend(path_check_table(results));
@@ -227,6 +245,7 @@ pub(crate) mod tests {
                     p999_ms: 1326.0,
                     elapsed_s: 205.46,
                     target_rec_s: -1.0,
+                    intended: None,
                 },
                 consumer: ConsumerResult {
                     consumed_mib: c[0],
@@ -304,6 +323,36 @@ Name                  Consumed Mi  Consumed Mi/s  Consumed recs  Consumed rec/s 
 01-no-proxy-baseline  9765.7471    622.2996       10000125       637234.7543     289                15404          633.9748    649190.1454
 02-no-filters         9765.7471    317.1006       10000125       324711.0108     307                30490          320.2934    327980.4854
 ";
+
+    #[test]
+    fn latency_from_intended_send_times_gets_its_table_only_when_measured() {
+        let mut results = sample();
+        let titles = |r: &[ScenarioResult]| -> Vec<&'static str> {
+            tables(r).iter().map(|t| t.title).collect()
+        };
+        assert!(!titles(&results).contains(&"Producer Latency from Intended Send Times"));
+        results[0].measurement.producer.intended = Some(IntendedLatency {
+            avg_lat_ms: 1.5,
+            max_lat_ms: 1400.0,
+            p50_ms: 1.0,
+            p95_ms: 3.0,
+            p99_ms: 1200.0,
+            p999_ms: 1390.0,
+        });
+        assert_eq!(
+            titles(&results)[..3],
+            [
+                "Producer Results",
+                "Producer Latency from Intended Send Times",
+                "Consumer Results"
+            ]
+        );
+        let t = intended_table(&results).unwrap();
+        assert_eq!(t.columns[0], "Name");
+        assert_eq!(t.rows[0][1..], ["1.50", "1400.00", "1", "3", "1200", "1390"]);
+        // A scenario measured without a target has none: n/a, not zero.
+        assert!(t.rows[1][1..].iter().all(|c| c == "n/a"), "{:?}", t.rows[1]);
+    }
 
     #[test]
     fn plain_text_matches_the_reference_layout() {

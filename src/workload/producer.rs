@@ -17,7 +17,7 @@ use rdkafka::producer::{BaseProducer, Producer, ProducerContext};
 
 use super::client::LastError;
 use super::properties::client_config;
-use crate::model::ProducerResult;
+use crate::model::{IntendedLatency, ProducerResult};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -109,6 +109,8 @@ pub async fn produce(
 /// Delivery bookkeeping shared between the send loop and the delivery callback.
 struct Tally {
     histogram: Histogram<u64>,
+    /// Latency from each record's intended send time (with a THROUGHPUT target).
+    intended: Latencies,
     acked: u64,
     failed: u64,
     first_failure: Option<String>,
@@ -116,6 +118,66 @@ struct Tally {
     lat_max_us: u64,
     last_report: Option<Instant>,
     window: Window,
+}
+
+/// A latency histogram with its sum and maximum, in µs.
+struct Latencies {
+    histogram: Histogram<u64>,
+    sum_us: u64,
+    max_us: u64,
+}
+
+impl Latencies {
+    fn new() -> Self {
+        Latencies {
+            histogram: latency_histogram(),
+            sum_us: 0,
+            max_us: 0,
+        }
+    }
+
+    fn record(&mut self, us: u64) {
+        self.histogram.saturating_record(us);
+        self.sum_us += us;
+        self.max_us = self.max_us.max(us);
+    }
+
+    /// The figures in milliseconds, over `count` records.
+    fn summary(&self, count: u64) -> IntendedLatency {
+        let ms = |us: u64| us as f64 / 1000.0;
+        let h = &self.histogram;
+        IntendedLatency {
+            avg_lat_ms: if count == 0 {
+                0.0
+            } else {
+                self.sum_us as f64 / count as f64 / 1000.0
+            },
+            max_lat_ms: ms(self.max_us),
+            p50_ms: ms(h.value_at_quantile(0.50)),
+            p95_ms: ms(h.value_at_quantile(0.95)),
+            p99_ms: ms(h.value_at_quantile(0.99)),
+            p999_ms: ms(h.value_at_quantile(0.999)),
+        }
+    }
+}
+
+/// What travels with each record to its delivery report (librdkafka's per-message opaque, one
+/// machine word): when it was sent, in µs since the producer's origin (the low 40 bits: 12
+/// days, compared modulo that), and how far behind its intended send time on the THROUGHPUT
+/// schedule, in whole ms (the high 24 bits: 4.6 hours, saturating).
+const SENT_BITS: u32 = 40;
+const SENT_MASK: u64 = (1 << SENT_BITS) - 1;
+const LATE_MAX_MS: u64 = (1 << (64 - SENT_BITS)) - 1;
+const _: () = assert!(usize::BITS == 64, "the delivery stamp needs a 64-bit word");
+
+fn stamp(sent_us: u64, late_ms: u64) -> usize {
+    ((late_ms.min(LATE_MAX_MS) << SENT_BITS) | (sent_us & SENT_MASK)) as usize
+}
+
+/// The send time (µs, low 40 bits) and the lateness (ms) of a stamp.
+fn unstamp(stamp: usize) -> (u64, u64) {
+    let s = stamp as u64;
+    (s & SENT_MASK, s >> SENT_BITS)
 }
 
 struct Window {
@@ -137,8 +199,10 @@ impl Window {
 }
 
 struct Measuring {
-    /// Send instants travel as nanoseconds since this origin in the delivery opaque.
+    /// Send instants travel as microseconds since this origin in the delivery opaque.
     origin: Instant,
+    /// Records have intended send times (a THROUGHPUT target): measure from them too.
+    scheduled: bool,
     record_size: usize,
     tally: Mutex<Tally>,
     last_error: LastError,
@@ -156,11 +220,11 @@ impl ClientContext for Measuring {
 impl ProducerContext for Measuring {
     type DeliveryOpaque = usize;
 
-    fn delivery(&self, result: &DeliveryResult<'_>, sent_ns: usize) {
+    fn delivery(&self, result: &DeliveryResult<'_>, stamp: usize) {
         let now = Instant::now();
-        let latency_us = (now.duration_since(self.origin).as_nanos() as u64)
-            .saturating_sub(sent_ns as u64)
-            / 1000;
+        let (sent_us, late_ms) = unstamp(stamp);
+        let now_us = now.duration_since(self.origin).as_micros() as u64;
+        let latency_us = now_us.wrapping_sub(sent_us) & SENT_MASK;
         let mut t = self.tally.lock().unwrap_or_else(|e| e.into_inner());
         t.last_report = Some(now);
         match result {
@@ -172,6 +236,10 @@ impl ProducerContext for Measuring {
                 t.window.count += 1;
                 t.window.lat_sum_us += latency_us;
                 t.window.lat_max_us = t.window.lat_max_us.max(latency_us);
+                if self.scheduled {
+                    // Sent late: the wait for the send counts too (coordinated omission).
+                    t.intended.record(latency_us + late_ms * 1000);
+                }
             }
             Err((e, _)) => {
                 t.failed += 1;
@@ -353,11 +421,14 @@ fn produce_blocking(
         eprintln!("warning: {w}");
     }
     let origin = Instant::now();
+    let throttled = cfg.throughput > 0;
     let context = Measuring {
         origin,
+        scheduled: throttled,
         record_size: cfg.record_size,
         tally: Mutex::new(Tally {
             histogram: latency_histogram(),
+            intended: Latencies::new(),
             acked: 0,
             failed: 0,
             first_failure: None,
@@ -377,7 +448,13 @@ fn produce_blocking(
     let start = Instant::now();
     producer.context().tally.lock().unwrap().window = Window::new(start);
     let mut throttler = Throttler::new(cfg.throughput, start);
-    let throttled = cfg.throughput > 0;
+    // Record i's intended send time: the start plus i periods of the target rate.
+    let start_ns = start.duration_since(origin).as_nanos() as u64;
+    let period_ns = if throttled {
+        1e9 / cfg.throughput as f64
+    } else {
+        0.0
+    };
     let report = |now: Instant, progress: &mut dyn FnMut(Progress)| {
         if let Some(p) = producer.context().take_window(now) {
             progress(p);
@@ -386,9 +463,16 @@ fn produce_blocking(
 
     let handle = TopicHandle::new(&producer, topic)?;
     for i in 0..cfg.num_records {
-        let sent_ns = Instant::now().duration_since(origin).as_nanos() as usize;
+        let sent_ns = Instant::now().duration_since(origin).as_nanos() as u64;
+        let late_ms = if throttled {
+            let intended_ns = start_ns + (i as f64 * period_ns) as u64;
+            sent_ns.saturating_sub(intended_ns) / 1_000_000
+        } else {
+            0
+        };
+        let opaque = stamp(sent_ns / 1000, late_ms);
         loop {
-            match handle.produce(&payload, sent_ns) {
+            match handle.produce(&payload, opaque) {
                 Ok(()) => break,
                 Err(RDKafkaErrorCode::QueueFull) => {
                     // The local queue is full: serve delivery reports, then retry.
@@ -475,6 +559,7 @@ fn produce_blocking(
         } else {
             -1.0
         },
+        intended: throttled.then(|| t.intended.summary(t.acked)),
     })
 }
 
@@ -503,6 +588,32 @@ mod tests {
         }
         let rate = sent as f64 / start.elapsed().as_secs_f64();
         assert!((rate - 5000.0).abs() < 250.0, "rate {rate}");
+    }
+
+    #[test]
+    fn a_stamp_carries_the_send_time_and_the_lateness() {
+        let sent_us = 3 * 86_400 * 1_000_000 + 123_456; // three days in
+        assert_eq!(unstamp(stamp(sent_us, 0)), (sent_us, 0));
+        assert_eq!(unstamp(stamp(sent_us, 1500)), (sent_us, 1500));
+        // A lateness beyond 4.6 hours saturates instead of corrupting the send time.
+        assert_eq!(unstamp(stamp(sent_us, u64::MAX)), (sent_us, LATE_MAX_MS));
+        // Past 12 days the send time wraps; a latency is still right modulo 2^40 µs.
+        let late = SENT_MASK + 10;
+        let (sent, _) = unstamp(stamp(late, 0));
+        assert_eq!((late + 250).wrapping_sub(sent) & SENT_MASK, 250);
+    }
+
+    #[test]
+    fn latencies_from_intended_times_summarise_in_milliseconds() {
+        let mut l = Latencies::new();
+        for us in [1_000u64, 2_000, 3_000, 1_000_000] {
+            l.record(us);
+        }
+        let s = l.summary(4);
+        assert_eq!(s.avg_lat_ms, 251.5);
+        assert_eq!(s.max_lat_ms, 1000.0);
+        assert!((1.99..2.01).contains(&s.p50_ms), "{s:?}");
+        assert!((999.0..1001.0).contains(&s.p99_ms), "{s:?}");
     }
 
     #[test]

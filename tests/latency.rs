@@ -1,0 +1,102 @@
+//! Latency from intended send times: with a THROUGHPUT target, a path that stalls holds the
+//! producer's sends back (its queue fills), so the records that should have been sent during
+//! the stall are sent late and, timed from their actual sends, look fast (coordinated omission).
+//! Timed from their intended send times they show the stall.
+
+mod common;
+use common::{engine_lock, leftovers, repo, start_run, Started, SETTING_VARS};
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// The running container of `service` in run `run_id`.
+fn container(run_id: &str, service: &str) -> String {
+    let out = Command::new("docker")
+        .args(["ps", "-q", "--filter"])
+        .arg(format!("label=io.perf-tests.run={run_id}"))
+        .arg("--filter")
+        .arg(format!("label=io.perf-tests.service={service}"))
+        .output()
+        .unwrap();
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(!id.is_empty(), "no running {service} container in run {run_id}");
+    id
+}
+
+fn docker(args: &[&str]) {
+    let status = Command::new("docker").args(args).status().unwrap();
+    assert!(status.success(), "docker {args:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stall_shows_in_the_latency_from_intended_send_times_only() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    for var in SETTING_VARS {
+        cmd.env_remove(var);
+    }
+    // 8 s of sends at 5000 rec/s; a queue of 50 records, so a stalled path stops the sends.
+    cmd.current_dir(repo())
+        .env("SCENARIOS", "scenarios/offline")
+        .env("TEST", "02.*")
+        .env("NUM_RECORDS", "4e4")
+        .env("THROUGHPUT", "5000")
+        .env(
+            "PRODUCER_PROPERTIES",
+            "acks=all queue.buffering.max.messages=50",
+        )
+        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
+        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
+        .env("RESULTS_DIR", results.path())
+        .env("CI", "true")
+        .arg("run");
+    let Started {
+        mut child,
+        mut lines,
+        run_id,
+    } = start_run(cmd, |l| l.starts_with("==> 02-"));
+    // The scenario's topic's records are counted just before the measured produce starts (the
+    // broker's warm-up before the scenario counts too, hence after the scenario's line).
+    let counted = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|l| l.contains("counting the topic's records"));
+    assert!(counted, "the run ended before measuring");
+    let proxy = container(&run_id, "proxy");
+    std::thread::sleep(Duration::from_secs(2));
+    docker(&["pause", &proxy]);
+    std::thread::sleep(Duration::from_millis(1500));
+    docker(&["unpause", &proxy]);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    let stderr = rest.join("\n");
+    assert!(status.success(), "{stderr}");
+
+    let run = std::fs::read_dir(results.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let result: Value =
+        serde_json::from_slice(&std::fs::read(run.join("02-kafka-proxy.json")).unwrap()).unwrap();
+    let producer = &result["measurement"]["producer"];
+    let p99 = producer["p99_ms"].as_f64().unwrap();
+    let intended_p99 = producer["intended"]["p99_ms"].as_f64().unwrap();
+    let intended_max = producer["intended"]["max_lat_ms"].as_f64().unwrap();
+    // About 7500 of the 40000 records were due during or just after the 1.5 s stall: timed from
+    // their intended send times, more than 1% waited most of it.
+    assert!(intended_p99 >= 700.0, "{producer}");
+    assert!(intended_max >= 1200.0, "{producer}");
+    // Timed from their actual sends, only the few queued records saw the stall.
+    assert!(p99 * 2.0 < intended_p99, "{producer}");
+    let tables = std::fs::read_to_string(run.join("tables.txt")).unwrap();
+    assert!(
+        tables.contains("Producer Latency from Intended Send Times"),
+        "{tables}"
+    );
+    assert_eq!(leftovers(&run_id).await, (0, 0));
+}
