@@ -1085,7 +1085,12 @@ mod tests {
             s.runs_info[0].settings.throughput = 1000;
         }
         let primary = |c: &Comparison| {
-            let mut p: Vec<&str> = c.rows.iter().filter(|r| r.primary).map(|r| r.metric).collect();
+            let mut p: Vec<&str> = c
+                .rows
+                .iter()
+                .filter(|r| r.primary)
+                .map(|r| r.metric)
+                .collect();
             p.sort();
             p.dedup();
             p
@@ -1116,7 +1121,9 @@ mod tests {
         assert_eq!(primary(&c), ["Consumed rec/s", "Intended P99 ms"]);
         let reg: Vec<&str> = c.regressions().iter().map(|r| r.metric).collect();
         assert_eq!(reg, ["Intended P99 ms", "Intended P99 ms"]);
-        assert!(c.markdown().contains("99th latency percentile from the intended send times"));
+        assert!(c
+            .markdown()
+            .contains("99th latency percentile from the intended send times"));
     }
 
     #[test]

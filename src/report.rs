@@ -349,7 +349,10 @@ Name                  Consumed Mi  Consumed Mi/s  Consumed recs  Consumed rec/s 
         );
         let t = intended_table(&results).unwrap();
         assert_eq!(t.columns[0], "Name");
-        assert_eq!(t.rows[0][1..], ["1.50", "1400.00", "1", "3", "1200", "1390"]);
+        assert_eq!(
+            t.rows[0][1..],
+            ["1.50", "1400.00", "1", "3", "1200", "1390"]
+        );
         // A scenario measured without a target has none: n/a, not zero.
         assert!(t.rows[1][1..].iter().all(|c| c == "n/a"), "{:?}", t.rows[1]);
     }

@@ -21,7 +21,10 @@ fn container(run_id: &str, service: &str) -> String {
         .output()
         .unwrap();
     let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(!id.is_empty(), "no running {service} container in run {run_id}");
+    assert!(
+        !id.is_empty(),
+        "no running {service} container in run {run_id}"
+    );
     id
 }
 

@@ -304,7 +304,7 @@ pub(crate) mod tests {
             p999_ms: 2.0,
             elapsed_s: sent as f64 / 1000.0,
             target_rec_s: -1.0,
-intended: None,
+            intended: None,
         }
     }
 

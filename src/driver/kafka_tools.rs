@@ -273,7 +273,7 @@ pub fn producer_result(total: &ProducerTotal, requested: u64, throughput: i64) -
             0.0
         },
         target_rec_s: throughput as f64,
-         intended: None,
+        intended: None,
     }
 }
 
