@@ -20,6 +20,7 @@ pt="${PERF_TESTS_BIN:-${CARGO_TARGET_DIR:-target}/release/perf-tests}"
 rp_dir="$cache/rdkafka_performance"
 rp="$rp_dir/src/examples/rdkafka_performance"
 
+[[ "$n" =~ ^[0-9]+$ ]] || { echo "error: NUM_RECORDS=$n: write the count out in digits (rdkafka_performance reads 2e5 as 2)" >&2; exit 2; }
 [[ -x "$pt" ]] || { echo "error: $pt not found; run cargo build --release" >&2; exit 2; }
 [[ -x "$tansu" ]] || { echo "error: $tansu not found; run perf-tests images build" >&2; exit 2; }
 
