@@ -233,12 +233,12 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
     warnings.extend(interleaving(base, new));
     warnings.extend(drift(base, new, &pairs, decides));
 
-    let mut rows: Vec<Row> = pairs
+    let (mut rows, spreads): (Vec<Row>, Vec<f64>) = pairs
         .iter()
         .flat_map(|&(name, b, n)| {
             metrics::compared().filter_map(move |m| measure_change(name, m, b, n, decides))
         })
-        .collect();
+        .unzip();
     let primary: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].primary).collect();
     let m = primary.len().max(1);
     let p: Vec<f64> = primary.iter().map(|&i| rows[i].p.unwrap_or(1.0)).collect();
@@ -250,16 +250,11 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
         significant[i] = reject;
     }
     let mut shifts = Shifts::default();
-    for (row, significant) in rows.iter_mut().zip(significant) {
+    for ((row, significant), sd) in rows.iter_mut().zip(significant).zip(spreads) {
         if row.primary {
             row.level = ALPHA / m as f64;
         }
-        let (b, n) = pairs
-            .iter()
-            .find(|(s, _, _)| *s == row.scenario)
-            .map(|&(_, b, n)| (b, n))
-            .expect("rows come from pairs");
-        row.detectable_pct = shifts.detectable_pct(row, b, n);
+        row.detectable_pct = shifts.detectable_pct(row, sd);
         row.verdict = judge(row, significant, threshold_pct);
     }
     warnings.extend(references_moved(base, new, &rows, threshold_pct));
@@ -313,21 +308,22 @@ fn values(m: &Metric, reps: &[Measurement]) -> Vec<f64> {
     reps.iter().map(m.get).filter(|v| !v.is_nan()).collect()
 }
 
-/// A metric's medians, change and uncorrected p-value; its level, detectable change and
-/// verdict are set once every row is known. `None` when a side did not measure it.
+/// A metric's medians, change and uncorrected p-value, with the two sides' pooled standard
+/// deviation; its level, detectable change and verdict are set once every row is known. `None`
+/// when a side did not measure it.
 fn measure_change(
     scenario: &str,
     m: &Metric,
     base: &[Measurement],
     new: &[Measurement],
     decides: Decides,
-) -> Option<Row> {
+) -> Option<(Row, f64)> {
     let (b, n) = (values(m, base), values(m, new));
     if b.is_empty() || n.is_empty() {
         return None;
     }
     let (bm, nm) = (stats::median(&b), stats::median(&n));
-    Some(Row {
+    let row = Row {
         scenario: scenario.to_string(),
         metric: m.name,
         better: m.better.unwrap_or(Better::Higher),
@@ -340,7 +336,8 @@ fn measure_change(
         detectable_pct: None,
         n: (b.len(), n.len()),
         verdict: Verdict::TooFew,
-    })
+    };
+    Some((row, pooled_sd(&b, &n)))
 }
 
 fn judge(row: &Row, significant: bool, threshold_pct: f64) -> Verdict {
@@ -370,12 +367,8 @@ fn judge(row: &Row, significant: bool, threshold_pct: f64) -> Verdict {
 struct Shifts(Vec<((usize, usize, u64), Option<f64>)>);
 
 impl Shifts {
-    fn detectable_pct(
-        &mut self,
-        row: &Row,
-        base: &[Measurement],
-        new: &[Measurement],
-    ) -> Option<f64> {
+    /// The detectable change of `row`, whose two sides' pooled standard deviation is `sd`.
+    fn detectable_pct(&mut self, row: &Row, sd: f64) -> Option<f64> {
         let key = (row.n.0, row.n.1, row.level.to_bits());
         let shift = match self.0.iter().find(|(k, _)| *k == key) {
             Some((_, s)) => *s,
@@ -385,10 +378,6 @@ impl Shifts {
                 s
             }
         }?;
-        let m = metrics::compared()
-            .find(|m| m.name == row.metric)
-            .expect("rows name compared metrics");
-        let sd = pooled_sd(&values(m, base), &values(m, new));
         if row.base == 0.0 || !row.base.is_finite() {
             return Some(if sd == 0.0 { 0.0 } else { f64::INFINITY });
         }
