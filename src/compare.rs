@@ -1093,7 +1093,7 @@ mod tests {
             for (_, reps) in &mut side.scenarios {
                 for (i, m) in reps.iter_mut().enumerate() {
                     let p = p99 + i as f64;
-                    m.producer.intended = Some(crate::model::IntendedLatency {
+                    m.producer.intended = Some(crate::model::LatencySummary {
                         avg_lat_ms: p / 2.0,
                         max_lat_ms: p * 1.2,
                         p50_ms: p / 2.0,

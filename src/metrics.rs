@@ -84,7 +84,7 @@ use Table::{Consumer, Intended, Producer};
 
 /// One latency from the intended send time; NaN (shown `n/a`, not compared) when the
 /// measurement has none.
-fn intended(m: &Measurement, f: fn(&crate::model::IntendedLatency) -> f64) -> f64 {
+fn intended(m: &Measurement, f: fn(&crate::model::LatencySummary) -> f64) -> f64 {
     m.producer.intended.as_ref().map_or(f64::NAN, f)
 }
 

@@ -31,12 +31,13 @@ pub struct ProducerResult {
     /// cannot hide behind them (coordinated omission). `None` unthrottled, or from a tool that
     /// does not measure it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub intended: Option<IntendedLatency>,
+    pub intended: Option<LatencySummary>,
 }
 
-/// Latency from each record's intended send time to its acknowledgement, in milliseconds.
+/// The latencies of a producer's records, in milliseconds (those of `intended`: from each
+/// record's intended send time to its acknowledgement).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct IntendedLatency {
+pub struct LatencySummary {
     pub avg_lat_ms: f64,
     pub max_lat_ms: f64,
     pub p50_ms: f64,
@@ -250,15 +251,15 @@ impl Measurement {
 
 /// The medians of the repetitions' latencies from the intended send time, when every
 /// repetition has them.
-fn intended_summary(reps: &[Measurement]) -> Option<IntendedLatency> {
-    let all: Vec<&IntendedLatency> = reps
+fn intended_summary(reps: &[Measurement]) -> Option<LatencySummary> {
+    let all: Vec<&LatencySummary> = reps
         .iter()
         .map(|m| m.producer.intended.as_ref())
         .collect::<Option<_>>()?;
-    let med = |f: fn(&IntendedLatency) -> f64| {
+    let med = |f: fn(&LatencySummary) -> f64| {
         crate::stats::median(&all.iter().map(|l| f(l)).collect::<Vec<_>>())
     };
-    Some(IntendedLatency {
+    Some(LatencySummary {
         avg_lat_ms: med(|l| l.avg_lat_ms),
         max_lat_ms: med(|l| l.max_lat_ms),
         p50_ms: med(|l| l.p50_ms),

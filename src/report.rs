@@ -331,7 +331,7 @@ Name                  Consumed Mi  Consumed Mi/s  Consumed recs  Consumed rec/s 
             tables(r).iter().map(|t| t.title).collect()
         };
         assert!(!titles(&results).contains(&"Producer Latency from Intended Send Times"));
-        results[0].measurement.producer.intended = Some(IntendedLatency {
+        results[0].measurement.producer.intended = Some(LatencySummary {
             avg_lat_ms: 1.5,
             max_lat_ms: 1400.0,
             p50_ms: 1.0,

@@ -17,7 +17,7 @@ use rdkafka::producer::{BaseProducer, Producer, ProducerContext};
 
 use super::client::LastError;
 use super::properties::client_config;
-use crate::model::{IntendedLatency, ProducerResult};
+use crate::model::{LatencySummary, ProducerResult};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -108,19 +108,18 @@ pub async fn produce(
 
 /// Delivery bookkeeping shared between the send loop and the delivery callback.
 struct Tally {
-    histogram: Histogram<u64>,
+    /// Latency from each record's send call, as the Kafka tools time it.
+    sent: Latencies,
     /// Latency from each record's intended send time (with a THROUGHPUT target).
     intended: Latencies,
     acked: u64,
     failed: u64,
     first_failure: Option<String>,
-    lat_sum_us: u64,
-    lat_max_us: u64,
     last_report: Option<Instant>,
     window: Window,
 }
 
-/// A latency histogram with its sum and maximum, in µs.
+/// Every record's latency: a histogram with the sum and maximum, in µs.
 struct Latencies {
     histogram: Histogram<u64>,
     sum_us: u64,
@@ -143,10 +142,10 @@ impl Latencies {
     }
 
     /// The figures in milliseconds, over `count` records.
-    fn summary(&self, count: u64) -> IntendedLatency {
+    fn summary(&self, count: u64) -> LatencySummary {
         let ms = |us: u64| us as f64 / 1000.0;
         let h = &self.histogram;
-        IntendedLatency {
+        LatencySummary {
             avg_lat_ms: if count == 0 {
                 0.0
             } else {
@@ -230,9 +229,7 @@ impl ProducerContext for Measuring {
         match result {
             Ok(_) => {
                 t.acked += 1;
-                t.histogram.saturating_record(latency_us);
-                t.lat_sum_us += latency_us;
-                t.lat_max_us = t.lat_max_us.max(latency_us);
+                t.sent.record(latency_us);
                 t.window.count += 1;
                 t.window.lat_sum_us += latency_us;
                 t.window.lat_max_us = t.window.lat_max_us.max(latency_us);
@@ -427,13 +424,11 @@ fn produce_blocking(
         scheduled: throttled,
         record_size: cfg.record_size,
         tally: Mutex::new(Tally {
-            histogram: latency_histogram(),
+            sent: Latencies::new(),
             intended: Latencies::new(),
             acked: 0,
             failed: 0,
             first_failure: None,
-            lat_sum_us: 0,
-            lat_max_us: 0,
             last_report: None,
             window: Window::new(origin),
         }),
@@ -536,23 +531,18 @@ fn produce_blocking(
         .map(|last| last.duration_since(start).as_secs_f64())
         .unwrap_or(0.0);
     let per_s = |x: f64| if elapsed_s > 0.0 { x / elapsed_s } else { 0.0 };
-    let ms = |us: u64| us as f64 / 1000.0;
-    let h = &t.histogram;
+    let latency = t.sent.summary(t.acked);
     Ok(ProducerResult {
         sent: t.acked,
         failed: t.failed,
         rate_rec_s: per_s(t.acked as f64),
         rate_mib_s: per_s(t.acked as f64 * cfg.record_size as f64 / MIB),
-        avg_lat_ms: if t.acked == 0 {
-            0.0
-        } else {
-            t.lat_sum_us as f64 / t.acked as f64 / 1000.0
-        },
-        max_lat_ms: ms(t.lat_max_us),
-        p50_ms: ms(h.value_at_quantile(0.50)),
-        p95_ms: ms(h.value_at_quantile(0.95)),
-        p99_ms: ms(h.value_at_quantile(0.99)),
-        p999_ms: ms(h.value_at_quantile(0.999)),
+        avg_lat_ms: latency.avg_lat_ms,
+        max_lat_ms: latency.max_lat_ms,
+        p50_ms: latency.p50_ms,
+        p95_ms: latency.p95_ms,
+        p99_ms: latency.p99_ms,
+        p999_ms: latency.p999_ms,
         elapsed_s,
         target_rec_s: if cfg.throughput > 0 {
             cfg.throughput as f64
