@@ -326,6 +326,7 @@ mod tests {
             id: String::new(),
             name: String::new(),
             labels: HashMap::new(),
+            stopped: false,
         };
         let (c, n) = (m("container"), m("network"));
         assert_eq!(counted(&[&c]), "1 container");

@@ -18,6 +18,7 @@ pub use oneoff::{ExecOutput, OneOff};
 pub use watch::{is_engine_gone, EngineGone, ANSWER_WITHIN};
 
 use anyhow::{bail, Context, Result};
+use bollard::models::ContainerSummaryStateEnum;
 use bollard::query_parameters::{
     CreateImageOptionsBuilder, ListContainersOptionsBuilder, ListNetworksOptionsBuilder,
     LogsOptionsBuilder, RemoveContainerOptionsBuilder,
@@ -56,6 +57,8 @@ pub(crate) struct Labelled {
     pub id: String,
     pub name: String,
     pub labels: HashMap<String, String>,
+    /// A container that has stopped (exited or dead) by the listing; never a network.
+    pub stopped: bool,
 }
 
 pub(crate) const CONTAINER: &str = "container";
@@ -219,6 +222,31 @@ impl Engine {
     /// The containers, then the networks, matching a `key=value` label filter, with their
     /// names and labels.
     pub(crate) async fn labelled(&self, label: &str) -> Result<Vec<Labelled>> {
+        let mut all = self.labelled_containers(label).await?;
+        let filters = HashMap::from([("label", vec![label])]);
+        let networks = self
+            .docker
+            .list_networks(Some(
+                ListNetworksOptionsBuilder::default()
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await
+            .context("cannot list networks")?;
+        all.extend(networks.into_iter().filter_map(|n| {
+            Some(Labelled {
+                kind: NETWORK,
+                name: n.name.unwrap_or_default(),
+                id: n.id?,
+                labels: n.labels.unwrap_or_default(),
+                stopped: false,
+            })
+        }));
+        Ok(all)
+    }
+
+    /// The containers, running or not, matching a `key=value` label filter.
+    pub(crate) async fn labelled_containers(&self, label: &str) -> Result<Vec<Labelled>> {
         let filters = HashMap::from([("label", vec![label])]);
         let containers = self
             .docker
@@ -230,36 +258,25 @@ impl Engine {
             ))
             .await
             .context("cannot list containers")?;
-        let networks = self
-            .docker
-            .list_networks(Some(
-                ListNetworksOptionsBuilder::default()
-                    .filters(&filters)
-                    .build(),
-            ))
-            .await
-            .context("cannot list networks")?;
-        let containers = containers.into_iter().filter_map(|c| {
-            Some(Labelled {
-                kind: CONTAINER,
-                name: c
-                    .names
-                    .and_then(|n| n.into_iter().next())
-                    .map(|n| n.trim_start_matches('/').to_string())
-                    .unwrap_or_default(),
-                id: c.id?,
-                labels: c.labels.unwrap_or_default(),
+        Ok(containers
+            .into_iter()
+            .filter_map(|c| {
+                Some(Labelled {
+                    kind: CONTAINER,
+                    name: c
+                        .names
+                        .and_then(|n| n.into_iter().next())
+                        .map(|n| n.trim_start_matches('/').to_string())
+                        .unwrap_or_default(),
+                    id: c.id?,
+                    labels: c.labels.unwrap_or_default(),
+                    stopped: matches!(
+                        c.state,
+                        Some(ContainerSummaryStateEnum::EXITED | ContainerSummaryStateEnum::DEAD)
+                    ),
+                })
             })
-        });
-        let networks = networks.into_iter().filter_map(|n| {
-            Some(Labelled {
-                kind: NETWORK,
-                name: n.name.unwrap_or_default(),
-                id: n.id?,
-                labels: n.labels.unwrap_or_default(),
-            })
-        });
-        Ok(containers.chain(networks).collect())
+            .collect())
     }
 
     /// Removes containers, then networks, matching a `key=value` label filter.

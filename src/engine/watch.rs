@@ -3,8 +3,6 @@
 
 use anyhow::{Context, Result};
 use bollard::models::ContainerStateStatusEnum;
-use bollard::query_parameters::ListContainersOptionsBuilder;
-use std::collections::HashMap;
 use std::time::Duration;
 
 use super::{Engine, LABEL_PROJECT, LABEL_SERVICE};
@@ -55,28 +53,21 @@ impl Engine {
     /// deployment `project` and `others` (`(what, id)`), described with its code and last log
     /// lines; `None` while every one runs. Services are found by their deployment label, so the
     /// ones a phase is still bringing up are covered too; one-off containers (which end by
-    /// design) carry no deployment label. One listing and one inspect per container: cheap
-    /// enough to poll every second. An error means the engine did not answer.
+    /// design) carry no deployment label. One listing, and an inspect only of a service the
+    /// listing shows stopped and of each of `others`: cheap enough to poll every second. An
+    /// error means the engine did not answer.
     pub async fn first_dead(
         &self,
         project: &str,
         others: &[(String, String)],
     ) -> Result<Option<String>> {
-        let label = format!("{LABEL_PROJECT}={project}");
-        let filters = HashMap::from([("label", vec![label.as_str()])]);
         let services = self
-            .docker
-            .list_containers(Some(
-                ListContainersOptionsBuilder::default()
-                    .all(true)
-                    .filters(&filters)
-                    .build(),
-            ))
+            .labelled_containers(&format!("{LABEL_PROJECT}={project}"))
             .await
             .context("cannot list the run's containers")?;
-        let services = services.into_iter().filter_map(|c| {
-            let service = c.labels.as_ref()?.get(LABEL_SERVICE)?.clone();
-            Some((format!("service \"{service}\""), c.id?))
+        let services = services.into_iter().filter(|c| c.stopped).filter_map(|c| {
+            let service = c.labels.get(LABEL_SERVICE)?;
+            Some((format!("service \"{service}\""), c.id))
         });
         for (what, id) in services.chain(others.iter().cloned()) {
             let info = match self.docker.inspect_container(&id, None).await {
