@@ -84,14 +84,6 @@ pub fn can_be_significant(n1: usize, n2: usize) -> bool {
     min_p_value(n1, n2) < SIGNIFICANCE
 }
 
-/// The fewest repetitions a side needs (with as many on the other) for the test to be able to
-/// reach p < [`SIGNIFICANCE`]: 4 (3 against 3 gives at best p = 0.1).
-pub fn min_repetitions() -> usize {
-    (1..)
-        .find(|&n| can_be_significant(n, n))
-        .unwrap_or(usize::MAX)
-}
-
 fn binomial(n: usize, k: usize) -> f64 {
     (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
 }
@@ -235,8 +227,8 @@ pub fn trend(values: &[f64]) -> Option<Trend> {
     }
     let pairs = (n * (n - 1) / 2) as i64;
     let tau = s as f64 / pairs as f64;
-    let (_, tie_sum) = ranks_of(values.to_vec());
-    let p = if tie_sum == 0.0 {
+    let groups = tie_groups(values);
+    let p = if groups.iter().all(|&t| t == 1.0) {
         // S = pairs - 2 * inversions; |S| >= |s| in either tail.
         let counts = inversion_counts(n);
         let total: f64 = counts.iter().sum();
@@ -251,7 +243,6 @@ pub fn trend(values: &[f64]) -> Option<Trend> {
             .sum();
         tail / total
     } else {
-        let groups = tie_groups(values);
         let nf = n as f64;
         let var = (nf * (nf - 1.0) * (2.0 * nf + 5.0)
             - groups
