@@ -2,7 +2,7 @@
 //! and a CPU the engine lacks is refused before anything starts.
 
 mod common;
-use common::{engine_lock, leftovers, repo, start_run, Started, SETTING_VARS};
+use common::{engine_lock, leftovers, perf_tests_run, start_run, Started};
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -11,21 +11,10 @@ use std::time::{Duration, Instant};
 use bollard::query_parameters::{InspectContainerOptions, ListContainersOptionsBuilder};
 
 fn command(envs: &[(&str, &str)], results: &std::path::Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
-    for var in SETTING_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.current_dir(repo())
-        .env("SCENARIOS", "scenarios/offline")
-        .env("TEST", "01.*")
-        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
-        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
-        .env("RESULTS_DIR", results)
-        .env("CI", "true")
-        .arg("run");
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
+    let mut cmd = perf_tests_run(results);
+    cmd.env("SCENARIOS", "scenarios/offline")
+        .env("TEST", "01.*");
+    cmd.envs(envs.iter().copied());
     cmd
 }
 

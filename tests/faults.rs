@@ -5,7 +5,7 @@
 //! scenarios that completed.
 
 mod common;
-use common::{engine_lock, leftovers, repo, start_run, Started, SETTING_VARS};
+use common::{engine_lock, leftovers, perf_tests_run, running_container, start_run, Started};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -18,16 +18,8 @@ const ENDS_WITHIN: Duration = Duration::from_secs(30);
 
 /// `perf-tests run` of the default suite with only `env` set among the settings, small warm-ups.
 fn perf_tests(env: &[(&str, &str)], results: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
-    cmd.arg("run").current_dir(repo());
-    for var in SETTING_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
-        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
-        .env("RESULTS_DIR", results)
-        .env("CI", "true")
-        .env_remove("DOCKER_HOST");
+    let mut cmd = perf_tests_run(results);
+    cmd.env_remove("DOCKER_HOST");
     cmd.envs(env.iter().copied());
     cmd
 }
@@ -42,19 +34,10 @@ fn docker(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The running container of run `run_id` labelled as `service` (a Compose service, or
-/// `workload` for the load generator).
-fn container(run_id: &str, service: &str) -> Option<String> {
-    let run = format!("label=io.perf-tests.run={run_id}");
-    let svc = format!("label=io.perf-tests.service={service}");
-    let ids = docker(&["ps", "-q", "--filter", &run, "--filter", &svc]);
-    ids.lines().next().map(str::to_string)
-}
-
 /// Whether the run's load generator is running workload step `step` (`produce`, `consume`)
 /// whose command line contains `with`.
 fn workload_runs(run_id: &str, step: &str, with: &str) -> bool {
-    let Some(id) = container(run_id, "workload") else {
+    let Some(id) = running_container(run_id, "workload") else {
         return false;
     };
     let step = format!("workload {step} ");
@@ -74,7 +57,7 @@ fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
 
 /// Kills the running container of `service` in the run.
 fn kill(run_id: &str, service: &str) {
-    let id = container(run_id, service).unwrap_or_else(|| panic!("{service} is running"));
+    let id = running_container(run_id, service).unwrap_or_else(|| panic!("{service} is running"));
     docker(&["kill", &id]);
 }
 
@@ -413,7 +396,7 @@ async fn a_second_scenario_that_fails_keeps_the_first_ones_results_marked_incomp
     let run_id = started.run_id();
     // Up and healthy: its death is the watch's to find, not the bring-up's.
     wait_for("the proxy to be healthy", Duration::from_secs(60), || {
-        container(&run_id, "kroxylicious-no-filters").is_some_and(|id| {
+        running_container(&run_id, "kroxylicious-no-filters").is_some_and(|id| {
             docker(&["inspect", "-f", "{{.State.Health.Status}}", &id]).trim() == "healthy"
         })
     });
@@ -486,7 +469,7 @@ async fn sigterm_in_a_second_scenario_keeps_the_first_ones_results_marked_incomp
     let started = Running::start(cmd, |l| l.starts_with("==> 02-"));
     let run_id = started.run_id();
     wait_for("the proxy", Duration::from_secs(60), || {
-        container(&run_id, "kroxylicious-no-filters").is_some()
+        running_container(&run_id, "kroxylicious-no-filters").is_some()
     });
     let pid = started.0.as_ref().unwrap().child.id().to_string();
     assert!(Command::new("kill")

@@ -5,7 +5,10 @@
 //! nothing on the engine.
 
 mod common;
-use common::{engine_lock, leftovers, repo, start_run, Started, SETTING_VARS};
+use common::{
+    engine_lock, leftovers, perf_tests_run, repo, running_container, start_run, Started,
+    SETTING_VARS,
+};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -510,46 +513,15 @@ async fn a_jdk_older_than_the_artifact_stops_the_run_before_anything_starts() {
     );
 }
 
-/// The id of the running container of `service` in run `run_id`, once there is one.
-async fn running_container(run_id: &str, service: &str) -> Option<String> {
-    use bollard::query_parameters::ListContainersOptionsBuilder;
-    let docker = bollard::Docker::connect_with_defaults().unwrap();
-    let filters = std::collections::HashMap::from([(
-        "label",
-        vec![
-            format!("io.perf-tests.run={run_id}"),
-            format!("io.perf-tests.service={service}"),
-        ],
-    )]);
-    let found = docker
-        .list_containers(Some(
-            ListContainersOptionsBuilder::default()
-                .filters(&filters)
-                .build(),
-        ))
-        .await
-        .ok()?;
-    found.into_iter().find_map(|c| c.id)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
     use std::time::{Duration, Instant};
 
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
-    for var in SETTING_VARS {
-        cmd.env_remove(var);
-    }
+    let mut cmd = perf_tests_run(results.path());
     // Far more records than the test waits for: only the kill can end the measurement early.
-    cmd.current_dir(repo())
-        .env("TEST", "02.*")
-        .env("NUM_RECORDS", "5e7")
-        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
-        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
-        .env("RESULTS_DIR", results.path())
-        .env("CI", "true");
+    cmd.env("TEST", "02.*").env("NUM_RECORDS", "5e7");
     let Started {
         mut child,
         lines,
@@ -559,7 +531,7 @@ async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
     let mut proxy = None;
     let deadline = Instant::now() + Duration::from_secs(60);
     while proxy.is_none() && Instant::now() < deadline {
-        proxy = running_container(&run_id, "kroxylicious-no-filters").await;
+        proxy = running_container(&run_id, "kroxylicious-no-filters");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let proxy = proxy.expect("the proxy container starts");

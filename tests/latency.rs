@@ -4,29 +4,12 @@
 //! Timed from their intended send times they show the stall.
 
 mod common;
-use common::{engine_lock, leftovers, repo, start_run, Started, SETTING_VARS};
+use common::{engine_lock, leftovers, perf_tests_run, running_container, start_run, Started};
 
 use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-
-/// The running container of `service` in run `run_id`.
-fn container(run_id: &str, service: &str) -> String {
-    let out = Command::new("docker")
-        .args(["ps", "-q", "--filter"])
-        .arg(format!("label=io.perf-tests.run={run_id}"))
-        .arg("--filter")
-        .arg(format!("label=io.perf-tests.service={service}"))
-        .output()
-        .unwrap();
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(
-        !id.is_empty(),
-        "no running {service} container in run {run_id}"
-    );
-    id
-}
 
 fn docker(args: &[&str]) {
     let status = Command::new("docker").args(args).status().unwrap();
@@ -37,25 +20,16 @@ fn docker(args: &[&str]) {
 async fn a_stall_shows_in_the_latency_from_intended_send_times_only() {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
-    for var in SETTING_VARS {
-        cmd.env_remove(var);
-    }
+    let mut cmd = perf_tests_run(results.path());
     // 8 s of sends at 5000 rec/s; a queue of 50 records, so a stalled path stops the sends.
-    cmd.current_dir(repo())
-        .env("SCENARIOS", "scenarios/offline")
+    cmd.env("SCENARIOS", "scenarios/offline")
         .env("TEST", "02.*")
         .env("NUM_RECORDS", "4e4")
         .env("THROUGHPUT", "5000")
         .env(
             "PRODUCER_PROPERTIES",
             "acks=all queue.buffering.max.messages=50",
-        )
-        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
-        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
-        .env("RESULTS_DIR", results.path())
-        .env("CI", "true")
-        .arg("run");
+        );
     let Started {
         mut child,
         mut lines,
@@ -68,7 +42,7 @@ async fn a_stall_shows_in_the_latency_from_intended_send_times_only() {
         .map_while(Result::ok)
         .any(|l| l.contains("counting the topic's records"));
     assert!(counted, "the run ended before measuring");
-    let proxy = container(&run_id, "proxy");
+    let proxy = running_container(&run_id, "proxy").expect("the proxy runs");
     std::thread::sleep(Duration::from_secs(2));
     docker(&["pause", &proxy]);
     std::thread::sleep(Duration::from_millis(1500));

@@ -66,6 +66,39 @@ pub fn engine_lock(exclusive: bool) -> std::fs::File {
     f
 }
 
+/// `perf-tests run` from the repository with no setting taken from the caller's environment,
+/// small warm-ups, results under `results` and plain progress lines (as in CI).
+pub fn perf_tests_run(results: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    for var in SETTING_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.arg("run")
+        .current_dir(repo())
+        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
+        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
+        .env("RESULTS_DIR", results)
+        .env("CI", "true");
+    cmd
+}
+
+/// The running container of run `run_id` labelled as `service` (a Compose service, or
+/// `workload` for the load generator), asked of the local engine with the `docker` CLI.
+pub fn running_container(run_id: &str, service: &str) -> Option<String> {
+    let out = std::process::Command::new("docker")
+        .args(["ps", "-q", "--filter"])
+        .arg(format!("label=io.perf-tests.run={run_id}"))
+        .arg("--filter")
+        .arg(format!("label=io.perf-tests.service={service}"))
+        .env_remove("DOCKER_HOST")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .map(str::to_string)
+}
+
 /// Containers and networks still labelled with `run_id`.
 pub async fn leftovers(run_id: &str) -> (usize, usize) {
     let docker = docker();
