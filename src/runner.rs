@@ -33,8 +33,6 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// stops answering within this plus twice [`engine::ANSWER_WITHIN`] (the check, then a ping): at
 /// most 11 s.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
-/// How long the teardown of a failed run may take to remove what is left with the run's label.
-const SWEEP_WITHIN: Duration = Duration::from_secs(10);
 /// No record for this long while consuming fails the measurement instead of hanging.
 const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
 /// Where the run's TLS material is mounted in the workload container.
@@ -142,22 +140,11 @@ async fn run_with(
     if result.is_err() {
         // A phase a fault ended was dropped mid-way: a container it was creating (a service, a
         // workload) is not the deployment's yet, and holds the network. The run's label finds it.
-        down = sweep(engine, run_id).await;
+        down = engine.sweep_run().await;
     }
     crate::progress::finish();
     result?;
     down
-}
-
-/// Removes everything labelled with `run_id`, within 10 s.
-async fn sweep(engine: &Engine, run_id: &str) -> Result<()> {
-    match tokio::time::timeout(SWEEP_WITHIN, engine.remove_run_completely(run_id)).await {
-        Ok(removed) => removed,
-        Err(_) => bail!(
-            "the containers and networks of run {run_id} were not all removed within \
-             {SWEEP_WITHIN:?}; `perf-tests clean` removes them"
-        ),
-    }
 }
 
 /// The engine's CPUs as it reports them, else this machine's.

@@ -3,7 +3,6 @@
 use anyhow::Result;
 use std::future::Future;
 use std::io::Write as _;
-use std::time::Duration;
 
 use super::Engine;
 
@@ -27,7 +26,8 @@ impl std::fmt::Display for Interrupted {
 impl std::error::Error for Interrupted {}
 
 /// Runs `fut`; on SIGINT, SIGTERM or SIGHUP drops it, removes everything labelled with the
-/// engine's run id (giving up after 10 s) and returns an [`Interrupted`] error.
+/// engine's run id (giving up after [`super::SWEEP_WITHIN`]) and returns an [`Interrupted`]
+/// error.
 pub async fn interruptible<T>(engine: &Engine, fut: impl Future<Output = Result<T>>) -> Result<T> {
     tokio::select! {
         r = fut => r,
@@ -35,10 +35,8 @@ pub async fn interruptible<T>(engine: &Engine, fut: impl Future<Output = Result<
             // After SIGHUP the terminal may be gone: a failed write must not stop the cleanup.
             let say = |line: String| { let _ = writeln!(std::io::stderr(), "{line}"); };
             say(format!("interrupted by {signal}: removing containers and networks of run {}", engine.run_id()));
-            match tokio::time::timeout(Duration::from_secs(10), engine.remove_run_completely(engine.run_id())).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => say(format!("warning: cleanup after interrupt failed: {e:#}")),
-                Err(_) => say("warning: cleanup after interrupt did not finish within 10 s; run `perf-tests clean`".to_string()),
+            if let Err(e) = engine.sweep_run().await {
+                say(format!("warning: cleanup after interrupt failed: {e:#}"));
             }
             Err(Interrupted { signal }.into())
         }

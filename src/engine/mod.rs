@@ -64,6 +64,9 @@ pub(crate) struct Labelled {
 pub(crate) const CONTAINER: &str = "container";
 pub(crate) const NETWORK: &str = "network";
 
+/// How long removing a run's containers and networks may take after a failure or a signal.
+pub const SWEEP_WITHIN: Duration = Duration::from_secs(10);
+
 /// A connection to the Docker engine, tied to one run id.
 #[derive(Clone)]
 pub struct Engine {
@@ -296,6 +299,19 @@ impl Engine {
             }
         }
         Ok(removed)
+    }
+
+    /// Removes everything labelled with this engine's run id, giving up after
+    /// [`SWEEP_WITHIN`] (an error then says what to run).
+    pub async fn sweep_run(&self) -> Result<()> {
+        match tokio::time::timeout(SWEEP_WITHIN, self.remove_run_completely(&self.run_id)).await {
+            Ok(removed) => removed,
+            Err(_) => bail!(
+                "the containers and networks of run {} were not all removed within \
+                 {SWEEP_WITHIN:?}; `perf-tests clean` removes them",
+                self.run_id
+            ),
+        }
     }
 
     /// Removes everything labelled with `run_id` and checks until nothing is left: a removal
