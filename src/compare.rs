@@ -6,6 +6,10 @@
 //! BASE and NEW are results directories of single runs (holding `run.json`), directories holding
 //! several run directories (their repetitions are pooled), or `latest` / `previous`: the last
 //! and second-to-last run directory of RESULTS_DIR by name.
+//!
+//! Rows are matched by scenario and combination (runs with a matrix). A side may be one slice of
+//! a matrix (`--base-where KROXYLICIOUS_IMAGE=a`): then its rows are matched without that
+//! setting, so the two values of one run, measured interleaved, are compared with each other.
 
 use std::path::{Path, PathBuf};
 
@@ -31,7 +35,8 @@ pub struct Side {
     pub runs: Vec<PathBuf>,
     /// Each run's `run.json`.
     pub runs_info: Vec<RunInfo>,
-    /// Scenario name -> every repetition, in the order scenarios first appear.
+    /// Row (scenario name, with its combination under a matrix) -> every repetition, in the
+    /// order rows first appear.
     pub scenarios: Vec<(String, Vec<Measurement>)>,
     /// The scenarios marked as their suite's reference (`reference: true`).
     pub references: Vec<String>,
@@ -75,8 +80,33 @@ fn run_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(runs)
 }
 
-/// Reads one side: a run directory, or a directory of run directories (pooled).
-pub fn load(dir: &Path) -> Result<Side> {
+/// One slice of a matrix: the results measured at `var=value`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slice {
+    pub var: String,
+    pub value: String,
+}
+
+impl std::str::FromStr for Slice {
+    type Err = anyhow::Error;
+
+    /// `VAR=value`; a value of a setting that may vary is read in its canonical form (`1e3` is
+    /// `1000`), as results record it.
+    fn from_str(s: &str) -> Result<Slice> {
+        let Some((var, value)) = s.split_once('=') else {
+            bail!("{s:?}: expected VAR=value, e.g. KROXYLICIOUS_IMAGE=perf-tests/kroxylicious:dev");
+        };
+        let axis = crate::matrix::axis(var.trim(), &[value.to_string()])?;
+        Ok(Slice {
+            var: axis.var,
+            value: axis.values[0].clone(),
+        })
+    }
+}
+
+/// Reads one side: a run directory, or a directory of run directories (pooled); with `slice`,
+/// only the results at that value, matched without the setting.
+pub fn load(dir: &Path, slice: Option<&Slice>) -> Result<Side> {
     if !dir.exists() {
         bail!("results directory {} does not exist", dir.display());
     }
@@ -98,6 +128,8 @@ pub fn load(dir: &Path) -> Result<Side> {
         }
         runs
     };
+    // The values of the slice's setting that other results have, for the error naming them.
+    let mut seen: Vec<String> = Vec::new();
     let mut side = Side {
         dir: dir.to_path_buf(),
         runs: runs.clone(),
@@ -114,16 +146,37 @@ pub fn load(dir: &Path) -> Result<Side> {
                 run.display()
             );
         }
-        for s in scenarios {
-            if s.reference && !side.references.contains(&s.name) {
-                side.references.push(s.name.clone());
+        for mut s in scenarios {
+            if let Some(slice) = slice {
+                let value = s.combination.remove(&slice.var);
+                if value.as_ref() != Some(&slice.value) {
+                    seen.extend(value.filter(|v| !seen.contains(v)));
+                    continue;
+                }
+            }
+            let key = s.label();
+            if s.reference && !side.references.contains(&key) {
+                side.references.push(key.clone());
             }
             let reps: Vec<Measurement> = s.all_measurements().into_iter().cloned().collect();
-            match side.scenarios.iter_mut().find(|(n, _)| *n == s.name) {
+            match side.scenarios.iter_mut().find(|(n, _)| *n == key) {
                 Some((_, all)) => all.extend(reps),
-                None => side.scenarios.push((s.name, reps)),
+                None => side.scenarios.push((key, reps)),
             }
         }
+    }
+    if let (Some(slice), true) = (slice, side.scenarios.is_empty()) {
+        bail!(
+            "{}: no result was measured at {}={} ({})",
+            dir.display(),
+            slice.var,
+            slice.value,
+            if seen.is_empty() {
+                format!("{} does not vary there", slice.var)
+            } else {
+                format!("its values there: {}", seen.join(", "))
+            }
+        );
     }
     Ok(side)
 }
@@ -200,9 +253,11 @@ pub struct Comparison {
     pub new: PathBuf,
     /// Regression threshold in percent.
     pub threshold_pct: f64,
-    /// Both sides ran at a fixed THROUGHPUT (the producer's latency decides, not its rate).
+    /// Some scenario ran at a fixed THROUGHPUT on both sides (there the producer's latency
+    /// decides, not its rate).
     pub throttled: bool,
-    /// Both sides measured latency from the intended send times (that latency decides).
+    /// Some such scenario measured latency from the intended send times on both sides (there
+    /// that latency decides).
     pub intended: bool,
     /// How many tests decide the verdict (Holm's family).
     pub primary_tests: usize,
@@ -216,8 +271,6 @@ pub struct Comparison {
 /// Compares two sides metric by metric.
 pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
     let mut warnings = differences(base, new);
-    let decides = Decides::of(base, new);
-    let throttled = decides.throttled;
     let mut pairs = Vec::new();
     for (name, b) in &base.scenarios {
         match new.scenarios.iter().find(|(s, _)| s == name) {
@@ -225,17 +278,19 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
             None => warnings.push(format!("scenario {name} is only in the base results")),
         }
     }
+    let decided: Vec<Decides> = pairs.iter().map(|&(_, b, n)| Decides::of(b, n)).collect();
     for (name, _) in &new.scenarios {
         if !base.scenarios.iter().any(|(s, _)| s == name) {
             warnings.push(format!("scenario {name} is only in the new results"));
         }
     }
     warnings.extend(interleaving(base, new));
-    warnings.extend(drift(base, new, &pairs, decides));
+    warnings.extend(drift(base, new, &pairs, &decided));
 
     let (mut rows, spreads): (Vec<Row>, Vec<f64>) = pairs
         .iter()
-        .flat_map(|&(name, b, n)| {
+        .zip(&decided)
+        .flat_map(|(&(name, b, n), &decides)| {
             metrics::compared().filter_map(move |m| measure_change(name, m, b, n, decides))
         })
         .unzip();
@@ -262,39 +317,30 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
         base: base.dir.clone(),
         new: new.dir.clone(),
         threshold_pct,
-        throttled,
-        intended: decides.intended,
+        throttled: decided.iter().any(|d| d.throttled),
+        intended: decided.iter().any(|d| d.throttled && d.intended),
         primary_tests: primary.len(),
         rows,
         warnings,
     }
 }
 
-/// Which metrics decide the verdict, from what both sides measured (see [`metrics::decides`]).
+/// Which metrics decide a row's verdict, from what both sides measured of its scenario (see
+/// [`metrics::decides`]); per row, since a matrix may vary THROUGHPUT.
 #[derive(Debug, Clone, Copy)]
 struct Decides {
-    /// Every run of both sides had a THROUGHPUT target.
+    /// Every repetition of both sides had a THROUGHPUT target.
     throttled: bool,
     /// Every repetition of both sides has latencies from the intended send times.
     intended: bool,
 }
 
 impl Decides {
-    fn of(base: &Side, new: &Side) -> Decides {
-        let throttled = base
-            .runs_info
-            .iter()
-            .chain(&new.runs_info)
-            .all(|i| i.settings.throughput > 0);
-        let intended = base
-            .scenarios
-            .iter()
-            .chain(&new.scenarios)
-            .flat_map(|(_, reps)| reps)
-            .all(|m| m.producer.intended.is_some());
+    fn of(base: &[Measurement], new: &[Measurement]) -> Decides {
+        let all = || base.iter().chain(new);
         Decides {
-            throttled,
-            intended,
+            throttled: all().all(|m| m.producer.target_rec_s > 0.0),
+            intended: all().all(|m| m.producer.intended.is_some()),
         }
     }
 
@@ -455,10 +501,10 @@ fn drift(
     base: &Side,
     new: &Side,
     pairs: &[(&str, &[Measurement], &[Measurement])],
-    decides: Decides,
+    decided: &[Decides],
 ) -> Vec<String> {
     let mut tested = Vec::new();
-    for &(scenario, b, n) in pairs {
+    for (&(scenario, b, n), decides) in pairs.iter().zip(decided) {
         for m in metrics::compared().filter(|m| decides.primary(m)) {
             for (side, reps, runs) in [("base", b, base.runs.len()), ("new", n, new.runs.len())] {
                 let values = values(m, reps);
@@ -686,11 +732,11 @@ impl Comparison {
     /// How the verdict was reached, in one paragraph.
     fn method(&self) -> String {
         let primary = if self.throttled && self.intended {
-            "the producer's 99th latency percentile from the intended send times (both sides \
-             ran at a fixed THROUGHPUT) and the consumer's rate"
+            "the producer's 99th latency percentile from the intended send times (where both \
+             sides ran at a fixed THROUGHPUT; else its rate) and the consumer's rate"
         } else if self.throttled {
-            "the producer's 99th latency percentile (both sides ran at a fixed THROUGHPUT) and \
-             the consumer's rate"
+            "the producer's 99th latency percentile (where both sides ran at a fixed \
+             THROUGHPUT; else its rate) and the consumer's rate"
         } else {
             "the producer's and the consumer's rate"
         };
@@ -711,7 +757,7 @@ impl Comparison {
     fn table(&self, primary_only: bool) -> TableData {
         TableData {
             title: "",
-            columns: COLUMNS.to_vec(),
+            columns: crate::report::strings(&COLUMNS),
             rows: self
                 .rows
                 .iter()
@@ -819,11 +865,12 @@ pub enum Format {
     Plain,
 }
 
-/// Runs `compare`: resolves and loads both sides, prints the comparison, returns the exit code
+/// Runs `compare`: resolves and loads both sides (each named as BASE and NEW are, with the
+/// slice of a matrix it is limited to, if any), prints the comparison, returns the exit code
 /// (0 no regression, 1 regression); errors are the caller's exit 2.
 pub fn run(
-    base: &str,
-    new: &str,
+    (base, base_slice): (&str, Option<&Slice>),
+    (new, new_slice): (&str, Option<&Slice>),
     results_dir: &Path,
     threshold_pct: f64,
     format: Format,
@@ -835,8 +882,8 @@ pub fn run(
     }
     let base_dir = resolve(base, results_dir).context("BASE")?;
     let new_dir = resolve(new, results_dir).context("NEW")?;
-    let b = load(&base_dir).context("BASE")?;
-    let n = load(&new_dir).context("NEW")?;
+    let b = load(&base_dir, base_slice).context("BASE")?;
+    let n = load(&new_dir, new_slice).context("NEW")?;
     let c = compare(&b, &n, threshold_pct);
     if c.rows.is_empty() {
         bail!(
@@ -1072,6 +1119,11 @@ mod tests {
         let mut new = side(&[1.0, 1.01, 0.99, 1.02, 0.98]);
         for s in [&mut base, &mut new] {
             s.runs_info[0].settings.throughput = 1000;
+            for (_, reps) in &mut s.scenarios {
+                for m in reps {
+                    m.producer.target_rec_s = 1000.0;
+                }
+            }
         }
         let primary = |c: &Comparison| {
             let mut p: Vec<&str> = c
@@ -1157,6 +1209,96 @@ mod tests {
                 .count()
         );
         assert!(md.contains("Holm's correction over the 4 primary tests"));
+    }
+
+    /// A run with a matrix over KROXYLICIOUS_IMAGE (a, b) and RECORD_SIZE (100, 1000), image b
+    /// producing at `b_scale` of a's rate, written as a results directory.
+    fn matrix_run(root: &Path, b_scale: f64) -> PathBuf {
+        let mut results = Vec::new();
+        for image in ["a", "b"] {
+            for size in ["100", "1000"] {
+                for r in crate::report::tests::sample() {
+                    let mut r = r.clone();
+                    r.combination
+                        .insert("KROXYLICIOUS_IMAGE".into(), image.into());
+                    r.combination.insert("RECORD_SIZE".into(), size.into());
+                    let scale = if image == "b" { b_scale } else { 1.0 };
+                    // A little spread, in no order (no trend).
+                    r.repetitions = [1.0, 1.004, 0.998, 1.002, 0.996, 1.006]
+                        .into_iter()
+                        .map(|f| {
+                            let mut m = r.measurement.clone();
+                            m.producer.rate_rec_s *= scale * f;
+                            m.consumer.consumed_rec_s *= f;
+                            m
+                        })
+                        .collect();
+                    results.push(r);
+                }
+            }
+        }
+        crate::export::write_run(root, &crate::results::tests::info("c"), &results).unwrap()
+    }
+
+    #[test]
+    fn rows_match_by_scenario_and_combination_and_a_slice_compares_two_values_of_one_run() {
+        let root = tempfile::tempdir().unwrap();
+        let run = matrix_run(root.path(), 0.5);
+        let whole = load(&run, None).unwrap();
+        assert_eq!(whole.scenarios.len(), 8);
+        assert_eq!(
+            whole.scenarios[0].0,
+            "01-no-proxy-baseline [KROXYLICIOUS_IMAGE=a, RECORD_SIZE=100]"
+        );
+        // A run against itself: every row finds its partner.
+        let c = compare(&whole, &whole, 5.0);
+        assert_eq!(c.rows.iter().filter(|r| r.primary).count(), 16);
+        assert!(c.regressions().is_empty());
+
+        let slice = |s: &str| s.parse::<Slice>().unwrap();
+        let a = load(&run, Some(&slice("KROXYLICIOUS_IMAGE=a"))).unwrap();
+        let b = load(&run, Some(&slice("KROXYLICIOUS_IMAGE=b"))).unwrap();
+        let names: Vec<&str> = a.scenarios.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "01-no-proxy-baseline [RECORD_SIZE=100]",
+                "01-no-proxy-baseline [RECORD_SIZE=1000]",
+                "02-no-filters [RECORD_SIZE=100]",
+                "02-no-filters [RECORD_SIZE=1000]"
+            ]
+        );
+        let c = compare(&a, &b, 5.0);
+        let regressed: Vec<&str> = c
+            .regressions()
+            .iter()
+            .map(|r| r.scenario.as_str())
+            .collect();
+        assert_eq!(regressed.len(), 4, "{}", c.plain());
+        assert!(c.regressions().iter().all(|r| r.metric == "Rate rec/s"));
+        // Both sides are the same run: measured interleaved, no warning says otherwise.
+        assert!(
+            !c.warnings.iter().any(|w| w.contains("interleaved")),
+            "{:?}",
+            c.warnings
+        );
+
+        // A value given in another form is the value the results hold.
+        assert_eq!(slice("RECORD_SIZE=1e2").value, "100");
+        let err = load(&run, Some(&slice("KROXYLICIOUS_IMAGE=c")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("no result was measured at KROXYLICIOUS_IMAGE=c")
+                && err.contains("its values there: a, b"),
+            "{err}"
+        );
+        let err = load(&run, Some(&slice("NUM_RECORDS=5")))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("NUM_RECORDS does not vary there"), "{err}");
+        assert!("REPEAT=2".parse::<Slice>().is_err());
+        assert!("KROXYLICIOUS_IMAGE".parse::<Slice>().is_err());
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod driver;
 pub mod engine;
 pub mod export;
 pub mod images;
+pub mod matrix;
 pub mod metrics;
 pub mod model;
 pub mod plan;

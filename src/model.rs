@@ -279,10 +279,14 @@ pub struct PhaseTimes {
     pub total_s: f64,
 }
 
-/// Everything recorded about one scenario of a run.
+/// Everything recorded about one scenario of a run (at one combination of its matrix).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioResult {
     pub name: String,
+    /// The values of the settings the run varied (`crate::matrix`), empty without a matrix: a
+    /// row is a scenario at a combination.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub combination: crate::matrix::Combination,
     pub description: String,
     pub bootstrap: String,
     pub topic: String,
@@ -311,7 +315,22 @@ pub struct ScenarioResult {
     pub reference: bool,
 }
 
+/// A scenario's name with its combination, `01-x [RECORD_SIZE=100]`; the name alone without a
+/// matrix.
+pub fn row_label(name: &str, combination: &crate::matrix::Combination) -> String {
+    if combination.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} [{}]", crate::matrix::label(combination))
+    }
+}
+
 impl ScenarioResult {
+    /// The row's name: the scenario's, with its combination when the run has a matrix.
+    pub fn label(&self) -> String {
+        row_label(&self.name, &self.combination)
+    }
+
     /// The path check failed: the row measures a path that does not do what it claims.
     pub fn path_check_failed(&self) -> bool {
         self.path_check.as_ref().is_some_and(|c| !c.holds())

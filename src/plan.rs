@@ -7,15 +7,203 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::compose::{self, Project};
 use crate::images::recipe::{self, ImageRecipe};
+use crate::matrix::{self, Axis, Combination};
 use crate::scenario::{self, Scenario, Step, Suite};
 use crate::settings::Settings;
 
 /// Topic names are this prefix plus the scenario name.
 pub const TOPIC_PREFIX: &str = "perf-tests-";
+
+/// Run-time estimate: records per second each way, when neither THROUGHPUT nor the byte rate
+/// below bounds it (what a proxied path reaches on a small machine; a direct broker is faster).
+const ASSUMED_REC_S: f64 = 100_000.0;
+/// Run-time estimate: MiB per second each way.
+const ASSUMED_MIB_S: f64 = 100.0;
+/// Run-time estimate: seconds to start, check and stop a scenario's own services.
+const ASSUMED_SERVICES_S: f64 = 15.0;
+/// Run-time estimate: seconds to start and warm the run-wide services.
+const ASSUMED_RUN_WIDE_S: f64 = 30.0;
+
+/// A whole run: the matrix's axes, and one planned cell per combination of their values (one
+/// cell without a matrix). Every cell shares the run id, the suite and the selected scenarios.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPlan {
+    /// The settings that vary, with their values (empty without a matrix).
+    pub axes: Vec<Axis>,
+    /// One per combination, the first axis varying slowest.
+    pub cells: Vec<Cell>,
+}
+
+/// One combination of a run's matrix, planned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// The combination's values (empty without a matrix).
+    pub combination: Combination,
+    /// The run's settings at this combination (no axes left).
+    pub settings: Settings,
+    /// Everything the run does at this combination.
+    pub plan: Plan,
+}
+
+/// Plans a run: the suite's matrix merged with the settings given as lists
+/// ([`matrix::merge`]), then a [`plan`] of every combination. An error names the combination.
+pub fn plan_run(settings: &Settings, run_id: &str) -> Result<RunPlan> {
+    let suite = Suite::load(&settings.scenarios)?;
+    let axes = matrix::merge(&suite.matrix, &settings.matrix);
+    let cells = matrix::combinations(&axes)?
+        .into_iter()
+        .map(|combination| {
+            let settings = matrix::apply(settings, &combination)?;
+            let planned = plan(&settings, run_id);
+            let plan = if combination.is_empty() {
+                planned?
+            } else {
+                planned.with_context(|| format!("at {}", matrix::label(&combination)))?
+            };
+            Ok(Cell {
+                combination,
+                settings,
+                plan,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RunPlan { axes, cells })
+}
+
+impl RunPlan {
+    /// The first combination's plan: what every cell shares (run id, suite, scenarios, TLS).
+    pub fn first(&self) -> &Plan {
+        &self.cells[0].plan
+    }
+
+    /// The run's settings as its results record them: the first combination's values and the
+    /// axes.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            matrix: self.axes.clone(),
+            ..self.cells[0].settings.clone()
+        }
+    }
+
+    /// Measurements the run makes: scenarios x combinations x REPEAT.
+    pub fn measurements(&self) -> usize {
+        let cell = &self.cells[0];
+        cell.plan.scenarios.len() * self.cells.len() * cell.settings.repeat.max(1) as usize
+    }
+
+    /// A rough run time in seconds from assumed rates (see the `ASSUMED_` constants), for
+    /// `--dry-run`; image builds are not included.
+    pub fn estimate_s(&self) -> f64 {
+        let repeat = self.cells[0].settings.repeat.max(1) as f64;
+        let run_wide_differs = self
+            .cells
+            .windows(2)
+            .any(|w| run_wide_differs(&w[0].plan, &w[1].plan));
+        let starts = if self.first().run_wide.is_empty() {
+            0.0
+        } else if run_wide_differs {
+            self.cells.len() as f64 * repeat
+        } else {
+            1.0
+        };
+        let per_round: f64 = self
+            .cells
+            .iter()
+            .flat_map(|c| c.plan.scenarios.iter().map(move |p| (c, p)))
+            .map(|(c, p)| measurement_s(&c.settings, p))
+            .sum();
+        starts * ASSUMED_RUN_WIDE_S + repeat * per_round
+    }
+
+    /// `--dry-run`: the first combination's plan, then the matrix, every image the other
+    /// combinations add, and the estimate.
+    pub fn render(&self) -> String {
+        let first = &self.cells[0];
+        let mut out = first.plan.render(&first.settings);
+        if !self.axes.is_empty() {
+            let axes: Vec<String> = self
+                .axes
+                .iter()
+                .map(|a| format!("{} ({})", a.var, a.values.join(", ")))
+                .collect();
+            let _ = writeln!(
+                out,
+                "Matrix: {} combinations of {}, every scenario measured at each, interleaved \
+                 like repetitions (the settings above are the first combination's):",
+                self.cells.len(),
+                axes.join(" x ")
+            );
+            for (i, c) in self.cells.iter().enumerate() {
+                let _ = writeln!(out, "  {}. {}", i + 1, matrix::label(&c.combination));
+            }
+            let known: BTreeSet<&str> =
+                first.plan.images.iter().map(|i| i.image.as_str()).collect();
+            let more: BTreeSet<&str> = self
+                .cells
+                .iter()
+                .flat_map(|c| c.plan.images.iter().map(|i| i.image.as_str()))
+                .filter(|i| !known.contains(i))
+                .collect();
+            for image in more {
+                let _ = writeln!(out, "  also image {image}");
+            }
+        }
+        let minutes = self.estimate_s() / 60.0;
+        let _ = writeln!(
+            out,
+            "Estimated run time: about {} ({} measurements: {} scenarios x {} combinations x \
+             REPEAT={}; assuming {} rec/s and {} MiB/s each way, {} s to start and stop a \
+             scenario's services, image builds not included; a previous run's tables show this \
+             machine's rates)",
+            if minutes < 1.5 {
+                format!("{:.0} s", minutes * 60.0)
+            } else {
+                format!("{minutes:.0} min")
+            },
+            self.measurements(),
+            first.plan.scenarios.len(),
+            self.cells.len(),
+            first.settings.repeat,
+            ASSUMED_REC_S,
+            ASSUMED_MIB_S,
+            ASSUMED_SERVICES_S
+        );
+        out
+    }
+}
+
+/// Whether two cells run different run-wide services (an image of a run-wide service varies),
+/// so that moving from one to the other restarts them.
+pub fn run_wide_differs(a: &Plan, b: &Plan) -> bool {
+    a.run_wide
+        .iter()
+        .chain(&b.run_wide)
+        .any(|s| a.project.services.get(s) != b.project.services.get(s))
+}
+
+/// The assumed seconds of one measurement of `planned` at `settings`.
+fn measurement_s(settings: &Settings, planned: &PlannedScenario) -> f64 {
+    let bytes_rate = ASSUMED_MIB_S * 1024.0 * 1024.0 / settings.record_size.max(1) as f64;
+    let rate = ASSUMED_REC_S.min(bytes_rate);
+    let produce_rate = if settings.throughput > 0 {
+        rate.min(settings.throughput as f64)
+    } else {
+        rate
+    };
+    let records = settings.num_records as f64;
+    let warm = (settings.warm_up_pre_test as f64 / produce_rate)
+        .max(settings.warm_up_seconds_pre_test as f64);
+    let services = if planned.scenario.services.is_empty() {
+        0.0
+    } else {
+        ASSUMED_SERVICES_S
+    };
+    services + warm + records / produce_rate + records / rate
+}
 
 /// Everything a run will do, resolved before anything is started.
 #[derive(Debug, Clone, PartialEq)]

@@ -40,17 +40,25 @@ pub const RESOURCE_COLUMNS: [&str; 8] = [
     "Net tx MiB",
 ];
 
-/// A metric table (producer or consumer): the name, then the registry's columns of that table,
+/// A metric table (producer or consumer): the name, the settings a matrix varied (one column
+/// each, so a row is a scenario at a combination), then the registry's columns of that table,
 /// then, when any scenario was repeated, the number of runs and the coefficient of variation of
 /// the metrics that have a spread column, so the medians can be judged.
 fn metric_table(title: &'static str, which: Table, results: &[ScenarioResult]) -> TableData {
     let metrics: Vec<&Metric> = metrics::of_table(which).collect();
-    let mut columns = vec!["Name"];
-    columns.extend(metrics.iter().map(|m| m.name));
+    let varying = crate::matrix::varying(results.iter().map(|r| &r.combination));
+    let mut columns: Vec<String> = vec!["Name".to_string()];
+    columns.extend(varying.iter().cloned());
+    columns.extend(metrics.iter().map(|m| m.name.to_string()));
     let mut rows: Vec<Vec<String>> = results
         .iter()
         .map(|r| {
             let mut row = vec![row_name(r)];
+            row.extend(
+                varying
+                    .iter()
+                    .map(|v| r.combination.get(v).cloned().unwrap_or_default()),
+            );
             row.extend(metrics.iter().map(|m| m.format(&r.measurement)));
             row
         })
@@ -60,8 +68,8 @@ fn metric_table(title: &'static str, which: Table, results: &[ScenarioResult]) -
             .iter()
             .filter_map(|m| m.spread.map(|header| (header, *m)))
             .collect();
-        columns.push("Runs");
-        columns.extend(spread.iter().map(|(header, _)| *header));
+        columns.push("Runs".to_string());
+        columns.extend(spread.iter().map(|(header, _)| header.to_string()));
         for (row, r) in rows.iter_mut().zip(results) {
             let reps = r.all_measurements();
             row.push(reps.len().to_string());
@@ -115,7 +123,7 @@ pub fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
                     s.service.clone()
                 };
                 vec![
-                    r.name.clone(),
+                    r.label(),
                     service,
                     format!("{:.1}", s.cpu_pct_mean),
                     format!("{:.1}", s.cpu_pct_peak),
@@ -129,16 +137,25 @@ pub fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
         .collect();
     (!rows.is_empty()).then(|| TableData {
         title: "Resources",
-        columns: RESOURCE_COLUMNS.to_vec(),
+        columns: strings(&RESOURCE_COLUMNS),
         rows,
     })
+}
+
+/// Header cells as the table holds them.
+pub fn strings(columns: &[&str]) -> Vec<String> {
+    columns.iter().map(|c| c.to_string()).collect()
 }
 
 /// Saturation warnings of every scenario, one `name: warning` line each.
 pub fn warnings(results: &[ScenarioResult]) -> Vec<String> {
     results
         .iter()
-        .flat_map(|r| r.warnings.iter().map(move |w| format!("{}: {w}", r.name)))
+        .flat_map(|r| {
+            r.warnings
+                .iter()
+                .map(move |w| format!("{}: {w}", r.label()))
+        })
         .collect()
 }
 
@@ -159,7 +176,7 @@ pub fn path_check_table(results: &[ScenarioResult]) -> Option<TableData> {
         .filter_map(|r| r.path_check.as_ref().map(|c| (r, c)))
         .map(|(r, c)| {
             vec![
-                r.name.clone(),
+                r.label(),
                 c.expect.broker.name().to_string(),
                 c.expect.consumer.name().to_string(),
                 c.records.to_string(),
@@ -175,7 +192,7 @@ pub fn path_check_table(results: &[ScenarioResult]) -> Option<TableData> {
         .collect();
     (!rows.is_empty()).then(|| TableData {
         title: "Path checks",
-        columns: PATH_CHECK_COLUMNS.to_vec(),
+        columns: strings(&PATH_CHECK_COLUMNS),
         rows,
     })
 }
@@ -188,7 +205,7 @@ pub fn integrity_table(results: &[ScenarioResult]) -> Option<TableData> {
         .map(|r| {
             let i = &r.measurement.integrity;
             vec![
-                r.name.clone(),
+                r.label(),
                 i.requested.to_string(),
                 i.acknowledged.to_string(),
                 i.end_offsets.to_string(),
@@ -199,7 +216,7 @@ pub fn integrity_table(results: &[ScenarioResult]) -> Option<TableData> {
         .collect();
     (!rows.is_empty()).then(|| TableData {
         title: "Integrity (record counters disagree)",
-        columns: INTEGRITY_COLUMNS.to_vec(),
+        columns: strings(&INTEGRITY_COLUMNS),
         rows,
     })
 }
@@ -227,6 +244,7 @@ pub(crate) mod tests {
     pub(crate) fn sample() -> Vec<ScenarioResult> {
         let one = |name: &str, p: [f64; 7], c: [f64; 8], integrity: Integrity| ScenarioResult {
             name: name.to_string(),
+            combination: Default::default(),
             description: format!("{name} description"),
             bootstrap: "broker:9092".to_string(),
             topic: format!("perf-tests-{name}"),

@@ -17,11 +17,12 @@ use anyhow::{bail, Context, Result};
 
 use futures_util::future::LocalBoxFuture;
 
+use crate::compose::Project;
 use crate::driver::{self, flow, Driver, MeasureSpec, Place, Session, VerifySpec, SAMPLE_RECORDS};
 use crate::engine::{self, is_engine_gone, Deployment, Engine, EngineGone, ExecOutput};
 use crate::images::{self, recipe};
 use crate::model::{Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
-use crate::plan::{ImageSource, Plan, PlannedScenario};
+use crate::plan::{self, Cell, ImageSource, Plan, PlannedScenario, RunPlan};
 use crate::resources;
 use crate::scenario::Step;
 use crate::settings::Settings;
@@ -88,19 +89,15 @@ impl Completed {
 /// Runs every planned scenario and returns their results (the caller reports and saves them).
 /// Fails only when the engine cannot be reached; any later failure is in
 /// [`RunOutput::failure`], beside the results completed before it.
-pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
-    let run_id = plan.run_id.clone();
+pub async fn run(run: &RunPlan) -> Result<RunOutput> {
+    let run_id = run.first().run_id.clone();
     // Everything the run creates carries this id (what a killed run left, `perf-tests clean`
     // removes).
     phase(&format!("run {run_id}"));
     let engine = Engine::connect(&run_id).await?;
     let engine_version = engine.version().await.ok();
     let completed = Completed::default();
-    let outcome = engine::interruptible(
-        &engine,
-        run_with(&engine, &run_id, settings, plan, &completed),
-    )
-    .await;
+    let outcome = engine::interruptible(&engine, run_with(&engine, &run_id, run, &completed)).await;
     crate::progress::finish();
     Ok(RunOutput {
         run_id,
@@ -113,14 +110,16 @@ pub async fn run(settings: &Settings, plan: &Plan) -> Result<RunOutput> {
 async fn run_with(
     engine: &Engine,
     run_id: &str,
-    settings: &Settings,
-    plan: &Plan,
+    run: &RunPlan,
     completed: &Completed,
 ) -> Result<()> {
+    let plan = run.first();
     let _run_dir = plan.tls_dir.parent().map(|d| RunDir(d.to_path_buf()));
     let cpus = engine_cpus(engine).await;
-    check_cpusets(settings, plan, cpus)?;
-    let prepared = prepare(engine, settings, plan).await?;
+    for cell in &run.cells {
+        check_cpusets(&cell.settings, &cell.plan, cpus)?;
+    }
+    let prepared = prepare(engine, run).await?;
     let mut site = EngineSite {
         engine,
         deployment: Deployment::new(engine, plan.project.clone(), &project_name(run_id)),
@@ -128,7 +127,7 @@ async fn run_with(
         prepared: &prepared,
         cpus,
     };
-    let result = run_scenarios(&mut site, settings, plan, completed).await;
+    let result = run_scenarios(&mut site, run, completed).await;
     if let Err(e) = &result {
         // Nothing can be removed from an engine that does not answer: the error says so.
         if is_engine_gone(e) {
@@ -188,22 +187,26 @@ fn phase(what: &str) {
     crate::progress::phase(what);
 }
 
-/// Chooses the driver, generates the TLS material, makes or finds every image the plan names,
-/// and packages the workload.
-async fn prepare(engine: &Engine, settings: &Settings, plan: &Plan) -> Result<Prepared> {
-    let driver = driver::for_settings(settings);
-    driver.check(plan)?;
+/// Chooses the driver, generates the TLS material, makes or finds every image the plan names
+/// at any combination, and packages the workload.
+async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> {
+    let plan = run.first();
+    let driver = driver::for_settings(&run.cells[0].settings);
+    for cell in &run.cells {
+        driver.check(&cell.plan)?;
+    }
     let tls_dir = &plan.tls_dir;
     std::fs::create_dir_all(tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
     if !plan.tls_hosts.is_empty() {
         crate::tls::generate(tls_dir, &plan.tls_hosts)?;
     }
     // The services' images, then those the driver runs besides them, each had the same way.
-    let mut images: Vec<(String, ImageSource)> = plan
-        .images
-        .iter()
-        .map(|i| (i.image.clone(), i.source.clone()))
-        .collect();
+    let mut images: Vec<(String, ImageSource)> = Vec::new();
+    for i in run.cells.iter().flat_map(|c| &c.plan.images) {
+        if !images.iter().any(|(image, _)| *image == i.image) {
+            images.push((i.image.clone(), i.source.clone()));
+        }
+    }
     for image in driver.images() {
         if !images.iter().any(|(i, _)| *i == image) {
             let source = plan.source_of(&image);
@@ -275,6 +278,9 @@ trait Site {
     fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
     /// Takes `services` down.
     fn down<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
+    /// Services started from now on are made from `project` (another combination's images);
+    /// those up keep running as they were made.
+    fn switch(&mut self, project: &Project);
     /// Runs `command` in the container of `service`.
     fn exec<'a>(
         &'a self,
@@ -448,6 +454,10 @@ impl Site for EngineSite<'_> {
         Box::pin(self.deployment.down(services))
     }
 
+    fn switch(&mut self, project: &Project) {
+        self.deployment.set_project(project.clone());
+    }
+
     fn exec<'a>(
         &'a self,
         service: &'a str,
@@ -527,60 +537,91 @@ impl EngineSite<'_> {
     }
 }
 
-/// Runs the run-wide services and every scenario, adding each scenario to `completed` once its
-/// last repetition is done.
-async fn run_scenarios(
-    site: &mut impl Site,
-    settings: &Settings,
-    plan: &Plan,
-    completed: &Completed,
-) -> Result<()> {
-    let suite = &plan.suite;
+/// Runs the run-wide services and every scenario at every combination, adding each (scenario,
+/// combination) to `completed` once its last repetition is done. Each round goes through the
+/// combinations and, within each, the scenarios, both rotated by the round, so that drift of
+/// the machine spreads over all of them.
+async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Completed) -> Result<()> {
     let watcher = site.watcher();
-    if !plan.run_wide.is_empty() {
-        phase(&format!("starting {}", plan.run_wide.join(", ")));
-        let up = "bringing up the run-wide services";
-        guarded(&*watcher, up, &[], site.up(&plan.run_wide)).await?;
-        let open = "opening a workload session";
-        let session = guarded(&*watcher, open, &[], site.open(&suite.client, false)).await?;
-        let warmed = guarded(
-            &*watcher,
-            "the run-wide services' readiness check and warm-up",
-            &session.measured_containers(),
-            ready_and_warm(
-                session.as_ref(),
-                &suite.ready,
-                &suite.bootstrap,
-                settings.warm_up_post_broker_start,
-            ),
-        )
-        .await;
-        let warmed = match warmed {
-            Err(e) if is_engine_gone(&e) => return Err(e),
-            other => other,
-        };
-        let closed = session.close().await;
-        warmed?;
-        closed?;
-    }
-    let repeat = settings.repeat.max(1) as usize;
-    let n = plan.scenarios.len();
-    let mut reps: Vec<Vec<Repetition>> = vec![Vec::new(); n];
+    let cells = &run.cells;
+    let repeat = cells[0].settings.repeat.max(1) as usize;
+    let n = run.first().scenarios.len();
+    let mut reps: Vec<Vec<Repetition>> = vec![Vec::new(); n * cells.len()];
+    // The cell whose project the site deploys, and the one whose run-wide services are up.
+    let mut deployed = 0;
+    let mut run_wide_of: Option<usize> = None;
     for round in 0..repeat {
         if repeat > 1 {
             phase(&format!("round {} of {repeat}", round + 1));
         }
-        // Each round starts one scenario later, so slow drift of a shared machine (thermal,
-        // neighbours, a growing broker) spreads over every scenario instead of the last ones.
-        for i in round_order(n, round) {
-            let rep = run_scenario(site, &*watcher, settings, plan, &plan.scenarios[i]).await?;
-            reps[i].push(rep);
-            if reps[i].len() == repeat {
-                let all = std::mem::take(&mut reps[i]);
-                completed.push(i, combine(&plan.scenarios[i], all, site.cpus()));
+        for c in round_order(cells.len(), round) {
+            let cell = &cells[c];
+            if c != deployed {
+                // Only an image of a run-wide service varying restarts them.
+                if let Some(w) =
+                    run_wide_of.filter(|&w| plan::run_wide_differs(&cells[w].plan, &cell.plan))
+                {
+                    phase(&format!(
+                        "stopping {} for the next combination",
+                        cells[w].plan.run_wide.join(", ")
+                    ));
+                    site.down(&cells[w].plan.run_wide).await?;
+                    run_wide_of = None;
+                }
+                site.switch(&cell.plan.project);
+                deployed = c;
+            }
+            if run_wide_of.is_none() {
+                start_run_wide(site, &*watcher, cell).await?;
+                run_wide_of = Some(c);
+            }
+            for i in round_order(n, round) {
+                let planned = &cell.plan.scenarios[i];
+                let rep = run_scenario(site, &*watcher, cell, planned).await?;
+                // Results are kept scenario by scenario, each scenario's combinations in order.
+                let k = i * cells.len() + c;
+                reps[k].push(rep);
+                if reps[k].len() == repeat {
+                    let all = std::mem::take(&mut reps[k]);
+                    completed.push(k, combine(cell, planned, all, site.cpus()));
+                }
             }
         }
     }
+    Ok(())
+}
+
+/// Starts and warms a cell's run-wide services (none: nothing to do).
+async fn start_run_wide(site: &mut impl Site, watcher: &dyn Watcher, cell: &Cell) -> Result<()> {
+    let plan = &cell.plan;
+    if plan.run_wide.is_empty() {
+        return Ok(());
+    }
+    let suite = &plan.suite;
+    phase(&format!("starting {}", plan.run_wide.join(", ")));
+    let up = "bringing up the run-wide services";
+    guarded(watcher, up, &[], site.up(&plan.run_wide)).await?;
+    let open = "opening a workload session";
+    let session = guarded(watcher, open, &[], site.open(&suite.client, false)).await?;
+    let warmed = guarded(
+        watcher,
+        "the run-wide services' readiness check and warm-up",
+        &session.measured_containers(),
+        ready_and_warm(
+            session.as_ref(),
+            &suite.ready,
+            &suite.bootstrap,
+            cell.settings.warm_up_post_broker_start,
+        ),
+    )
+    .await;
+    let warmed = match warmed {
+        Err(e) if is_engine_gone(&e) => return Err(e),
+        other => other,
+    };
+    let closed = session.close().await;
+    warmed?;
+    closed?;
     Ok(())
 }
 
@@ -603,7 +644,12 @@ struct Repetition {
 /// One result from every repetition of a scenario: medians, every repetition, summed phase
 /// times, combined resource figures and saturation warnings.
 /// `cpus` is the machine's online CPUs, for the load generator's saturation warning.
-fn combine(planned: &PlannedScenario, reps: Vec<Repetition>, cpus: usize) -> ScenarioResult {
+fn combine(
+    cell: &Cell,
+    planned: &PlannedScenario,
+    reps: Vec<Repetition>,
+    cpus: usize,
+) -> ScenarioResult {
     let sc = &planned.scenario;
     let measurements: Vec<Measurement> = reps.iter().map(|r| r.measurement.clone()).collect();
     let measurement = Measurement::summary(&measurements);
@@ -619,10 +665,15 @@ fn combine(planned: &PlannedScenario, reps: Vec<Repetition>, cpus: usize) -> Sce
         crate::resources::combine(&reps.iter().map(|r| r.resources.clone()).collect::<Vec<_>>());
     let mut warnings = measurement.producer.saturation();
     warnings.extend(resources::load_generator_saturation(&resources, cpus));
+    let combination = cell.combination.clone();
     for w in &warnings {
-        eprintln!("warning: {}: {w}", sc.name);
+        eprintln!(
+            "warning: {}: {w}",
+            crate::model::row_label(&sc.name, &combination)
+        );
     }
     ScenarioResult {
+        combination,
         name: sc.name.clone(),
         description: sc.description.clone(),
         bootstrap: sc.bootstrap.clone(),
@@ -686,17 +737,18 @@ fn workload_targets(workload: &[(String, String)]) -> Vec<resources::Target> {
 async fn run_scenario(
     site: &mut impl Site,
     watcher: &dyn Watcher,
-    settings: &Settings,
-    plan: &Plan,
+    cell: &Cell,
     planned: &PlannedScenario,
 ) -> Result<Repetition> {
+    let (settings, plan) = (&cell.settings, &cell.plan);
     let sc = &planned.scenario;
     let started = Instant::now();
     let mut phases = PhaseTimes::default();
-    phase(&format!("{}: {}", sc.name, sc.description));
+    let name = crate::model::row_label(&sc.name, &cell.combination);
+    phase(&format!("{name}: {}", sc.description));
 
     let t = Instant::now();
-    let ctx = |e: anyhow::Error| e.context(format!("scenario {}", sc.name));
+    let ctx = |e: anyhow::Error| e.context(format!("scenario {name}"));
     if !sc.services.is_empty() {
         let up = "bringing up the scenario's services";
         guarded(watcher, up, &[], site.up(&sc.services))
@@ -787,7 +839,12 @@ async fn run_scenario(
             sc.name
         ));
     }
-    let images = site.image_ids();
+    // The deployment knows every combination's images; this one used its plan's.
+    let images: BTreeMap<String, String> = site
+        .image_ids()
+        .into_iter()
+        .filter(|(image, _)| plan.images.iter().any(|i| i.image == *image))
+        .collect();
     Ok(Repetition {
         measurement,
         phases,
@@ -977,6 +1034,14 @@ mod tests {
             self.note(format!("down {}", services.join(" ")));
             Box::pin(async { Ok(()) })
         }
+        fn switch(&mut self, project: &Project) {
+            let images: Vec<&str> = project
+                .services
+                .values()
+                .map(|s| s.image.as_str())
+                .collect();
+            self.note(format!("switch to {}", images.join(" ")));
+        }
         fn exec<'a>(
             &'a self,
             service: &'a str,
@@ -1062,7 +1127,7 @@ mod tests {
     }
 
     /// A suite of one scenario through a proxy, with setup and teardown steps, planned.
-    fn planned(root: &std::path::Path) -> (Settings, Plan) {
+    fn planned(root: &std::path::Path) -> RunPlan {
         use std::fs;
         let suite = root.join("suite");
         fs::create_dir_all(suite.join("01-proxy")).unwrap();
@@ -1089,27 +1154,22 @@ mod tests {
             warm_up_pre_test: 0,
             ..Settings::default()
         };
-        let plan = crate::plan::plan(&settings, "r").unwrap();
-        (settings, plan)
+        crate::plan::plan_run(&settings, "r").unwrap()
     }
 
     /// Runs the plan on `site`; the scenarios completed, or the failure.
-    async fn run_all(
-        site: &mut FakeSite,
-        settings: &Settings,
-        plan: &Plan,
-    ) -> Result<Vec<ScenarioResult>> {
+    async fn run_all(site: &mut FakeSite, run: &RunPlan) -> Result<Vec<ScenarioResult>> {
         let completed = Completed::default();
-        run_scenarios(site, settings, plan, &completed).await?;
+        run_scenarios(site, run, &completed).await?;
         Ok(completed.take())
     }
 
     #[tokio::test]
     async fn the_runner_orders_a_scenario_around_the_measurement() {
         let root = tempfile::tempdir().unwrap();
-        let (settings, plan) = planned(root.path());
+        let plan = planned(root.path());
         let mut site = FakeSite::default();
-        let results = run_all(&mut site, &settings, &plan).await.unwrap();
+        let results = run_all(&mut site, &plan).await.unwrap();
         let log = site.log.lock().unwrap().clone();
         let topic = "perf-tests-01-proxy";
         assert_eq!(
@@ -1155,12 +1215,12 @@ mod tests {
     #[tokio::test]
     async fn a_saturated_load_generator_warns_that_the_row_may_measure_the_client() {
         let root = tempfile::tempdir().unwrap();
-        let (settings, plan) = planned(root.path());
+        let plan = planned(root.path());
         let mut site = FakeSite {
             workload_cpu: 97.0,
             ..FakeSite::default()
         };
-        let results = run_all(&mut site, &settings, &plan).await.unwrap();
+        let results = run_all(&mut site, &plan).await.unwrap();
         let r = &results[0];
         assert_eq!(r.resources[0].cpu_pct_mean, 97.0);
         assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
@@ -1182,12 +1242,12 @@ mod tests {
     #[tokio::test]
     async fn a_path_that_does_not_do_what_it_declares_marks_the_result() {
         let root = tempfile::tempdir().unwrap();
-        let (settings, plan) = planned(root.path());
+        let plan = planned(root.path());
         let mut site = FakeSite {
             path_unchanged: true,
             ..FakeSite::default()
         };
-        let results = run_all(&mut site, &settings, &plan).await.unwrap();
+        let results = run_all(&mut site, &plan).await.unwrap();
         let r = &results[0];
         assert!(r.path_check_failed(), "{:?}", r.path_check);
         let rendered = crate::report::tables(&results);
@@ -1206,7 +1266,7 @@ mod tests {
     #[tokio::test]
     async fn a_container_that_dies_ends_the_measurement_naming_it_and_everything_comes_down() {
         let root = tempfile::tempdir().unwrap();
-        let (settings, plan) = planned(root.path());
+        let plan = planned(root.path());
         let mut site = FakeSite {
             dies: Some((
                 "the measurement",
@@ -1214,7 +1274,7 @@ mod tests {
             )),
             ..FakeSite::default()
         };
-        let err = run_all(&mut site, &settings, &plan).await.unwrap_err();
+        let err = run_all(&mut site, &plan).await.unwrap_err();
         let msg = format!("{err:#}");
         assert!(
             msg.contains("scenario 01-proxy")
@@ -1238,12 +1298,12 @@ mod tests {
     #[tokio::test]
     async fn a_failed_measurement_still_closes_tears_down_and_takes_the_services_down() {
         let root = tempfile::tempdir().unwrap();
-        let (settings, plan) = planned(root.path());
+        let plan = planned(root.path());
         let mut site = FakeSite {
             fail: vec!["produce"],
             ..FakeSite::default()
         };
-        let err = run_all(&mut site, &settings, &plan).await.unwrap_err();
+        let err = run_all(&mut site, &plan).await.unwrap_err();
         let msg = format!("{err:#}");
         assert!(
             msg.contains("scenario 01-proxy") && msg.contains("produce"),
@@ -1269,7 +1329,7 @@ mod tests {
     #[tokio::test]
     async fn a_container_that_dies_before_the_measurement_ends_that_phase_naming_it() {
         let root = tempfile::tempdir().unwrap();
-        let (settings, plan) = planned(root.path());
+        let plan = planned(root.path());
         let mut site = FakeSite {
             dies: Some((
                 "the setup steps",
@@ -1278,7 +1338,7 @@ mod tests {
             ..FakeSite::default()
         };
         let completed = Completed::default();
-        let err = run_scenarios(&mut site, &settings, &plan, &completed)
+        let err = run_scenarios(&mut site, &plan, &completed)
             .await
             .unwrap_err();
         let msg = format!("{err:#}");
@@ -1298,7 +1358,8 @@ mod tests {
     #[tokio::test]
     async fn a_failure_keeps_the_scenarios_completed_before_it() {
         let root = tempfile::tempdir().unwrap();
-        let (settings, plan) = planned(root.path());
+        let plan = planned(root.path());
+        let settings = plan.cells[0].settings.clone();
         let suite = &settings.scenarios;
         std::fs::create_dir_all(suite.join("02-again")).unwrap();
         std::fs::copy(
@@ -1306,7 +1367,7 @@ mod tests {
             suite.join("02-again/scenario.yaml"),
         )
         .unwrap();
-        let plan = crate::plan::plan(&settings, &plan.run_id).unwrap();
+        let plan = crate::plan::plan_run(&settings, &plan.first().run_id).unwrap();
         // Sessions: the run-wide one, 01's, then 02's, whose produce fails.
         let mut site = FakeSite {
             fail: vec!["produce"],
@@ -1314,12 +1375,99 @@ mod tests {
             ..FakeSite::default()
         };
         let completed = Completed::default();
-        let err = run_scenarios(&mut site, &settings, &plan, &completed)
+        let err = run_scenarios(&mut site, &plan, &completed)
             .await
             .unwrap_err();
         assert!(format!("{err:#}").contains("scenario 02-again"), "{err:#}");
         let done = completed.take();
         let names: Vec<&str> = done.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["01-proxy"]);
+    }
+
+    #[tokio::test]
+    async fn a_matrix_measures_every_scenario_at_every_combination_interleaved() {
+        let root = tempfile::tempdir().unwrap();
+        let settings = planned(root.path()).cells[0].settings.clone();
+        let settings = Settings {
+            repeat: 2,
+            matrix: vec![crate::matrix::axis("NUM_RECORDS", &["10".into(), "20".into()]).unwrap()],
+            ..settings
+        };
+        let run = crate::plan::plan_run(&settings, "r").unwrap();
+        let mut site = FakeSite::default();
+        let results = run_all(&mut site, &run).await.unwrap();
+        let log = site.log.lock().unwrap().clone();
+        let produced: Vec<&str> = log
+            .iter()
+            .filter(|l| l.starts_with("produce"))
+            .map(String::as_str)
+            .collect();
+        // Round 1 goes 10 then 20, round 2 starts one combination later.
+        assert_eq!(
+            produced,
+            [
+                "produce 10 at -1",
+                "produce 20 at -1",
+                "produce 20 at -1",
+                "produce 10 at -1"
+            ]
+        );
+        // Neither combination changes the run-wide broker: it starts once.
+        assert_eq!(
+            log.iter().filter(|l| *l == "up broker").count(),
+            1,
+            "{log:?}"
+        );
+        let rows: Vec<(String, String)> = results
+            .iter()
+            .map(|r| (r.name.clone(), crate::matrix::label(&r.combination)))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("01-proxy".to_string(), "NUM_RECORDS=10".to_string()),
+                ("01-proxy".to_string(), "NUM_RECORDS=20".to_string())
+            ]
+        );
+        assert!(results.iter().all(|r| r.repetitions.len() == 2));
+        assert_eq!(results[1].measurement.integrity.requested, 20);
+    }
+
+    #[tokio::test]
+    async fn a_varying_image_of_a_run_wide_service_restarts_it_between_combinations() {
+        let root = tempfile::tempdir().unwrap();
+        let settings = planned(root.path()).cells[0].settings.clone();
+        // The broker's image comes from KAFKA_IMAGE, which varies.
+        std::fs::write(
+            root.path().join("c.yaml"),
+            "services:\n  broker: { image: \"${KAFKA_IMAGE}\" }\n  proxy: { image: \"proxy:1\", depends_on: [broker] }\n  vault: { image: v }\n",
+        )
+        .unwrap();
+        let settings = Settings {
+            matrix: vec![
+                crate::matrix::axis("KAFKA_IMAGE", &["k:1".into(), "k:2".into()]).unwrap(),
+            ],
+            ..settings
+        };
+        let run = crate::plan::plan_run(&settings, "r").unwrap();
+        let mut site = FakeSite::default();
+        let results = run_all(&mut site, &run).await.unwrap();
+        let log = site.log.lock().unwrap().clone();
+        let run_wide: Vec<&str> = log
+            .iter()
+            .filter(|l| *l == "up broker" || *l == "down broker" || l.starts_with("switch"))
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            run_wide,
+            [
+                "up broker",
+                "down broker",
+                "switch to k:2 proxy:1 v",
+                "up broker"
+            ]
+        );
+        assert_eq!(results.len(), 2);
+        assert_eq!(results[1].combination["KAFKA_IMAGE"], "k:2");
     }
 }

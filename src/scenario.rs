@@ -50,6 +50,9 @@ pub struct Suite {
     /// The largest record size in bytes the suite's brokers accept, when they were configured to
     /// accept more (or less) than Kafka's default; see [`Suite::max_record_size`].
     pub max_record_size: Option<u64>,
+    /// Settings the suite measures at several values (`matrix:`), unless the command line or
+    /// the environment gives them.
+    pub matrix: Vec<crate::matrix::Axis>,
 }
 
 /// One numbered scenario of a suite.
@@ -176,6 +179,8 @@ struct SuiteFile {
     images: BTreeMap<String, serde_yaml::Value>,
     #[serde(default)]
     max_record_size: Option<u64>,
+    #[serde(default)]
+    matrix: BTreeMap<String, Vec<Scalar>>,
 }
 
 #[derive(Deserialize)]
@@ -326,7 +331,17 @@ impl Suite {
                 file.display()
             );
         }
+        let matrix = raw
+            .matrix
+            .into_iter()
+            .map(|(var, values)| {
+                let values: Vec<String> = values.into_iter().map(|v| v.0).collect();
+                crate::matrix::axis(&var, &values)
+                    .with_context(|| format!("{}: matrix.{var}", file.display()))
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Suite {
+            matrix,
             compose: resolve_compose(&file, &raw.compose)?,
             dir,
             file,

@@ -131,11 +131,26 @@ pub struct Settings {
     pub scenarios: PathBuf,
     /// Directory the run's results directory is created in.
     pub results_dir: PathBuf,
+    /// Settings measured at several values (see `crate::matrix`); the fields above hold each
+    /// one's first value. Empty: every setting has one value.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub matrix: Vec<crate::matrix::Axis>,
 }
 
 impl Default for Settings {
     /// The documented defaults; `commit_id` is detected from the default suite directory.
     fn default() -> Self {
+        let defaults = Settings::without_commit();
+        Settings {
+            commit_id: detect_commit_id(&defaults.scenarios),
+            ..defaults
+        }
+    }
+}
+
+impl Settings {
+    /// The documented defaults with the commit id [`UNKNOWN_COMMIT`] (nothing is run to find it).
+    pub fn without_commit() -> Self {
         let scenarios = PathBuf::from(DEFAULT_SCENARIOS);
         Settings {
             test: DEFAULT_TEST.to_string(),
@@ -150,7 +165,7 @@ impl Default for Settings {
                 .expect("default producer properties parse"),
             throughput: DEFAULT_THROUGHPUT,
             repeat: DEFAULT_REPEAT,
-            commit_id: detect_commit_id(&scenarios),
+            commit_id: UNKNOWN_COMMIT.to_string(),
             kafka_image: DEFAULT_KAFKA_IMAGE.to_string(),
             kroxylicious_image: DEFAULT_KROXYLICIOUS_IMAGE.to_string(),
             kafka_tool_image: DEFAULT_KAFKA_TOOL_IMAGE.to_string(),
@@ -158,11 +173,10 @@ impl Default for Settings {
             driver: DEFAULT_DRIVER,
             scenarios,
             results_dir: PathBuf::from(DEFAULT_RESULTS_DIR),
+            matrix: Vec::new(),
         }
     }
-}
 
-impl Settings {
     /// Every setting under its environment-variable name, as Compose interpolation sees them.
     pub fn variables(&self) -> BTreeMap<String, String> {
         let pairs = [

@@ -10,7 +10,7 @@ pub struct TableData {
     /// Printed above the table.
     pub title: &'static str,
     /// Header cells.
-    pub columns: Vec<&'static str>,
+    pub columns: Vec<String>,
     /// Formatted cells, one row per line.
     pub rows: Vec<Vec<String>>,
 }
@@ -19,7 +19,7 @@ pub struct TableData {
 /// and separated by two spaces, no trailing blanks.
 pub fn plain_body(table: &TableData) -> String {
     let mut b = Builder::default();
-    b.push_record(table.columns.iter().copied());
+    b.push_record(table.columns.iter().map(String::as_str));
     b.push_record(table.columns.iter().map(|c| "-".repeat(c.len())));
     for row in &table.rows {
         b.push_record(row.iter().map(String::as_str));
@@ -37,7 +37,7 @@ pub fn plain_body(table: &TableData) -> String {
 /// Header and rows as a GitHub Markdown table (no trailing newline).
 pub fn markdown_body(table: &TableData) -> String {
     let mut b = Builder::default();
-    b.push_record(table.columns.iter().copied());
+    b.push_record(table.columns.iter().map(String::as_str));
     for row in &table.rows {
         b.push_record(row.iter().map(String::as_str));
     }

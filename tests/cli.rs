@@ -420,3 +420,143 @@ fn scenario_file_errors_name_file_line_and_key() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("nowhere"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_matrix_dry_run_lists_every_combination_and_estimates_the_run_time() {
+    let root = suite();
+    let out = perf_tests(
+        root.path(),
+        &[
+            "run",
+            "--dry-run",
+            "--throughput",
+            "5e3",
+            "--throughput",
+            "-1",
+        ],
+        &[
+            ("TEST", "01-.*"),
+            ("RECORD_SIZE", "100,1e3"),
+            ("REPEAT", "2"),
+            ("NUM_RECORDS", "1e4"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let plan = stdout(&out);
+    for expected in [
+        "Matrix: 4 combinations of RECORD_SIZE (100, 1000) x THROUGHPUT (5000, -1)",
+        "  1. RECORD_SIZE=100, THROUGHPUT=5000\n",
+        "  2. RECORD_SIZE=100, THROUGHPUT=-1\n",
+        "  4. RECORD_SIZE=1000, THROUGHPUT=-1\n",
+        "Estimated run time: about ",
+        "(8 measurements: 1 scenarios x 4 combinations x REPEAT=2;",
+    ] {
+        assert!(plan.contains(expected), "missing {expected:?} in\n{plan}");
+    }
+    // The settings shown are the first combination's.
+    assert_eq!(setting(&plan, "RECORD_SIZE"), "100");
+    assert_eq!(setting(&plan, "THROUGHPUT"), "5000");
+
+    // A longer run is estimated longer.
+    let minutes = |plan: &str| -> f64 {
+        let line = plan.lines().find(|l| l.starts_with("Estimated")).unwrap();
+        let about = line.split("about ").nth(1).unwrap();
+        let (n, unit) = about.split_once(' ').unwrap();
+        let n: f64 = n.parse().unwrap();
+        if unit.starts_with("min") {
+            n
+        } else {
+            n / 60.0
+        }
+    };
+    let long = perf_tests(
+        root.path(),
+        &["run", "--dry-run"],
+        &[
+            ("TEST", "01-.*"),
+            ("RECORD_SIZE", "100,1e3"),
+            ("NUM_RECORDS", "1e8"),
+        ],
+    );
+    assert!(
+        minutes(&stdout(&long)) > minutes(&plan) * 10.0,
+        "{}",
+        stdout(&long)
+    );
+
+    // An image that varies: the other combination's image is listed too.
+    let out = perf_tests(
+        root.path(),
+        &["run", "--dry-run"],
+        &[("TEST", "02-.*"), ("KROXYLICIOUS_IMAGE", "proxy:a,proxy:b")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let plan = stdout(&out);
+    assert!(
+        plan.contains("Matrix: 2 combinations of KROXYLICIOUS_IMAGE (proxy:a, proxy:b)"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("  - proxy:a: from the engine or pulled"),
+        "{plan}"
+    );
+    assert!(plan.contains("  also image proxy:b\n"), "{plan}");
+}
+
+#[test]
+fn bad_matrices_are_refused_naming_the_setting() {
+    let root = suite();
+    for (var, value, expected) in [
+        ("REPEAT", "1,2", "REPEAT cannot take a list"),
+        ("DRIVER", "native,kafka-tools", "DRIVER cannot take a list"),
+        ("WARM_UP_NUM_RECORDS_POST_BROKER_START", "1,2", "cannot take a list"),
+        ("RECORD_SIZE", "100,1e2", "RECORD_SIZE lists the value \"100\" twice"),
+        ("RECORD_SIZE", "100,x", "RECORD_SIZE=\"x\""),
+        ("RECORD_SIZE", "100,2e6", "at RECORD_SIZE=2000000: RECORD_SIZE=2000000 is larger"),
+        ("NUM_RECORDS", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32", "more than 1000 combinations"),
+    ] {
+        let env: Vec<(&str, &str)> = if var == "NUM_RECORDS" {
+            vec![(var, value), ("RECORD_SIZE", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32")]
+        } else {
+            vec![(var, value)]
+        };
+        let out = perf_tests(root.path(), &["run", "--dry-run"], &env);
+        assert_eq!(out.status.code(), Some(2), "{var}={value}: {}", stdout(&out));
+        let err = stderr(&out);
+        assert!(err.contains(expected), "{var}={value}: {err}");
+        assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    }
+    assert!(!root.path().join("results").exists());
+}
+
+#[test]
+fn a_suite_matrix_applies_unless_the_setting_is_given() {
+    let root = suite();
+    let file = root.path().join("scenarios/kroxylicious/suite.yaml");
+    let text = fs::read_to_string(&file).unwrap();
+    write(&file, &format!("{text}matrix:\n  NUM_RECORDS: [10, 2e1]\n"));
+    let out = perf_tests(root.path(), &["run", "--dry-run"], &[("TEST", "01-.*")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("Matrix: 2 combinations of NUM_RECORDS (10, 20)"),
+        "{}",
+        stdout(&out)
+    );
+    // Given, one value pins it.
+    let out = perf_tests(
+        root.path(),
+        &["run", "--dry-run"],
+        &[("TEST", "01-.*"), ("NUM_RECORDS", "7")],
+    );
+    assert!(!stdout(&out).contains("Matrix:"), "{}", stdout(&out));
+    assert_eq!(setting(&stdout(&out), "NUM_RECORDS"), "7");
+
+    write(&file, &format!("{text}matrix:\n  REPEAT: [1, 2]\n"));
+    let out = perf_tests(root.path(), &["run", "--dry-run"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("suite.yaml: matrix.REPEAT") && err.contains("REPEAT cannot take a list"),
+        "{err}"
+    );
+}

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::compare::Format;
+use crate::compare::{Format, Slice};
+use crate::matrix::{self, Axis};
 use crate::settings::{self, Settings};
 
 /// Measures what a Kafka path costs: runs numbered scenarios and prints producer and consumer
@@ -72,6 +73,14 @@ pub struct CompareArgs {
     pub base: String,
     /// New results, named the same ways as BASE
     pub new: String,
+    /// Only the base results measured at this value of a setting a matrix varied, matched
+    /// without it, e.g. KROXYLICIOUS_IMAGE=perf-tests/kroxylicious:0.12.0 (with --new-where,
+    /// compares two values of one run, measured interleaved)
+    #[arg(long, value_name = "VAR=VALUE")]
+    pub base_where: Option<Slice>,
+    /// Only the new results measured at this value of a setting a matrix varied
+    #[arg(long, value_name = "VAR=VALUE")]
+    pub new_where: Option<Slice>,
     /// Smallest change in percent that counts as a regression (when also significant)
     #[arg(long, default_value_t = crate::compare::DEFAULT_THRESHOLD_PCT, allow_negative_numbers = true)]
     pub threshold: f64,
@@ -117,8 +126,36 @@ fn record_size(s: &str) -> anyhow::Result<u64> {
     settings::parse_count("RECORD_SIZE", s, false)
 }
 
+/// Refuses a list given to a setting that holds for the whole run, naming the setting.
+fn single(var: &str, s: &str) -> anyhow::Result<()> {
+    if s.contains(',') {
+        anyhow::bail!("{var}={s:?}: {}", matrix::cannot_vary(var));
+    }
+    Ok(())
+}
+
 fn warm_up_post_broker_start(s: &str) -> anyhow::Result<u64> {
+    single("WARM_UP_NUM_RECORDS_POST_BROKER_START", s)?;
     settings::parse_count("WARM_UP_NUM_RECORDS_POST_BROKER_START", s, true)
+}
+
+fn repeat(s: &str) -> anyhow::Result<u32> {
+    single("REPEAT", s)?;
+    settings::parse_repeat(s)
+}
+
+fn driver(s: &str) -> anyhow::Result<settings::Driver> {
+    single("DRIVER", s)?;
+    settings::parse_driver(s)
+}
+
+fn kafka_tool_image(s: &str) -> anyhow::Result<String> {
+    single("KAFKA_TOOL_IMAGE", s)?;
+    Ok(s.to_string())
+}
+
+fn image(s: &str) -> anyhow::Result<String> {
+    Ok(s.trim().to_string())
 }
 
 fn services_cpuset(s: &str) -> anyhow::Result<String> {
@@ -141,14 +178,15 @@ pub struct SettingsArgs {
     pub test: String,
 
     /// Records produced and consumed per scenario (10000000, 1_000_000 and 1e6 forms)
-    #[arg(long, env = "NUM_RECORDS", default_value_t = settings::DEFAULT_NUM_RECORDS,
-          value_parser = num_records, global = true)]
-    pub num_records: u64,
+    /// [default: 10000000] [a list measures each]
+    #[arg(long, env = "NUM_RECORDS", value_parser = num_records, value_delimiter = ',',
+          global = true)]
+    pub num_records: Option<Vec<u64>>,
 
-    /// Record size in bytes
-    #[arg(long, env = "RECORD_SIZE", default_value_t = settings::DEFAULT_RECORD_SIZE,
-          value_parser = record_size, global = true)]
-    pub record_size: u64,
+    /// Record size in bytes [default: 1024] [a list measures each]
+    #[arg(long, env = "RECORD_SIZE", value_parser = record_size, value_delimiter = ',',
+          global = true)]
+    pub record_size: Option<Vec<u64>>,
 
     /// Warm-up records sent after the broker is started, before the first scenario
     #[arg(long, env = "WARM_UP_NUM_RECORDS_POST_BROKER_START",
@@ -157,16 +195,16 @@ pub struct SettingsArgs {
     pub warm_up_num_records_post_broker_start: u64,
 
     /// Warm-up records sent through each scenario's endpoint before it is measured
-    #[arg(long, env = "WARM_UP_NUM_RECORDS_PRE_TEST",
-          default_value_t = settings::DEFAULT_WARM_UP_PRE_TEST,
-          value_parser = warm_up_pre_test, global = true)]
-    pub warm_up_num_records_pre_test: u64,
+    /// [default: 1000] [a list measures each]
+    #[arg(long, env = "WARM_UP_NUM_RECORDS_PRE_TEST", value_parser = warm_up_pre_test,
+          value_delimiter = ',', global = true)]
+    pub warm_up_num_records_pre_test: Option<Vec<u64>>,
 
     /// Seconds the pre-test warm-up goes on for at least, in rounds of its records (0: one round)
-    #[arg(long, env = "WARM_UP_SECONDS_PRE_TEST",
-          default_value_t = settings::DEFAULT_WARM_UP_SECONDS_PRE_TEST,
-          value_parser = settings::parse_warm_up_seconds, global = true)]
-    pub warm_up_seconds_pre_test: u64,
+    /// [default: 0] [a list measures each]
+    #[arg(long, env = "WARM_UP_SECONDS_PRE_TEST", value_parser = settings::parse_warm_up_seconds,
+          value_delimiter = ',', global = true)]
+    pub warm_up_seconds_pre_test: Option<Vec<u64>>,
 
     /// CPUs every service container may run on, e.g. 0 or 0-1 (empty: not pinned)
     #[arg(long, env = "SERVICES_CPUSET", default_value = "", value_parser = services_cpuset,
@@ -178,19 +216,20 @@ pub struct SettingsArgs {
           global = true)]
     pub workload_cpuset: String,
 
-    /// Producer properties: space-separated key=value entries
-    #[arg(long, env = "PRODUCER_PROPERTIES", default_value = settings::DEFAULT_PRODUCER_PROPERTIES,
-          value_parser = properties, global = true)]
-    pub producer_properties: Properties,
+    /// Producer properties: space-separated key=value entries [default: acks=all]
+    /// [the flag repeated measures each; the variable is one value, commas included]
+    #[arg(long, env = "PRODUCER_PROPERTIES", value_parser = properties, global = true)]
+    pub producer_properties: Option<Vec<Properties>>,
 
-    /// Producer throughput limit in records/s; -1 is unlimited
-    #[arg(long, env = "THROUGHPUT", default_value_t = settings::DEFAULT_THROUGHPUT,
-          value_parser = settings::parse_throughput, allow_hyphen_values = true, global = true)]
-    pub throughput: i64,
+    /// Producer throughput limit in records/s; -1 is unlimited [default: -1]
+    /// [a list measures each]
+    #[arg(long, env = "THROUGHPUT", value_parser = settings::parse_throughput,
+          value_delimiter = ',', allow_hyphen_values = true, global = true)]
+    pub throughput: Option<Vec<i64>>,
 
     /// Times each scenario is measured; rounds interleave the scenarios, tables show medians
     #[arg(long, env = "REPEAT", default_value_t = settings::DEFAULT_REPEAT,
-          value_parser = settings::parse_repeat, global = true)]
+          value_parser = repeat, global = true)]
     pub repeat: u32,
 
     /// Commit id recorded with the results and naming their directory
@@ -198,28 +237,29 @@ pub struct SettingsArgs {
     #[arg(long, env = "COMMIT_ID", global = true)]
     pub commit_id: Option<String>,
 
-    /// Apache Kafka (native) broker image
-    #[arg(long, env = "KAFKA_IMAGE", default_value = settings::DEFAULT_KAFKA_IMAGE, global = true)]
-    pub kafka_image: String,
+    /// Apache Kafka (native) broker image [default: perf-tests/kafka:4.4.0]
+    /// [a list measures each]
+    #[arg(long, env = "KAFKA_IMAGE", value_parser = image, value_delimiter = ',', global = true)]
+    pub kafka_image: Option<Vec<String>>,
 
-    /// Kroxylicious proxy image
-    #[arg(long, env = "KROXYLICIOUS_IMAGE", default_value = settings::DEFAULT_KROXYLICIOUS_IMAGE,
+    /// Kroxylicious proxy image [default: perf-tests/kroxylicious:0.12.0] [a list measures each]
+    #[arg(long, env = "KROXYLICIOUS_IMAGE", value_parser = image, value_delimiter = ',',
           global = true)]
-    pub kroxylicious_image: String,
+    pub kroxylicious_image: Option<Vec<String>>,
 
     /// Kafka tooling image
     #[arg(long, env = "KAFKA_TOOL_IMAGE", default_value = settings::DEFAULT_KAFKA_TOOL_IMAGE,
-          global = true)]
+          value_parser = kafka_tool_image, global = true)]
     pub kafka_tool_image: String,
 
-    /// HashiCorp Vault image
-    #[arg(long, env = "VAULT_IMAGE", default_value = settings::DEFAULT_VAULT_IMAGE, global = true)]
-    pub vault_image: String,
+    /// HashiCorp Vault image [default: hashicorp/vault:1.15] [a list measures each]
+    #[arg(long, env = "VAULT_IMAGE", value_parser = image, value_delimiter = ',', global = true)]
+    pub vault_image: Option<Vec<String>>,
 
     /// Workload driver: native (built-in librdkafka client) or kafka-tools (Apache Kafka's
     /// perf-test scripts from KAFKA_TOOL_IMAGE)
     #[arg(long, env = "DRIVER", default_value = settings::DEFAULT_DRIVER.as_str(),
-          value_parser = settings::parse_driver, global = true)]
+          value_parser = driver, global = true)]
     pub driver: settings::Driver,
 
     /// Suite directory: suite.yaml and the numbered scenario directories
@@ -232,32 +272,63 @@ pub struct SettingsArgs {
 }
 
 impl SettingsArgs {
-    /// The plain settings; a missing commit id is detected from the suite directory.
-    pub fn into_settings(self) -> Settings {
+    /// The plain settings: a setting given as a list holds its first value, and the lists of
+    /// every varying setting given (one value pins a setting the suite's matrix varies) are
+    /// its `matrix`; a missing commit id is detected from the suite directory. Errors name
+    /// the setting and the value.
+    pub fn into_settings(self) -> anyhow::Result<Settings> {
         let commit_id = self
             .commit_id
             .filter(|c| !c.trim().is_empty())
             .unwrap_or_else(|| settings::detect_commit_id(&self.scenarios));
-        Settings {
+        let lists: [(&str, Option<Vec<String>>); 9] = [
+            ("KAFKA_IMAGE", self.kafka_image),
+            ("KROXYLICIOUS_IMAGE", self.kroxylicious_image),
+            ("VAULT_IMAGE", self.vault_image),
+            ("NUM_RECORDS", texts(self.num_records)),
+            ("RECORD_SIZE", texts(self.record_size)),
+            ("THROUGHPUT", texts(self.throughput)),
+            (
+                "PRODUCER_PROPERTIES",
+                self.producer_properties.map(|v| {
+                    v.iter()
+                        .map(|p| settings::format_properties(&p.0))
+                        .collect()
+                }),
+            ),
+            (
+                "WARM_UP_NUM_RECORDS_PRE_TEST",
+                texts(self.warm_up_num_records_pre_test),
+            ),
+            (
+                "WARM_UP_SECONDS_PRE_TEST",
+                texts(self.warm_up_seconds_pre_test),
+            ),
+        ];
+        let mut settings = Settings {
             test: self.test,
-            num_records: self.num_records,
-            record_size: self.record_size,
             warm_up_post_broker_start: self.warm_up_num_records_post_broker_start,
-            warm_up_pre_test: self.warm_up_num_records_pre_test,
-            warm_up_seconds_pre_test: self.warm_up_seconds_pre_test,
             services_cpuset: self.services_cpuset,
             workload_cpuset: self.workload_cpuset,
-            producer_properties: self.producer_properties.0,
-            throughput: self.throughput,
             repeat: self.repeat,
             commit_id,
-            kafka_image: self.kafka_image,
-            kroxylicious_image: self.kroxylicious_image,
             kafka_tool_image: self.kafka_tool_image,
-            vault_image: self.vault_image,
             driver: self.driver,
             scenarios: self.scenarios,
             results_dir: self.results_dir,
+            ..Settings::without_commit()
+        };
+        for (var, values) in lists {
+            let Some(values) = values else { continue };
+            let axis: Axis = matrix::axis(var, &values)?;
+            matrix::set(&mut settings, var, &axis.values[0])?;
+            settings.matrix.push(axis);
         }
+        Ok(settings)
     }
+}
+
+/// Values as the text a setting is written in.
+fn texts<T: ToString>(values: Option<Vec<T>>) -> Option<Vec<String>> {
+    values.map(|v| v.iter().map(T::to_string).collect())
 }

@@ -51,7 +51,13 @@ pub fn main() -> i32 {
             return e.exit_code();
         }
     };
-    let settings = cli.settings.into_settings();
+    let settings = match cli.settings.into_settings() {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return EXIT_USAGE;
+        }
+    };
     match cli.command.unwrap_or(Command::Run(RunArgs::default())) {
         Command::Run(args) => run(&settings, &args),
         Command::List => list(&settings),
@@ -68,8 +74,8 @@ fn compare(settings: &Settings, args: &CompareArgs) -> i32 {
     let stdout = std::io::stdout();
     let terminal = stdout.is_terminal();
     match crate::compare::run(
-        &args.base,
-        &args.new,
+        (&args.base, args.base_where.as_ref()),
+        (&args.new, args.new_where.as_ref()),
         &settings.results_dir,
         args.threshold,
         args.format.into(),
@@ -125,10 +131,12 @@ fn exit_code_of(e: &anyhow::Error) -> i32 {
 }
 
 fn run(settings: &Settings, args: &RunArgs) -> i32 {
-    let planned = plan::plan(settings, &crate::engine::new_run_id()).and_then(|plan| {
+    let planned = plan::plan_run(settings, &crate::engine::new_run_id()).and_then(|plan| {
         // The driver refuses what it cannot run before anything is printed or started.
         let driver = crate::driver::for_settings(settings);
-        driver.check(&plan)?;
+        for cell in &plan.cells {
+            driver.check(&cell.plan)?;
+        }
         Ok((plan, driver.describe()))
     });
     let (plan, driver) = match planned {
@@ -139,7 +147,7 @@ fn run(settings: &Settings, args: &RunArgs) -> i32 {
         }
     };
     if args.dry_run {
-        print!("{}", plan.render(settings));
+        print!("{}", plan.render());
         println!("{driver}");
         return EXIT_OK;
     }
@@ -151,7 +159,7 @@ fn run(settings: &Settings, args: &RunArgs) -> i32 {
         }
     };
     let started = chrono::Utc::now();
-    let outcome = runtime.block_on(runner::run(settings, &plan));
+    let outcome = runtime.block_on(runner::run(&plan));
     let ended = chrono::Utc::now();
     let output = match outcome {
         Ok(r) => r,
@@ -163,8 +171,8 @@ fn run(settings: &Settings, args: &RunArgs) -> i32 {
     let host = results::HostFacts::collect(output.engine_version);
     let mut info = results::RunInfo::new(
         &output.run_id,
-        settings,
-        &plan.suite.dir,
+        &plan.settings(),
+        &plan.first().suite.dir,
         host,
         started,
         ended,
@@ -301,13 +309,75 @@ mod tests {
     #[test]
     fn flags_after_the_command_and_before_it_both_apply() {
         let cli = Cli::try_parse_from(["perf-tests", "run", "--num-records", "1e3"]).unwrap();
-        assert_eq!(cli.settings.num_records, 1000);
+        assert_eq!(cli.settings.num_records, Some(vec![1000]));
         let cli = Cli::try_parse_from(["perf-tests", "--num-records", "2e3", "list"]).unwrap();
-        assert_eq!(cli.settings.num_records, 2000);
+        assert_eq!(cli.settings.num_records, Some(vec![2000]));
         assert!(matches!(cli.command, Some(Command::List)));
         let cli = Cli::try_parse_from(["perf-tests", "--throughput", "-1"]).unwrap();
-        assert_eq!(cli.settings.throughput, -1);
+        assert_eq!(cli.settings.throughput, Some(vec![-1]));
         assert!(cli.command.is_none());
+    }
+
+    #[test]
+    fn lists_and_repeated_flags_make_a_matrix_of_the_settings_that_may_vary() {
+        let settings = |args: &[&str]| {
+            let mut all = vec!["perf-tests"];
+            all.extend(args);
+            Cli::try_parse_from(all).unwrap().settings.into_settings()
+        };
+        let s = settings(&[
+            "--record-size",
+            "100,1e3",
+            "--throughput",
+            "2e4",
+            "--throughput",
+            "-1",
+            "--producer-properties",
+            "acks=all",
+            "--producer-properties",
+            "acks=1 linger.ms=5",
+            "--commit-id",
+            "c",
+        ])
+        .unwrap();
+        assert_eq!(s.record_size, 100);
+        assert_eq!(s.throughput, 20_000);
+        let axes: Vec<(&str, Vec<&str>)> = s
+            .matrix
+            .iter()
+            .map(|a| {
+                (
+                    a.var.as_str(),
+                    a.values.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            axes,
+            [
+                ("RECORD_SIZE", vec!["100", "1000"]),
+                ("THROUGHPUT", vec!["20000", "-1"]),
+                (
+                    "PRODUCER_PROPERTIES",
+                    vec!["acks=all", "acks=1 linger.ms=5"]
+                ),
+            ]
+        );
+        // Unset settings keep their defaults and are not axes.
+        let s = settings(&["--commit-id", "c"]).unwrap();
+        assert_eq!(s.record_size, crate::settings::DEFAULT_RECORD_SIZE);
+        assert!(s.matrix.is_empty());
+        let err = settings(&["--record-size", "5,5", "--commit-id", "c"])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "RECORD_SIZE lists the value \"5\" twice");
+        let err = Cli::try_parse_from(["perf-tests", "--repeat", "2,3"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("REPEAT=\"2,3\": REPEAT cannot take a list"),
+            "{err}"
+        );
     }
 
     fn info() -> results::RunInfo {

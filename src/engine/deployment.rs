@@ -60,6 +60,12 @@ impl Deployment {
         &self.project
     }
 
+    /// Deploys `project` from now on (another combination of a matrix): services started
+    /// later are made from its definitions; those up keep running as they were made.
+    pub fn set_project(&mut self, project: Project) {
+        self.project = project;
+    }
+
     /// The deployment name (prefix of container and network names).
     pub fn name(&self) -> &str {
         &self.name

@@ -21,9 +21,68 @@ fn pretty<T: Serialize>(name: String, value: &T) -> Result<(String, String)> {
 impl Exporter for Json {
     fn files(&self, info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>> {
         let mut files = vec![pretty(RUN_FILE.to_string(), info)?];
-        for r in results {
-            files.push(pretty(format!("{}.json", r.name), r)?);
+        for (r, name) in results.iter().zip(file_names(results)) {
+            files.push(pretty(name, r)?);
         }
         Ok(files)
+    }
+}
+
+/// `<scenario>.json`, or with a matrix `<scenario>@<n>.json`, n numbering the run's distinct
+/// combinations in order (the values themselves, such as image references, may not be file
+/// names; the record inside holds them).
+fn file_names(results: &[ScenarioResult]) -> Vec<String> {
+    let mut combinations: Vec<&crate::matrix::Combination> = Vec::new();
+    for r in results {
+        if !combinations.contains(&&r.combination) {
+            combinations.push(&r.combination);
+        }
+    }
+    let width = combinations.len().to_string().len().max(2);
+    results
+        .iter()
+        .map(|r| {
+            if r.combination.is_empty() {
+                format!("{}.json", r.name)
+            } else {
+                let n = combinations
+                    .iter()
+                    .position(|c| *c == &r.combination)
+                    .unwrap_or(0)
+                    + 1;
+                format!("{}@{n:0width$}.json", r.name)
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_matrix_numbers_its_combinations_in_the_file_names() {
+        let mut results = crate::report::tests::sample();
+        assert_eq!(
+            file_names(&results),
+            ["01-no-proxy-baseline.json", "02-no-filters.json"]
+        );
+        let mut more = results.clone();
+        for (r, size) in results.iter_mut().zip(["100", "100"]) {
+            r.combination.insert("RECORD_SIZE".into(), size.into());
+        }
+        for (r, size) in more.iter_mut().zip(["1000", "1000"]) {
+            r.combination.insert("RECORD_SIZE".into(), size.into());
+        }
+        results.extend(more);
+        assert_eq!(
+            file_names(&results),
+            [
+                "01-no-proxy-baseline@01.json",
+                "02-no-filters@01.json",
+                "01-no-proxy-baseline@02.json",
+                "02-no-filters@02.json"
+            ]
+        );
     }
 }

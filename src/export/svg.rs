@@ -1,7 +1,10 @@
 //! `charts.svg`: a hand-written SVG of a run, beside its tables. The upper panel shows producer
 //! throughput per scenario as bars, the lower one the latency percentiles (p50, p95, p99,
 //! p99.9) per scenario as grouped bars; when scenarios were repeated, each bar is the median and
-//! carries a min–max error bar. Every bar has a `<title>` with its exact value.
+//! carries a min–max error bar. A run with a matrix adds, for each setting it varied, a line
+//! chart of the producer's throughput and of its 99th percentile over that setting's values, one
+//! line per scenario (and combination of the other varying settings). Every bar and point has
+//! a `<title>` with its exact value.
 
 use std::fmt::Write;
 
@@ -50,11 +53,91 @@ fn spread(r: &ScenarioResult, metric: &Metric) -> (f64, f64, f64) {
     (stats::median(&v), lo, hi)
 }
 
+/// Line colours, cycled.
+const PALETTE: [&str; 8] = [
+    "#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#9d755d",
+];
+/// Height of one legend line under a line chart.
+const LEGEND_LINE: f64 = 16.0;
+
+/// One line of a line chart: its name and the results it joins, one per value of the setting.
+struct Line<'a> {
+    name: String,
+    points: Vec<(usize, &'a ScenarioResult)>,
+}
+
+/// The lines of the chart over `var`: results grouped by scenario and the values of the other
+/// varying settings; each point's x is the index of its `var` value in `values`.
+fn lines_over<'a>(results: &'a [ScenarioResult], var: &str, values: &[String]) -> Vec<Line<'a>> {
+    let mut lines: Vec<Line<'a>> = Vec::new();
+    for r in results {
+        let Some(x) = r
+            .combination
+            .get(var)
+            .and_then(|v| values.iter().position(|w| w == v))
+        else {
+            continue;
+        };
+        let mut rest = r.combination.clone();
+        rest.remove(var);
+        let name = crate::model::row_label(&r.name, &rest);
+        match lines.iter_mut().find(|l| l.name == name) {
+            Some(l) => l.points.push((x, r)),
+            None => lines.push(Line {
+                name,
+                points: vec![(x, r)],
+            }),
+        }
+    }
+    for l in &mut lines {
+        l.points.sort_by_key(|(x, _)| *x);
+    }
+    lines
+}
+
+/// Every varying setting with its values in order of appearance.
+fn axes_of(results: &[ScenarioResult]) -> Vec<(String, Vec<String>)> {
+    crate::matrix::varying(results.iter().map(|r| &r.combination))
+        .into_iter()
+        .map(|var| {
+            let mut values: Vec<String> = Vec::new();
+            for v in results.iter().filter_map(|r| r.combination.get(&var)) {
+                if !values.contains(v) {
+                    values.push(v.clone());
+                }
+            }
+            (var, values)
+        })
+        .collect()
+}
+
+/// Height of the two line panels of one varying setting with `lines` lines in the legend.
+fn line_block_height(lines: usize) -> f64 {
+    2.0 * (TOP + PANEL_HEIGHT + LABEL_SPACE) + lines as f64 * LEGEND_LINE
+}
+
 /// The SVG document for a run's results.
 pub fn render(results: &[ScenarioResult]) -> String {
     let n = results.len().max(1) as f64;
-    let width = LEFT + RIGHT + n * GROUP_WIDTH;
-    let height = 2.0 * (TOP + PANEL_HEIGHT + LABEL_SPACE);
+    let mut width = LEFT + RIGHT + n * GROUP_WIDTH;
+    let axes = axes_of(results);
+    let blocks: Vec<(String, Vec<String>, Vec<Line>)> = axes
+        .into_iter()
+        .map(|(var, values)| {
+            let lines = lines_over(results, &var, &values);
+            (var, values, lines)
+        })
+        .collect();
+    if !blocks.is_empty() {
+        // Room for the line charts' value labels.
+        width = width.max(LEFT + RIGHT + 4.0 * GROUP_WIDTH);
+    }
+    let bars_height = 2.0 * (TOP + PANEL_HEIGHT + LABEL_SPACE);
+    let height = bars_height
+        + blocks
+            .iter()
+            .map(|(_, _, l)| line_block_height(l.len()))
+            .sum::<f64>();
     let repeated = results.iter().any(|r| r.repetitions.len() > 1);
     let mut svg = String::new();
     let _ = writeln!(
@@ -97,12 +180,12 @@ pub fn render(results: &[ScenarioResult]) -> String {
             top,
             max,
             *med,
-            &format!("{}: {med:.0} rec/s", r.name),
+            &format!("{}: {med:.0} rec/s", r.label()),
         );
         if repeated {
             error_bar(&mut svg, x + bw / 2.0, top, max, *lo, *hi);
         }
-        label(&mut svg, i, top, &r.name);
+        label(&mut svg, i, top, r);
     }
 
     // Latency panel.
@@ -147,16 +230,139 @@ pub fn render(results: &[ScenarioResult]) -> String {
                 top,
                 max,
                 *med,
-                &format!("{} {name}: {med:.1} ms", r.name),
+                &format!("{} {name}: {med:.1} ms", r.label()),
             );
             if repeated {
                 error_bar(&mut svg, x + bw * 0.45, top, max, *lo, *hi);
             }
         }
-        label(&mut svg, i, top, &r.name);
+        label(&mut svg, i, top, r);
+    }
+
+    let mut top = bars_height;
+    for (var, values, lines) in &blocks {
+        line_chart(&mut svg, top, width, var, values, lines, Chart::Throughput);
+        let second = top + TOP + PANEL_HEIGHT + LABEL_SPACE;
+        line_chart(&mut svg, second, width, var, values, lines, Chart::P99);
+        legend(&mut svg, second + TOP + PANEL_HEIGHT + LABEL_SPACE, lines);
+        top += line_block_height(lines.len());
     }
     svg.push_str("</svg>\n");
     svg
+}
+
+/// What a line chart shows.
+#[derive(Clone, Copy)]
+enum Chart {
+    Throughput,
+    P99,
+}
+
+impl Chart {
+    /// The metric of a result: the producer's rate, or its 99th percentile (from the intended
+    /// send times where measured).
+    fn value(self, r: &ScenarioResult) -> (f64, &'static str) {
+        let v = match self {
+            Chart::Throughput => (metrics::named(THROUGHPUT).get)(&r.measurement),
+            Chart::P99 => match &r.measurement.producer.intended {
+                Some(i) => i.p99_ms,
+                None => r.measurement.producer.p99_ms,
+            },
+        };
+        (v, self.unit())
+    }
+
+    fn unit(self) -> &'static str {
+        match self {
+            Chart::Throughput => "rec/s",
+            Chart::P99 => "ms",
+        }
+    }
+
+    fn title(self, var: &str) -> String {
+        match self {
+            Chart::Throughput => format!("Producer throughput (rec/s, median) by {var}"),
+            Chart::P99 => format!(
+                "Producer 99th percentile (ms, median; from the intended send times where \
+                 measured) by {var}"
+            ),
+        }
+    }
+}
+
+/// A panel with one polyline per line over the values of `var`, each point titled.
+fn line_chart(
+    svg: &mut String,
+    top: f64,
+    width: f64,
+    var: &str,
+    values: &[String],
+    lines: &[Line],
+    chart: Chart,
+) {
+    let max = nice_ceiling(
+        lines
+            .iter()
+            .flat_map(|l| &l.points)
+            .map(|(_, r)| chart.value(r).0)
+            .fold(0.0, f64::max),
+    );
+    panel(svg, top, width, max, &chart.title(var));
+    let step = (width - LEFT - RIGHT) / values.len().max(1) as f64;
+    let x_of = |x: usize| LEFT + (x as f64 + 0.5) * step;
+    for (x, v) in values.iter().enumerate() {
+        let _ = writeln!(
+            svg,
+            r#"<text class="value" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            x_of(x),
+            top + PANEL_HEIGHT + 18.0,
+            escape(v)
+        );
+    }
+    for (k, line) in lines.iter().enumerate() {
+        let colour = PALETTE[k % PALETTE.len()];
+        let points: Vec<String> = line
+            .points
+            .iter()
+            .map(|(x, r)| format!("{:.1},{:.1}", x_of(*x), y_of(top, max, chart.value(r).0)))
+            .collect();
+        let _ = writeln!(
+            svg,
+            r#"<polyline class="line" points="{}" fill="none" stroke="{colour}" stroke-width="2"/>"#,
+            points.join(" ")
+        );
+        for (x, r) in &line.points {
+            let (v, unit) = chart.value(r);
+            let _ = writeln!(
+                svg,
+                r#"<circle class="point" cx="{:.1}" cy="{:.1}" r="3" fill="{colour}"><title>{}</title></circle>"#,
+                x_of(*x),
+                y_of(top, max, v),
+                escape(&format!(
+                    "{}, {var}={}: {} {unit}",
+                    line.name,
+                    values[*x],
+                    trim(v)
+                ))
+            );
+        }
+    }
+}
+
+/// The names of a line chart's lines, one per row in their colours.
+fn legend(svg: &mut String, top: f64, lines: &[Line]) {
+    for (k, line) in lines.iter().enumerate() {
+        let y = top + k as f64 * LEGEND_LINE;
+        let colour = PALETTE[k % PALETTE.len()];
+        let _ = writeln!(
+            svg,
+            r#"<rect x="{LEFT}" y="{:.1}" width="10" height="10" fill="{colour}"/><text class="legend" x="{:.1}" y="{:.1}">{}</text>"#,
+            y - 10.0,
+            LEFT + 14.0,
+            y,
+            escape(&line.name)
+        );
+    }
 }
 
 /// Title, axes and five labelled grid lines of a panel whose plot area starts at `top`.
@@ -219,14 +425,23 @@ fn error_bar(svg: &mut String, x: f64, top: f64, max: f64, lo: f64, hi: f64) {
     );
 }
 
-fn label(svg: &mut String, i: usize, top: f64, name: &str) {
+/// A bar group's name under the panel, and its combination on a second line under a matrix.
+fn label(svg: &mut String, i: usize, top: f64, r: &ScenarioResult) {
+    let x = LEFT + (i as f64 + 0.5) * GROUP_WIDTH;
     let _ = writeln!(
         svg,
-        r#"<text class="scenario" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-        LEFT + (i as f64 + 0.5) * GROUP_WIDTH,
+        r#"<text class="scenario" x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
         top + PANEL_HEIGHT + 18.0,
-        escape(name)
+        escape(&r.name)
     );
+    if !r.combination.is_empty() {
+        let _ = writeln!(
+            svg,
+            r#"<text class="combination" x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
+            top + PANEL_HEIGHT + 32.0,
+            escape(&crate::matrix::label(&r.combination))
+        );
+    }
 }
 
 fn y_of(top: f64, max: f64, v: f64) -> f64 {
@@ -421,6 +636,40 @@ mod tests {
             .collect();
         // 48671 rec/s against 47189 rec/s.
         assert!(heights[0] > heights[1], "{heights:?}");
+    }
+
+    #[test]
+    fn a_matrix_draws_a_line_per_scenario_over_each_varying_setting() {
+        let base = crate::report::tests::sample();
+        let mut results = Vec::new();
+        for (size, scale) in [("100", 1.0), ("1000", 0.5), ("10000", 0.25)] {
+            for r in &base {
+                let mut r = r.clone();
+                r.combination.insert("RECORD_SIZE".into(), size.into());
+                r.measurement.producer.rate_rec_s *= scale;
+                results.push(r);
+            }
+        }
+        let svg = render(&results);
+        check_well_formed(&svg).unwrap();
+        // Two lines (one per scenario) in each of the two charts over RECORD_SIZE.
+        assert_eq!(svg.matches(r#"class="line""#).count(), 4);
+        assert_eq!(svg.matches(r#"class="point""#).count(), 12);
+        assert!(svg.contains("Producer throughput (rec/s, median) by RECORD_SIZE"));
+        assert!(svg.contains("01-no-proxy-baseline, RECORD_SIZE=1000: "));
+        assert_eq!(svg.matches(r#"class="legend""#).count(), 2);
+        // The throughput line falls with the record size: y grows down the panel.
+        let first = svg.lines().find(|l| l.contains(r#"class="line""#)).unwrap();
+        let ys: Vec<f64> = first[first.find("points=\"").unwrap() + 8..]
+            .split('"')
+            .next()
+            .unwrap()
+            .split(' ')
+            .map(|p| p.split(',').nth(1).unwrap().parse().unwrap())
+            .collect();
+        assert!(ys[0] < ys[1] && ys[1] < ys[2], "{ys:?}");
+        // Without a matrix, no line charts.
+        assert!(!render(&base).contains(r#"class="line""#));
     }
 
     #[test]

@@ -1,0 +1,195 @@
+//! Matrices on the real engine: every selected scenario at every combination of the settings
+//! given as lists, one row each in the tables and the results, a varying proxy image and a
+//! varying broker image each really used, and one run's two images compared with each other.
+
+mod common;
+use common::{engine_lock, leftovers, perf_tests_run};
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use perf_tests::model::ScenarioResult;
+
+const PROXY_A: &str = "perf-tests/kroxylicious:0.12.0";
+const PROXY_B: &str = "perf-tests-test/kroxylicious:b";
+const KAFKA_A: &str = "perf-tests/kafka:4.4.0";
+const KAFKA_B: &str = "perf-tests-test/kafka:b";
+
+/// A second name for a built image, so that a matrix can tell two "images" apart.
+fn tag(from: &str, to: &str) {
+    let ok = Command::new("docker")
+        .args(["tag", from, to])
+        .env_remove("DOCKER_HOST")
+        .status()
+        .unwrap();
+    assert!(ok.success(), "docker tag {from} {to}");
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The run directory of a results directory holding one run, and its scenario records.
+fn the_run(results: &Path) -> (PathBuf, Vec<(String, ScenarioResult)>) {
+    let runs: Vec<PathBuf> = std::fs::read_dir(results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let mut records: Vec<(String, ScenarioResult)> = std::fs::read_dir(&runs[0])
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| e.file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".json") && n != "run.json")
+        .map(|n| {
+            let r = serde_json::from_slice(&std::fs::read(runs[0].join(&n)).unwrap()).unwrap();
+            (n, r)
+        })
+        .collect();
+    records.sort_by(|a, b| a.0.cmp(&b.0));
+    (runs[0].clone(), records)
+}
+
+fn run_id(run: &Path) -> String {
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
+    info["run_id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_matrix_over_record_size_and_the_proxy_image_measures_every_combination() {
+    let _lock = engine_lock(false);
+    tag(PROXY_A, PROXY_B);
+    let results = tempfile::tempdir().unwrap();
+    let out = perf_tests_run(results.path())
+        .env("TEST", "0[12]-.*")
+        .env("NUM_RECORDS", "2e3")
+        .env("RECORD_SIZE", "100,1000")
+        .env("KROXYLICIOUS_IMAGE", format!("{PROXY_A},{PROXY_B}"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+
+    // One row per scenario and combination, the varying settings as columns.
+    let producer =
+        &stdout[stdout.find("Producer Results").unwrap()..stdout.find("Consumer Results").unwrap()];
+    let header = producer.lines().find(|l| l.starts_with("Name")).unwrap();
+    assert!(
+        header.starts_with("Name")
+            && header.contains("KROXYLICIOUS_IMAGE")
+            && header.contains("RECORD_SIZE"),
+        "{header}"
+    );
+    let rows: Vec<&str> = producer.lines().filter(|l| l.starts_with('0')).collect();
+    assert_eq!(rows.len(), 8, "{producer}");
+
+    let (run, records) = the_run(results.path());
+    assert_eq!(records.len(), 8);
+    for (file, r) in &records {
+        let size: u64 = r.combination["RECORD_SIZE"].parse().unwrap();
+        let image = &r.combination["KROXYLICIOUS_IMAGE"];
+        assert!(file.starts_with(&format!("{}@", r.name)), "{file}");
+        let i = &r.measurement.integrity;
+        assert!(i.is_ok() && i.consumed == 2000, "{file}: {i:?}");
+        // The record size of the combination is what was sent.
+        let expected_mib = 2000.0 * size as f64 / 1048576.0;
+        assert!(
+            (r.measurement.consumer.consumed_mib - expected_mib).abs() < 0.01,
+            "{file}: {} MiB",
+            r.measurement.consumer.consumed_mib
+        );
+        // The proxy scenario ran the combination's image, and only that one.
+        if r.name.starts_with("02") {
+            let other = if image == PROXY_A { PROXY_B } else { PROXY_A };
+            assert!(
+                r.images.contains_key(image.as_str()),
+                "{file}: {:?}",
+                r.images
+            );
+            assert!(!r.images.contains_key(other), "{file}: {:?}", r.images);
+        }
+    }
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
+    let axes: Vec<&str> = info["settings"]["matrix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["var"].as_str().unwrap())
+        .collect();
+    assert_eq!(axes, ["KROXYLICIOUS_IMAGE", "RECORD_SIZE"]);
+    let svg = std::fs::read_to_string(run.join("charts.svg")).unwrap();
+    assert!(svg.contains("by RECORD_SIZE") && svg.contains("by KROXYLICIOUS_IMAGE"));
+
+    // The run's two images compared with each other, rows matched by scenario and record size.
+    let cmp = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+        .arg("compare")
+        .arg(&run)
+        .arg(&run)
+        .arg("--base-where")
+        .arg(format!("KROXYLICIOUS_IMAGE={PROXY_A}"))
+        .arg("--new-where")
+        .arg(format!("KROXYLICIOUS_IMAGE={PROXY_B}"))
+        .args(["--format", "plain"])
+        .output()
+        .unwrap();
+    let (cmp_out, cmp_err) = text(&cmp);
+    assert_eq!(cmp.status.code(), Some(0), "{cmp_out}\n{cmp_err}");
+    for row in [
+        "01-no-proxy-baseline [RECORD_SIZE=100]",
+        "02-no-filters [RECORD_SIZE=1000]",
+    ] {
+        assert!(cmp_out.contains(row), "{row} in\n{cmp_out}");
+    }
+    assert!(!cmp_out.contains("only in the"), "{cmp_out}");
+    let bad = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+        .arg("compare")
+        .arg(&run)
+        .arg(&run)
+        .args(["--new-where", "KROXYLICIOUS_IMAGE=nothing:here"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad)
+        .1
+        .contains("no result was measured at KROXYLICIOUS_IMAGE=nothing:here"));
+
+    assert_eq!(leftovers(&run_id(&run)).await, (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_varying_broker_image_restarts_the_run_wide_broker_between_combinations() {
+    let _lock = engine_lock(false);
+    tag(KAFKA_A, KAFKA_B);
+    let results = tempfile::tempdir().unwrap();
+    let out = perf_tests_run(results.path())
+        .env("TEST", "01-.*")
+        .env("NUM_RECORDS", "2e3")
+        .env("KAFKA_IMAGE", format!("{KAFKA_A},{KAFKA_B}"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stderr.contains("stopping broker1 for the next combination"),
+        "{stderr}"
+    );
+    let (run, records) = the_run(results.path());
+    assert_eq!(records.len(), 2);
+    for (file, r) in &records {
+        let image = &r.combination["KAFKA_IMAGE"];
+        let other = if image == KAFKA_A { KAFKA_B } else { KAFKA_A };
+        assert!(
+            r.images.contains_key(image.as_str()),
+            "{file}: {:?}",
+            r.images
+        );
+        assert!(!r.images.contains_key(other), "{file}: {:?}", r.images);
+        assert_eq!(r.measurement.integrity.consumed, 2000, "{file}");
+    }
+    assert_eq!(leftovers(&run_id(&run)).await, (0, 0));
+}
