@@ -4,7 +4,8 @@
 //!
 //! - `cli` parses the command line into plain `settings` and calls the stages below;
 //! - `plan` turns the settings, the `scenario` files and the `compose` files into one resolved
-//!   plan (scenarios, steps, Compose project, service closures, images and how each is had);
+//!   plan (scenarios, steps, Compose project, service closures, images and how each is had) per
+//!   combination of the settings a `matrix` varies (a `sweep` is a matrix of rates);
 //! - `runner` realises the plan on the `engine` (the Docker Engine API), builds what `images`
 //!   says, and measures each scenario through the `driver` chosen for the run, whose one
 //!   measurement flow orders the primitive steps a driver supplies (the native driver runs them
@@ -34,6 +35,7 @@ pub mod runner;
 pub mod scenario;
 pub mod settings;
 pub mod stats;
+pub mod sweep;
 pub mod table;
 pub mod tls;
 pub mod workload;

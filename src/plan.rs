@@ -36,6 +36,9 @@ pub struct RunPlan {
     pub axes: Vec<Axis>,
     /// One per combination, the first axis varying slowest.
     pub cells: Vec<Cell>,
+    /// A rate sweep (`perf-tests sweep`): THROUGHPUT is the last axis, the combinations are
+    /// measured in order, and a scenario's rate stops rising at the first it does not sustain.
+    pub sweep: bool,
 }
 
 /// One combination of a run's matrix, planned.
@@ -71,7 +74,11 @@ pub fn plan_run(settings: &Settings, run_id: &str) -> Result<RunPlan> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(RunPlan { axes, cells })
+    Ok(RunPlan {
+        axes,
+        cells,
+        sweep: false,
+    })
 }
 
 impl RunPlan {
@@ -151,6 +158,18 @@ impl RunPlan {
             for image in more {
                 let _ = writeln!(out, "  also image {image}");
             }
+        }
+        if self.sweep {
+            let _ = writeln!(
+                out,
+                "Sweep: each scenario's THROUGHPUT rises through the rates above in order and \
+                 stops at the first it does not sustain (the producer below 95% of it{}); the \
+                 estimate assumes every rate is measured",
+                match first.settings.p99_limit_ms {
+                    Some(l) => format!(", or its p99 over P99_LIMIT_MS={l}"),
+                    None => String::new(),
+                }
+            );
         }
         let minutes = self.estimate_s() / 60.0;
         let _ = writeln!(

@@ -224,9 +224,16 @@ pub fn integrity_table(results: &[ScenarioResult]) -> Option<TableData> {
 /// Every table of a run: producer (and its latency from intended send times when measured),
 /// consumer, then resources, integrity and path checks when they have rows.
 pub fn tables(results: &[ScenarioResult]) -> Vec<TableData> {
+    tables_with(results, None)
+}
+
+/// [`tables`], with the highest sustained rates after the consumer's when THROUGHPUT varied (a
+/// rate counting as sustained only within `p99_limit_ms` when given).
+pub fn tables_with(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<TableData> {
     let mut all = vec![producer_table(results)];
     all.extend(intended_table(results));
     all.push(consumer_table(results));
+    all.extend(crate::sweep::table(results, p99_limit_ms));
     all.extend(resources_table(results));
     all.extend(integrity_table(results));
     all.extend(path_check_table(results));

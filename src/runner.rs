@@ -26,6 +26,7 @@ use crate::plan::{self, Cell, ImageSource, Plan, PlannedScenario, RunPlan};
 use crate::resources;
 use crate::scenario::Step;
 use crate::settings::Settings;
+use crate::sweep;
 
 /// How long a service may take to become ready (running, healthy, or answering Kafka).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -550,11 +551,19 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
     // The cell whose project the site deploys, and the one whose run-wide services are up.
     let mut deployed = 0;
     let mut run_wide_of: Option<usize> = None;
+    // A sweep's lowest rate each line (scenario, other settings) did not sustain.
+    let mut ceiling: BTreeMap<(usize, String), i64> = BTreeMap::new();
     for round in 0..repeat {
         if repeat > 1 {
             phase(&format!("round {} of {repeat}", round + 1));
         }
-        for c in round_order(cells.len(), round) {
+        // A sweep climbs its rates in order; anything else rotates, against drift.
+        let order = if run.sweep {
+            (0..cells.len()).collect()
+        } else {
+            round_order(cells.len(), round)
+        };
+        for c in order {
             let cell = &cells[c];
             if c != deployed {
                 // Only an image of a run-wide service varying restarts them.
@@ -577,7 +586,25 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
             }
             for i in round_order(n, round) {
                 let planned = &cell.plan.scenarios[i];
+                let rate = cell.settings.throughput;
+                let line = (i, crate::matrix::label(&sweep::line_of(&cell.combination)));
+                if run.sweep && ceiling.get(&line).is_some_and(|&max| rate > max) {
+                    continue;
+                }
                 let rep = run_scenario(site, &*watcher, cell, planned).await?;
+                if let Some(why) = run
+                    .sweep
+                    .then(|| sweep::shortfall(&rep.measurement, cell.settings.p99_limit_ms))
+                    .flatten()
+                {
+                    crate::progress::println(&format!(
+                        "    {} does not sustain {rate} rec/s: {why}; its higher rates are not \
+                         measured",
+                        crate::model::row_label(&planned.scenario.name, &cell.combination)
+                    ));
+                    let max = ceiling.entry(line).or_insert(rate);
+                    *max = (*max).min(rate);
+                }
                 // Results are kept scenario by scenario, each scenario's combinations in order.
                 let k = i * cells.len() + c;
                 reps[k].push(rep);

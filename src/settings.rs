@@ -115,6 +115,9 @@ pub struct Settings {
     pub throughput: i64,
     /// Times each scenario is measured, in interleaved rounds.
     pub repeat: u32,
+    /// A rate is sustained (sweeps) only while the producer's p99 stays within this many ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_limit_ms: Option<u64>,
     /// Commit the measured code is at; names the results directory.
     pub commit_id: String,
     /// Apache Kafka (native) broker image.
@@ -165,6 +168,7 @@ impl Settings {
                 .expect("default producer properties parse"),
             throughput: DEFAULT_THROUGHPUT,
             repeat: DEFAULT_REPEAT,
+            p99_limit_ms: None,
             commit_id: UNKNOWN_COMMIT.to_string(),
             kafka_image: DEFAULT_KAFKA_IMAGE.to_string(),
             kroxylicious_image: DEFAULT_KROXYLICIOUS_IMAGE.to_string(),
@@ -203,6 +207,10 @@ impl Settings {
             ),
             ("THROUGHPUT", self.throughput.to_string()),
             ("REPEAT", self.repeat.to_string()),
+            (
+                "P99_LIMIT_MS",
+                self.p99_limit_ms.map(|l| l.to_string()).unwrap_or_default(),
+            ),
             ("COMMIT_ID", self.commit_id.clone()),
             ("KAFKA_IMAGE", self.kafka_image.clone()),
             ("KROXYLICIOUS_IMAGE", self.kroxylicious_image.clone()),
@@ -523,6 +531,7 @@ mod tests {
                 "KAFKA_TOOL_IMAGE",
                 "KROXYLICIOUS_IMAGE",
                 "NUM_RECORDS",
+                "P99_LIMIT_MS",
                 "PRODUCER_PROPERTIES",
                 "RECORD_SIZE",
                 "REPEAT",

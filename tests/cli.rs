@@ -560,3 +560,78 @@ fn a_suite_matrix_applies_unless_the_setting_is_given() {
         "{err}"
     );
 }
+
+#[test]
+fn a_sweep_dry_run_lists_its_rates_and_bad_sweeps_are_refused() {
+    let root = suite();
+    let out = perf_tests(
+        root.path(),
+        &[
+            "sweep",
+            "--from",
+            "1e4",
+            "--to",
+            "5e4",
+            "--steps",
+            "5",
+            "--dry-run",
+        ],
+        &[("TEST", "01-.*"), ("RECORD_SIZE", "100,1000")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let plan = stdout(&out);
+    for expected in [
+        "Matrix: 10 combinations of RECORD_SIZE (100, 1000) x THROUGHPUT (10000, 20000, 30000, 40000, 50000)",
+        "  2. RECORD_SIZE=100, THROUGHPUT=20000\n",
+        "Sweep: each scenario's THROUGHPUT rises through the rates above in order",
+    ] {
+        assert!(plan.contains(expected), "missing {expected:?} in\n{plan}");
+    }
+    let out = perf_tests(
+        root.path(),
+        &["sweep", "--to", "5e4", "--dry-run"],
+        &[("P99_LIMIT_MS", "50")],
+    );
+    assert!(
+        stdout(&out).contains("THROUGHPUT (5000, 10000,"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("or its p99 over P99_LIMIT_MS=50"),
+        "{}",
+        stdout(&out)
+    );
+
+    for (args, env, expected) in [
+        (&["sweep", "--dry-run"][..], &[][..], "--to"),
+        (
+            &["sweep", "--to", "10", "--from", "20", "--dry-run"][..],
+            &[][..],
+            "--to 10 is below --from 20",
+        ),
+        (
+            &["sweep", "--to", "1e5", "--steps", "500", "--dry-run"][..],
+            &[][..],
+            "--steps 500",
+        ),
+        (
+            &["sweep", "--to", "1e5", "--dry-run"][..],
+            &[("THROUGHPUT", "5")][..],
+            "THROUGHPUT cannot be given to a sweep",
+        ),
+        (
+            &["sweep", "--to", "1e5", "--dry-run"][..],
+            &[("P99_LIMIT_MS", "0")][..],
+            "P99_LIMIT_MS=\"0\"",
+        ),
+    ] {
+        let out = perf_tests(root.path(), args, env);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stdout(&out));
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}

@@ -3,7 +3,7 @@
 //! varying broker image each really used, and one run's two images compared with each other.
 
 mod common;
-use common::{engine_lock, leftovers, perf_tests_run};
+use common::{engine_lock, leftovers, perf_tests_command, perf_tests_run};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -191,5 +191,39 @@ async fn a_varying_broker_image_restarts_the_run_wide_broker_between_combination
         assert!(!r.images.contains_key(other), "{file}: {:?}", r.images);
         assert_eq!(r.measurement.integrity.consumed, 2000, "{file}");
     }
+    assert_eq!(leftovers(&run_id(&run)).await, (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sweep_stops_raising_the_rate_at_the_first_the_path_does_not_sustain() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    // 1000 rec/s is easy; no path here sustains 2.5 million, so 5 million is never measured.
+    let out = perf_tests_command("sweep", results.path())
+        .args(["--from", "1000", "--to", "5e6", "--steps", "3"])
+        .env("TEST", "01-.*")
+        .env("NUM_RECORDS", "3e3")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stderr.contains("01-no-proxy-baseline [THROUGHPUT=2500500] does not sustain 2500500 rec/s"),
+        "{stderr}"
+    );
+    let sweep = &stdout[stdout
+        .find("Highest Sustained Rate")
+        .expect("a sweep table")..];
+    let row = sweep.lines().find(|l| l.starts_with("01-")).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[..2], ["01-no-proxy-baseline", "1000"], "{sweep}");
+    assert_eq!(cells[3], "2500500", "{sweep}");
+    assert!(row.contains("reached"), "{row}");
+    let (run, records) = the_run(results.path());
+    let rates: Vec<&str> = records
+        .iter()
+        .map(|(_, r)| r.combination["THROUGHPUT"].as_str())
+        .collect();
+    assert_eq!(rates, ["1000", "2500500"]);
     assert_eq!(leftovers(&run_id(&run)).await, (0, 0));
 }

@@ -32,6 +32,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the scenarios TEST selects (the default command)
     Run(RunArgs),
+    /// Raise each scenario's producer rate (THROUGHPUT) step by step until the path no longer
+    /// sustains it, and report the highest rate each sustained
+    Sweep(SweepArgs),
     /// List the suite's scenarios and whether TEST selects them (marked *)
     List,
     /// Build or list the images the suite needs (no registry: images are made here)
@@ -63,6 +66,27 @@ pub struct RunArgs {
     /// Print the plan (scenarios, settings, compose files, endpoints, steps) and start nothing
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Options of `sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Lowest rate in records/s [default: a tenth of --to]
+    #[arg(long, value_name = "RECORDS_PER_S", value_parser = rate)]
+    pub from: Option<u64>,
+    /// Highest rate in records/s: every sweep has an upper bound
+    #[arg(long, value_name = "RECORDS_PER_S", value_parser = rate)]
+    pub to: u64,
+    /// Rates measured from --from to --to, evenly spaced (1 to 100)
+    #[arg(long, default_value_t = 10)]
+    pub steps: u64,
+    /// Print the plan and the rates, start nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+fn rate(s: &str) -> anyhow::Result<u64> {
+    settings::parse_count("rate", s, false)
 }
 
 /// Options of `compare`.
@@ -137,6 +161,11 @@ fn single(var: &str, s: &str) -> anyhow::Result<()> {
 fn warm_up_post_broker_start(s: &str) -> anyhow::Result<u64> {
     single("WARM_UP_NUM_RECORDS_POST_BROKER_START", s)?;
     settings::parse_count("WARM_UP_NUM_RECORDS_POST_BROKER_START", s, true)
+}
+
+fn p99_limit(s: &str) -> anyhow::Result<u64> {
+    single("P99_LIMIT_MS", s)?;
+    settings::parse_count("P99_LIMIT_MS", s, false)
 }
 
 fn repeat(s: &str) -> anyhow::Result<u32> {
@@ -227,6 +256,11 @@ pub struct SettingsArgs {
           value_delimiter = ',', allow_hyphen_values = true, global = true)]
     pub throughput: Option<Vec<i64>>,
 
+    /// A rate counts as sustained (sweeps, THROUGHPUT lists) only while the producer's p99 (from
+    /// the intended send times) stays within this many ms [default: no limit]
+    #[arg(long, env = "P99_LIMIT_MS", value_parser = p99_limit, global = true)]
+    pub p99_limit_ms: Option<u64>,
+
     /// Times each scenario is measured; rounds interleave the scenarios, tables show medians
     #[arg(long, env = "REPEAT", default_value_t = settings::DEFAULT_REPEAT,
           value_parser = repeat, global = true)]
@@ -311,6 +345,7 @@ impl SettingsArgs {
             services_cpuset: self.services_cpuset,
             workload_cpuset: self.workload_cpuset,
             repeat: self.repeat,
+            p99_limit_ms: self.p99_limit_ms,
             commit_id,
             kafka_tool_image: self.kafka_tool_image,
             driver: self.driver,

@@ -18,7 +18,9 @@ use std::path::Path;
 
 use clap::Parser;
 
-pub use args::{Cli, Command, CompareArgs, FormatArg, Properties, RunArgs, SettingsArgs};
+pub use args::{
+    Cli, Command, CompareArgs, FormatArg, Properties, RunArgs, SettingsArgs, SweepArgs,
+};
 
 use crate::engine::Engine;
 use crate::model::ScenarioResult;
@@ -59,7 +61,8 @@ pub fn main() -> i32 {
         }
     };
     match cli.command.unwrap_or(Command::Run(RunArgs::default())) {
-        Command::Run(args) => run(&settings, &args),
+        Command::Run(args) => run(&settings, args.dry_run, false),
+        Command::Sweep(args) => sweep(&settings, &args),
         Command::List => list(&settings),
         Command::Images(cmd) => block_on(images::execute(cmd, &settings)),
         Command::Clean { images, force } => block_on(clean(images, force)),
@@ -130,8 +133,36 @@ fn exit_code_of(e: &anyhow::Error) -> i32 {
     }
 }
 
-fn run(settings: &Settings, args: &RunArgs) -> i32 {
-    let planned = plan::plan_run(settings, &crate::engine::new_run_id()).and_then(|plan| {
+/// `sweep`: a run whose matrix gets THROUGHPUT as its last axis, over the sweep's rates.
+fn sweep(settings: &Settings, args: &SweepArgs) -> i32 {
+    if settings.matrix.iter().any(|a| a.var == crate::sweep::VAR) {
+        eprintln!(
+            "error: THROUGHPUT cannot be given to a sweep: the sweep varies it (--from, --to, \
+             --steps)"
+        );
+        return EXIT_USAGE;
+    }
+    let from = args.from.unwrap_or((args.to / 10).max(1));
+    let rates = match crate::sweep::rates(from, args.to, args.steps) {
+        Ok(rates) => rates,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return EXIT_USAGE;
+        }
+    };
+    let values: Vec<String> = rates.iter().map(u64::to_string).collect();
+    let mut settings = settings.clone();
+    settings.throughput = rates[0] as i64;
+    settings.matrix.push(crate::matrix::Axis {
+        var: crate::sweep::VAR.to_string(),
+        values,
+    });
+    run(&settings, args.dry_run, true)
+}
+
+fn run(settings: &Settings, dry_run: bool, sweep: bool) -> i32 {
+    let planned = plan::plan_run(settings, &crate::engine::new_run_id()).and_then(|mut plan| {
+        plan.sweep = sweep;
         // The driver refuses what it cannot run before anything is printed or started.
         let driver = crate::driver::for_settings(settings);
         for cell in &plan.cells {
@@ -146,7 +177,7 @@ fn run(settings: &Settings, args: &RunArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    if args.dry_run {
+    if dry_run {
         print!("{}", plan.render());
         println!("{driver}");
         return EXIT_OK;
@@ -219,7 +250,8 @@ fn finish(
     scenario_results: &[ScenarioResult],
     out: &mut dyn Write,
 ) -> i32 {
-    let _ = write!(out, "{}", crate::export::text::render(scenario_results));
+    let tables = crate::export::text::render_with(scenario_results, info.settings.p99_limit_ms);
+    let _ = write!(out, "{tables}");
     match crate::export::write_run(results_dir, info, scenario_results) {
         Ok(dir) => {
             let _ = writeln!(out, "Results: {}", dir.display());

@@ -4,7 +4,7 @@ use anyhow::Result;
 
 use super::Exporter;
 use crate::model::ScenarioResult;
-use crate::report::{tables, warnings};
+use crate::report::{tables_with, warnings};
 use crate::results::RunInfo;
 use crate::table::markdown;
 
@@ -13,7 +13,12 @@ pub struct Markdown;
 
 /// All tables as Markdown, then any warnings as a list.
 pub fn render(results: &[ScenarioResult]) -> String {
-    let mut out = tables(results)
+    render_with(results, None)
+}
+
+/// [`render`] with the run's P99_LIMIT_MS (for the sweep table).
+pub fn render_with(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> String {
+    let mut out = tables_with(results, p99_limit_ms)
         .iter()
         .map(markdown)
         .collect::<Vec<_>>()
@@ -29,11 +34,11 @@ pub fn render(results: &[ScenarioResult]) -> String {
 }
 
 impl Exporter for Markdown {
-    fn files(&self, _info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>> {
+    fn files(&self, info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>> {
         let charts = super::svg::FILE;
         let md = format!(
             "{}\n[![Throughput and latency per scenario]({charts})]({charts})\n",
-            render(results)
+            render_with(results, info.settings.p99_limit_ms)
         );
         Ok(vec![("tables.md".to_string(), md)])
     }

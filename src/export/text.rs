@@ -4,16 +4,24 @@ use anyhow::Result;
 
 use super::Exporter;
 use crate::model::ScenarioResult;
-use crate::report::{tables, warnings};
+use crate::report::{tables_with, warnings};
 use crate::results::RunInfo;
 use crate::table::plain;
 
 /// The plain-text tables.
 pub struct Text;
 
-/// All tables as plain text (what the run prints and `tables.txt` holds), then any warnings.
+/// All tables as plain text, then any warnings.
 pub fn render(results: &[ScenarioResult]) -> String {
-    let mut out: String = tables(results).iter().map(plain).collect();
+    render_with(results, None)
+}
+
+/// What the run prints and `tables.txt` holds: [`render`] with the run's P99_LIMIT_MS.
+pub fn render_with(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> String {
+    let mut out: String = tables_with(results, p99_limit_ms)
+        .iter()
+        .map(plain)
+        .collect();
     let warnings = warnings(results);
     if !warnings.is_empty() {
         out.push_str("Warnings\n");
@@ -25,7 +33,8 @@ pub fn render(results: &[ScenarioResult]) -> String {
 }
 
 impl Exporter for Text {
-    fn files(&self, _info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>> {
-        Ok(vec![("tables.txt".to_string(), render(results))])
+    fn files(&self, info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>> {
+        let text = render_with(results, info.settings.p99_limit_ms);
+        Ok(vec![("tables.txt".to_string(), text)])
     }
 }

@@ -8,7 +8,7 @@ use bollard::query_parameters::{ListContainersOptionsBuilder, ListNetworksOption
 
 /// Every setting's environment variable; tests clear them so the caller's environment cannot
 /// leak into the binary they run.
-pub const SETTING_VARS: [&str; 19] = [
+pub const SETTING_VARS: [&str; 20] = [
     "TEST",
     "NUM_RECORDS",
     "RECORD_SIZE",
@@ -26,6 +26,7 @@ pub const SETTING_VARS: [&str; 19] = [
     "VAULT_IMAGE",
     "DRIVER",
     "REPEAT",
+    "P99_LIMIT_MS",
     "SCENARIOS",
     "RESULTS_DIR",
 ];
@@ -69,11 +70,16 @@ pub fn engine_lock(exclusive: bool) -> std::fs::File {
 /// `perf-tests run` from the repository with no setting taken from the caller's environment,
 /// small warm-ups, results under `results` and plain progress lines (as in CI).
 pub fn perf_tests_run(results: &Path) -> std::process::Command {
+    perf_tests_command("run", results)
+}
+
+/// [`perf_tests_run`] for another command that runs scenarios (`sweep`).
+pub fn perf_tests_command(command: &str, results: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_perf-tests"));
     for var in SETTING_VARS {
         cmd.env_remove(var);
     }
-    cmd.arg("run")
+    cmd.arg(command)
         .current_dir(repo())
         .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
         .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")

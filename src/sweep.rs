@@ -1,0 +1,256 @@
+//! Rate sweeps: the producer's THROUGHPUT raised step by step until the path cannot keep up,
+//! and the highest rate each scenario sustained.
+//!
+//! A rate is sustained when the producer reached at least 95% of it ([`TARGET_SHARE`]) and, when
+//! `P99_LIMIT_MS` is set, its 99th percentile (from the intended send times where measured)
+//! stayed within the limit. `perf-tests sweep` measures ascending rates as a THROUGHPUT matrix
+//! and stops raising a scenario's rate at the first one it does not sustain; any run whose
+//! matrix varies THROUGHPUT gets the same table.
+
+use anyhow::{bail, Result};
+
+use crate::matrix::Combination;
+use crate::model::{Measurement, ScenarioResult, TARGET_SHARE};
+use crate::table::TableData;
+
+/// The setting a sweep varies.
+pub const VAR: &str = "THROUGHPUT";
+/// Most rates one sweep may measure.
+pub const MAX_STEPS: u64 = 100;
+
+/// `steps` rates from `from` to `to` records/s, evenly spaced and rounded to whole records.
+pub fn rates(from: u64, to: u64, steps: u64) -> Result<Vec<u64>> {
+    if from == 0 {
+        bail!("--from 0: a sweep starts at 1 record/s or more");
+    }
+    if to < from {
+        bail!("--to {to} is below --from {from}: a sweep raises the rate");
+    }
+    if !(1..=MAX_STEPS).contains(&steps) {
+        bail!("--steps {steps}: expected 1 to {MAX_STEPS}");
+    }
+    if steps == 1 || from == to {
+        return Ok(vec![to]);
+    }
+    let mut out: Vec<u64> = (0..steps)
+        .map(|k| from + ((to - from) as f64 * k as f64 / (steps - 1) as f64).round() as u64)
+        .collect();
+    out.dedup();
+    Ok(out)
+}
+
+/// The producer's 99th percentile: from the intended send times where measured, else from the
+/// send calls.
+fn p99(m: &Measurement) -> f64 {
+    m.producer
+        .intended
+        .as_ref()
+        .map_or(m.producer.p99_ms, |i| i.p99_ms)
+}
+
+/// Why a measurement at a THROUGHPUT target did not sustain it; `None` when it did, or when it
+/// had no target.
+pub fn shortfall(m: &Measurement, p99_limit_ms: Option<u64>) -> Option<String> {
+    let target = m.producer.target_rec_s;
+    if target <= 0.0 {
+        return None;
+    }
+    let rate = m.producer.rate_rec_s;
+    if rate < TARGET_SHARE * target {
+        return Some(format!(
+            "reached {rate:.0} rec/s, {:.0}% of the target",
+            rate / target * 100.0
+        ));
+    }
+    match p99_limit_ms {
+        Some(limit) if p99(m) > limit as f64 => {
+            Some(format!("p99 {:.1} ms over P99_LIMIT_MS={limit}", p99(m)))
+        }
+        _ => None,
+    }
+}
+
+/// The combination without the rate: what a line of a sweep shares.
+pub fn line_of(combination: &Combination) -> Combination {
+    let mut rest = combination.clone();
+    rest.remove(VAR);
+    rest
+}
+
+/// Columns after the name and the other varying settings.
+const COLUMNS: [&str; 4] = [
+    "Sustained rec/s",
+    "P99 ms there",
+    "Not sustained rec/s",
+    "Why not",
+];
+
+/// A scenario at one combination of the other varying settings, and its rates' results.
+struct Line<'a> {
+    name: String,
+    rest: Combination,
+    points: Vec<(i64, &'a ScenarioResult)>,
+}
+
+/// Per scenario (and combination of the other varying settings), the highest THROUGHPUT
+/// sustained below the first that was not, with its p99, and that first rate with the reason;
+/// `None` unless some scenario was measured at two or more rates.
+pub fn table(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Option<TableData> {
+    let mut lines: Vec<Line> = Vec::new();
+    for r in results {
+        let Some(rate) = r
+            .combination
+            .get(VAR)
+            .and_then(|v| v.parse::<i64>().ok())
+            .filter(|v| *v > 0)
+        else {
+            continue;
+        };
+        let rest = line_of(&r.combination);
+        match lines
+            .iter_mut()
+            .find(|l| l.name == r.name && l.rest == rest)
+        {
+            Some(l) => l.points.push((rate, r)),
+            None => lines.push(Line {
+                name: r.name.clone(),
+                rest,
+                points: vec![(rate, r)],
+            }),
+        }
+    }
+    if !lines.iter().any(|l| l.points.len() > 1) {
+        return None;
+    }
+    let others = crate::matrix::varying(lines.iter().map(|l| &l.rest));
+    let mut columns: Vec<String> = vec!["Name".to_string()];
+    columns.extend(others.iter().cloned());
+    columns.extend(COLUMNS.iter().map(|c| c.to_string()));
+    let rows = lines
+        .iter_mut()
+        .map(|Line { name, rest, points }| {
+            points.sort_by_key(|(rate, _)| *rate);
+            let mut sustained: Option<(i64, f64)> = None;
+            let mut failed: Option<(i64, String)> = None;
+            for (rate, r) in points.iter() {
+                match shortfall(&r.measurement, p99_limit_ms) {
+                    None => sustained = Some((*rate, p99(&r.measurement))),
+                    Some(why) => {
+                        failed = Some((*rate, why));
+                        break;
+                    }
+                }
+            }
+            let mut row = vec![name.clone()];
+            row.extend(
+                others
+                    .iter()
+                    .map(|v| rest.get(v).cloned().unwrap_or_default()),
+            );
+            match sustained {
+                Some((rate, p99)) => {
+                    row.push(rate.to_string());
+                    row.push(format!("{p99:.1}"));
+                }
+                None => row.extend(["none".to_string(), String::new()]),
+            }
+            match failed {
+                Some((rate, why)) => {
+                    row.push(rate.to_string());
+                    row.push(why);
+                }
+                None => row.extend([
+                    "none measured".to_string(),
+                    "every rate sustained: raise --to".to_string(),
+                ]),
+            }
+            row
+        })
+        .collect();
+    Some(TableData {
+        title: "Highest Sustained Rate",
+        columns,
+        rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_are_evenly_spaced_and_bounded() {
+        assert_eq!(
+            rates(1000, 5000, 5).unwrap(),
+            [1000, 2000, 3000, 4000, 5000]
+        );
+        assert_eq!(rates(1000, 2000, 3).unwrap(), [1000, 1500, 2000]);
+        assert_eq!(rates(10, 10, 4).unwrap(), [10]);
+        assert_eq!(rates(1, 3, 10).unwrap(), [1, 2, 3]);
+        for (from, to, steps, why) in [
+            (0, 10, 2, "--from 0"),
+            (20, 10, 2, "below --from"),
+            (1, 10, 0, "--steps 0"),
+            (1, 10, 101, "--steps 101"),
+        ] {
+            let err = rates(from, to, steps).unwrap_err().to_string();
+            assert!(err.contains(why), "{err}");
+        }
+    }
+
+    /// The sample's rows at `rate` achieving `achieved` of it, with p99 `p99` ms.
+    fn at(rate: i64, achieved: f64, p99: f64) -> Vec<ScenarioResult> {
+        crate::report::tests::sample()
+            .into_iter()
+            .map(|mut r| {
+                r.combination.insert(VAR.into(), rate.to_string());
+                r.measurement.producer.target_rec_s = rate as f64;
+                r.measurement.producer.rate_rec_s = rate as f64 * achieved;
+                r.measurement.producer.p99_ms = p99;
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_highest_rate_below_the_first_shortfall_is_the_sustained_one() {
+        let mut results = at(1000, 1.0, 5.0);
+        results.extend(at(2000, 0.99, 40.0));
+        results.extend(at(3000, 0.7, 900.0));
+        let t = table(&results, None).unwrap();
+        assert_eq!(
+            t.columns,
+            [
+                "Name",
+                "Sustained rec/s",
+                "P99 ms there",
+                "Not sustained rec/s",
+                "Why not"
+            ]
+        );
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(
+            t.rows[0][..4],
+            ["01-no-proxy-baseline", "2000", "40.0", "3000"]
+        );
+        assert_eq!(t.rows[0][4], "reached 2100 rec/s, 70% of the target");
+        // With a latency limit, 2000 rec/s is not sustained either.
+        let t = table(&results, Some(20)).unwrap();
+        assert_eq!(t.rows[0][1..4], ["1000", "5.0", "2000"]);
+        assert_eq!(t.rows[0][4], "p99 40.0 ms over P99_LIMIT_MS=20");
+        // Every rate sustained says so.
+        let mut easy = at(1000, 1.0, 5.0);
+        easy.extend(at(2000, 1.0, 5.0));
+        let t = table(&easy, None).unwrap();
+        assert_eq!(t.rows[0][3], "none measured");
+        // One rate, or none: no sweep table.
+        assert!(table(&at(1000, 1.0, 5.0), None).is_none());
+        assert!(table(&crate::report::tests::sample(), None).is_none());
+    }
+
+    #[test]
+    fn unthrottled_measurements_have_no_shortfall() {
+        let r = &crate::report::tests::sample()[0];
+        assert_eq!(shortfall(&r.measurement, Some(1)), None);
+    }
+}
