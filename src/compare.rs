@@ -1152,6 +1152,7 @@ mod tests {
                         p95_ms: p * 0.9,
                         p99_ms: p,
                         p999_ms: p * 1.1,
+                        p9999_ms: p * 1.15,
                     });
                 }
             }
@@ -1203,9 +1204,12 @@ mod tests {
         // The primary metrics shown, then every metric folded.
         assert_eq!(
             md.matches("| 01-no-proxy-baseline |").count(),
-            // (the latencies from intended send times were not measured: no rows)
+            // (the latencies from intended send times and end to end were not measured: no
+            // rows)
             2 + metrics::compared()
-                .filter(|m| m.table != metrics::Table::Intended)
+                .filter(|m| {
+                    m.table != metrics::Table::Intended && m.table != metrics::Table::EndToEnd
+                })
                 .count()
         );
         assert!(md.contains("Holm's correction over the 4 primary tests"));
@@ -1303,7 +1307,7 @@ mod tests {
 
     #[test]
     fn every_metric_has_a_sensible_direction() {
-        assert_eq!(metrics::compared().count(), 20);
+        assert_eq!(metrics::compared().count(), 27);
         for m in metrics::compared() {
             let expected = if m.name.contains("Lat")
                 || m.name.starts_with("Percentile")

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::settings::{self, Settings};
 
 /// The settings that may take a list of values.
-pub const VARYING: [&str; 9] = [
+pub const VARYING: [&str; 12] = [
     "KAFKA_IMAGE",
     "KROXYLICIOUS_IMAGE",
     "VAULT_IMAGE",
@@ -21,6 +21,9 @@ pub const VARYING: [&str; 9] = [
     "RECORD_SIZE",
     "THROUGHPUT",
     "PRODUCER_PROPERTIES",
+    "PARTITIONS",
+    "PRODUCERS",
+    "CONSUMERS",
     "WARM_UP_NUM_RECORDS_PRE_TEST",
     "WARM_UP_SECONDS_PRE_TEST",
 ];
@@ -66,6 +69,9 @@ pub fn set(settings: &mut Settings, var: &str, value: &str) -> Result<()> {
         "RECORD_SIZE" => settings.record_size = settings::parse_count(var, value, false)?,
         "THROUGHPUT" => settings.throughput = settings::parse_throughput(value)?,
         "PRODUCER_PROPERTIES" => settings.producer_properties = settings::parse_properties(value)?,
+        "PARTITIONS" => settings.partitions = settings::parse_clients(var, value)?,
+        "PRODUCERS" => settings.producers = settings::parse_clients(var, value)?,
+        "CONSUMERS" => settings.consumers = settings::parse_clients(var, value)?,
         "WARM_UP_NUM_RECORDS_PRE_TEST" => {
             settings.warm_up_pre_test = settings::parse_count(var, value, true)?
         }

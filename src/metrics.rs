@@ -20,6 +20,8 @@ pub enum Table {
     Consumer,
     /// The producer's latency from each record's intended send time (with a THROUGHPUT target).
     Intended,
+    /// Each record's latency from its send to its receipt by the consumer (MODE=end-to-end).
+    EndToEnd,
 }
 
 /// One metric of a measurement.
@@ -80,7 +82,7 @@ const fn with_spread(m: Metric, header: &'static str) -> Metric {
 }
 
 use Better::{Higher, Lower};
-use Table::{Consumer, Intended, Producer};
+use Table::{Consumer, EndToEnd, Intended, Producer};
 
 /// One latency from the intended send time; NaN (shown `n/a`, not compared) when the
 /// measurement has none.
@@ -88,8 +90,13 @@ fn intended(m: &Measurement, f: fn(&crate::model::LatencySummary) -> f64) -> f64
     m.producer.intended.as_ref().map_or(f64::NAN, f)
 }
 
+/// One send-to-receipt latency; NaN (shown `n/a`, not compared) when the measurement has none.
+fn end_to_end(m: &Measurement, f: fn(&crate::model::LatencySummary) -> f64) -> f64 {
+    m.consumer.end_to_end.as_ref().map_or(f64::NAN, f)
+}
+
 /// Every metric, in table column order (producer, then consumer).
-pub const METRICS: [Metric; 23] = [
+pub const METRICS: [Metric; 30] = [
     metric("Sent", "records", None, Producer, 0, |m| {
         m.producer.sent as f64
     }),
@@ -176,6 +183,30 @@ pub const METRICS: [Metric; 23] = [
     ),
     metric("Intended P999 ms", "ms", Some(Lower), Intended, 0, |m| {
         intended(m, |l| l.p999_ms)
+    }),
+    metric("E2E Avg Lat ms", "ms", Some(Lower), EndToEnd, 2, |m| {
+        end_to_end(m, |l| l.avg_lat_ms)
+    }),
+    metric("E2E P50 ms", "ms", Some(Lower), EndToEnd, 0, |m| {
+        end_to_end(m, |l| l.p50_ms)
+    }),
+    metric("E2E P95 ms", "ms", Some(Lower), EndToEnd, 0, |m| {
+        end_to_end(m, |l| l.p95_ms)
+    }),
+    with_spread(
+        metric("E2E P99 ms", "ms", Some(Lower), EndToEnd, 0, |m| {
+            end_to_end(m, |l| l.p99_ms)
+        }),
+        "E2E P99 ±CV%",
+    ),
+    metric("E2E P999 ms", "ms", Some(Lower), EndToEnd, 0, |m| {
+        end_to_end(m, |l| l.p999_ms)
+    }),
+    metric("E2E P9999 ms", "ms", Some(Lower), EndToEnd, 0, |m| {
+        end_to_end(m, |l| l.p9999_ms)
+    }),
+    metric("E2E Max Lat ms", "ms", Some(Lower), EndToEnd, 2, |m| {
+        end_to_end(m, |l| l.max_lat_ms)
     }),
 ];
 

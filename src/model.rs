@@ -34,8 +34,9 @@ pub struct ProducerResult {
     pub intended: Option<LatencySummary>,
 }
 
-/// The latencies of a producer's records, in milliseconds (those of `intended`: from each
-/// record's intended send time to its acknowledgement).
+/// The latencies of records, in milliseconds: a producer's from each record's intended send
+/// time to its acknowledgement (`intended`), a consumer's from each record's send to its receipt
+/// (`end_to_end`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {
     pub avg_lat_ms: f64,
@@ -44,6 +45,9 @@ pub struct LatencySummary {
     pub p95_ms: f64,
     pub p99_ms: f64,
     pub p999_ms: f64,
+    /// The 99.99th percentile (0 in results recorded before it was).
+    #[serde(default)]
+    pub p9999_ms: f64,
 }
 
 /// What the consumer side did (kafka-consumer-perf-test semantics).
@@ -60,6 +64,15 @@ pub struct ConsumerResult {
     pub fetch_ms: f64,
     pub fetch_mib_s: f64,
     pub fetch_rec_s: f64,
+    /// With MODE=end-to-end: each record's latency from its send (the record's timestamp, set
+    /// by the producer) to its receipt by the consumer, both on the host's clock. `None` in the
+    /// produce-then-consume mode, where it would measure the wait for the consumer to start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_to_end: Option<LatencySummary>,
+    /// With several consumers (CONSUMERS): the records each consumed, so a skew between them
+    /// shows; empty with one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_client: Vec<u64>,
 }
 
 /// Independent counters of the records of one measurement; they must agree.
@@ -221,7 +234,7 @@ impl Measurement {
                 p999_ms: med(|m| m.producer.p999_ms),
                 elapsed_s: med(|m| m.producer.elapsed_s),
                 target_rec_s: worst.producer.target_rec_s,
-                intended: intended_summary(reps),
+                intended: latency_summary(reps, |m| m.producer.intended.as_ref()),
             },
             consumer: ConsumerResult {
                 consumed_mib: med(|m| m.consumer.consumed_mib),
@@ -232,6 +245,8 @@ impl Measurement {
                 fetch_ms: med(|m| m.consumer.fetch_ms),
                 fetch_mib_s: med(|m| m.consumer.fetch_mib_s),
                 fetch_rec_s: med(|m| m.consumer.fetch_rec_s),
+                end_to_end: latency_summary(reps, |m| m.consumer.end_to_end.as_ref()),
+                per_client: worst.consumer.per_client.clone(),
             },
             integrity: worst.integrity.clone(),
             steps_s: worst
@@ -249,13 +264,12 @@ impl Measurement {
     }
 }
 
-/// The medians of the repetitions' latencies from the intended send time, when every
-/// repetition has them.
-fn intended_summary(reps: &[Measurement]) -> Option<LatencySummary> {
-    let all: Vec<&LatencySummary> = reps
-        .iter()
-        .map(|m| m.producer.intended.as_ref())
-        .collect::<Option<_>>()?;
+/// The medians of the repetitions' latencies that `get` picks, when every repetition has them.
+fn latency_summary(
+    reps: &[Measurement],
+    get: fn(&Measurement) -> Option<&LatencySummary>,
+) -> Option<LatencySummary> {
+    let all: Vec<&LatencySummary> = reps.iter().map(get).collect::<Option<_>>()?;
     let med = |f: fn(&LatencySummary) -> f64| {
         crate::stats::median(&all.iter().map(|l| f(l)).collect::<Vec<_>>())
     };
@@ -266,6 +280,7 @@ fn intended_summary(reps: &[Measurement]) -> Option<LatencySummary> {
         p95_ms: med(|l| l.p95_ms),
         p99_ms: med(|l| l.p99_ms),
         p999_ms: med(|l| l.p999_ms),
+        p9999_ms: med(|l| l.p9999_ms),
     })
 }
 
@@ -479,6 +494,8 @@ mod tests {
                 fetch_ms: 1.0,
                 fetch_mib_s: 1.0,
                 fetch_rec_s: rate,
+                end_to_end: None,
+                per_client: Vec::new(),
             },
             integrity: Integrity {
                 requested: 1000,

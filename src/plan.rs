@@ -295,6 +295,14 @@ pub enum ImageSource {
 
 /// Discovers the suite, selects scenarios by `TEST` and resolves everything run `run_id` needs.
 pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
+    if settings.consumers > settings.partitions {
+        bail!(
+            "CONSUMERS={} is more than PARTITIONS={}: the consumers share one group, so those \
+             beyond the partitions would get none and read nothing",
+            settings.consumers,
+            settings.partitions
+        );
+    }
     let suite = Suite::load(&settings.scenarios)?;
     suite.check_record_size(settings.record_size)?;
     let found = scenario::discover(&suite.dir)?;

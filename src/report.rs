@@ -106,6 +106,20 @@ pub fn intended_table(results: &[ScenarioResult]) -> Option<TableData> {
         })
 }
 
+/// Each record's latency from its send to its receipt; `None` unless measured (MODE=end-to-end).
+pub fn end_to_end_table(results: &[ScenarioResult]) -> Option<TableData> {
+    results
+        .iter()
+        .any(|r| r.measurement.consumer.end_to_end.is_some())
+        .then(|| {
+            metric_table(
+                "End-to-End Latency (send to receipt)",
+                Table::EndToEnd,
+                results,
+            )
+        })
+}
+
 /// The consumer table rows.
 pub fn consumer_table(results: &[ScenarioResult]) -> TableData {
     metric_table("Consumer Results", Table::Consumer, results)
@@ -233,6 +247,7 @@ pub fn tables_with(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec
     let mut all = vec![producer_table(results)];
     all.extend(intended_table(results));
     all.push(consumer_table(results));
+    all.extend(end_to_end_table(results));
     all.extend(crate::sweep::table(results, p99_limit_ms));
     all.extend(resources_table(results));
     all.extend(integrity_table(results));
@@ -281,6 +296,8 @@ pub(crate) mod tests {
                     fetch_ms: c[5],
                     fetch_mib_s: c[6],
                     fetch_rec_s: c[7],
+                    end_to_end: None,
+                    per_client: Vec::new(),
                 },
                 integrity,
             },
@@ -363,6 +380,7 @@ Name                  Consumed Mi  Consumed Mi/s  Consumed recs  Consumed rec/s 
             p95_ms: 3.0,
             p99_ms: 1200.0,
             p999_ms: 1390.0,
+            p9999_ms: 1399.0,
         });
         assert_eq!(
             titles(&results)[..3],

@@ -32,6 +32,10 @@ pub const DEFAULT_THROUGHPUT: i64 = -1;
 pub const DEFAULT_REPEAT: u32 = 1;
 /// Largest `REPEAT` accepted.
 pub const MAX_REPEAT: u32 = 1000;
+/// Largest `PARTITIONS` accepted.
+pub const MAX_PARTITIONS: u32 = 10_000;
+/// Largest `PRODUCERS` or `CONSUMERS` accepted: each is a thread of the one workload container.
+pub const MAX_CLIENTS: u32 = 64;
 /// Default `KAFKA_IMAGE`: Apache Kafka from Maven Central, built here (the suites' recipes).
 pub const DEFAULT_KAFKA_IMAGE: &str = "perf-tests/kafka:4.4.0";
 /// Default `KROXYLICIOUS_IMAGE`: Kroxylicious from Maven Central, built here.
@@ -42,6 +46,8 @@ pub const DEFAULT_KAFKA_TOOL_IMAGE: &str = "perf-tests/kafka-tools:4.4.0";
 pub const DEFAULT_VAULT_IMAGE: &str = "hashicorp/vault:1.15";
 /// Default `DRIVER`.
 pub const DEFAULT_DRIVER: Driver = Driver::Native;
+/// Default `MODE`: the reference's produce, then consume.
+pub const DEFAULT_MODE: Mode = Mode::ProduceThenConsume;
 /// Default `SCENARIOS` (the suite directory).
 pub const DEFAULT_SCENARIOS: &str = "scenarios/kroxylicious";
 /// Default `RESULTS_DIR`.
@@ -80,6 +86,45 @@ impl std::fmt::Display for Driver {
     }
 }
 
+/// How a measurement's producer and consumer run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// The producer sends every record, then the consumer reads them (the reference's way).
+    #[default]
+    ProduceThenConsume,
+    /// Producer and consumer run at once, and the consumer measures each record's latency from
+    /// its send to its receipt.
+    EndToEnd,
+}
+
+impl Mode {
+    /// The value as written in `MODE`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Mode::ProduceThenConsume => "produce-then-consume",
+            Mode::EndToEnd => "end-to-end",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parses `MODE`: `produce-then-consume` or `end-to-end`.
+pub fn parse_mode(s: &str) -> Result<Mode> {
+    match s.trim() {
+        "produce-then-consume" => Ok(Mode::ProduceThenConsume),
+        "end-to-end" => Ok(Mode::EndToEnd),
+        other => {
+            bail!("MODE={other:?}: unknown mode (expected produce-then-consume or end-to-end)")
+        }
+    }
+}
+
 /// Parses `DRIVER`: `native` or `kafka-tools`.
 pub fn parse_driver(s: &str) -> Result<Driver> {
     match s.trim() {
@@ -115,6 +160,12 @@ pub struct Settings {
     pub throughput: i64,
     /// Times each scenario is measured, in interleaved rounds.
     pub repeat: u32,
+    /// Partitions of the measured topic.
+    pub partitions: u32,
+    /// Producers sharing the records and the rate.
+    pub producers: u32,
+    /// Consumers of the one consumer group, sharing the partitions.
+    pub consumers: u32,
     /// A rate is sustained (sweeps) only while the producer's p99 stays within this many ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p99_limit_ms: Option<u64>,
@@ -130,6 +181,8 @@ pub struct Settings {
     pub vault_image: String,
     /// What produces and consumes the measured records.
     pub driver: Driver,
+    /// Whether the producer and the consumer run one after the other or at once.
+    pub mode: Mode,
     /// Suite directory holding `suite.yaml` and the numbered scenario directories.
     pub scenarios: PathBuf,
     /// Directory the run's results directory is created in.
@@ -168,6 +221,9 @@ impl Settings {
                 .expect("default producer properties parse"),
             throughput: DEFAULT_THROUGHPUT,
             repeat: DEFAULT_REPEAT,
+            partitions: 1,
+            producers: 1,
+            consumers: 1,
             p99_limit_ms: None,
             commit_id: UNKNOWN_COMMIT.to_string(),
             kafka_image: DEFAULT_KAFKA_IMAGE.to_string(),
@@ -175,6 +231,7 @@ impl Settings {
             kafka_tool_image: DEFAULT_KAFKA_TOOL_IMAGE.to_string(),
             vault_image: DEFAULT_VAULT_IMAGE.to_string(),
             driver: DEFAULT_DRIVER,
+            mode: DEFAULT_MODE,
             scenarios,
             results_dir: PathBuf::from(DEFAULT_RESULTS_DIR),
             matrix: Vec::new(),
@@ -207,6 +264,9 @@ impl Settings {
             ),
             ("THROUGHPUT", self.throughput.to_string()),
             ("REPEAT", self.repeat.to_string()),
+            ("PARTITIONS", self.partitions.to_string()),
+            ("PRODUCERS", self.producers.to_string()),
+            ("CONSUMERS", self.consumers.to_string()),
             (
                 "P99_LIMIT_MS",
                 self.p99_limit_ms.map(|l| l.to_string()).unwrap_or_default(),
@@ -217,6 +277,7 @@ impl Settings {
             ("KAFKA_TOOL_IMAGE", self.kafka_tool_image.clone()),
             ("VAULT_IMAGE", self.vault_image.clone()),
             ("DRIVER", self.driver.to_string()),
+            ("MODE", self.mode.to_string()),
             ("SCENARIOS", self.scenarios.display().to_string()),
             ("RESULTS_DIR", self.results_dir.display().to_string()),
         ];
@@ -328,6 +389,21 @@ pub fn parse_cpuset(var: &str, s: &str) -> Result<String> {
         bail!("{var}={s:?}: expected CPU numbers and ranges such as 0, 0-1 or 0,2 (or nothing)");
     }
     Ok(t.to_string())
+}
+
+/// Parses `PARTITIONS` (up to [`MAX_PARTITIONS`]), `PRODUCERS` or `CONSUMERS` (up to
+/// [`MAX_CLIENTS`]): a count from 1.
+pub fn parse_clients(var: &str, s: &str) -> Result<u32> {
+    let max = if var == "PARTITIONS" {
+        MAX_PARTITIONS
+    } else {
+        MAX_CLIENTS
+    };
+    let n = parse_count(var, s, false)?;
+    if n > u64::from(max) {
+        bail!("{var}={s:?}: too large (the limit is {max})");
+    }
+    Ok(n as u32)
 }
 
 /// Parses `REPEAT`: a count from 1 to [`MAX_REPEAT`].
@@ -526,12 +602,16 @@ mod tests {
             keys,
             [
                 "COMMIT_ID",
+                "CONSUMERS",
                 "DRIVER",
                 "KAFKA_IMAGE",
                 "KAFKA_TOOL_IMAGE",
                 "KROXYLICIOUS_IMAGE",
+                "MODE",
                 "NUM_RECORDS",
                 "P99_LIMIT_MS",
+                "PARTITIONS",
+                "PRODUCERS",
                 "PRODUCER_PROPERTIES",
                 "RECORD_SIZE",
                 "REPEAT",

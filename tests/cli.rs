@@ -197,6 +197,7 @@ fn bad_settings_are_usage_errors_naming_variable_and_value() {
         ("WARM_UP_SECONDS_PRE_TEST", "3601"),
         ("WORKLOAD_CPUSET", "one"),
         ("SERVICES_CPUSET", "0;1"),
+        ("MODE", "concurrent"),
     ] {
         let out = perf_tests(root.path(), &["run", "--dry-run"], &[(var, value)]);
         assert_eq!(out.status.code(), Some(2), "{var}={value}");
@@ -634,4 +635,72 @@ fn a_sweep_dry_run_lists_its_rates_and_bad_sweeps_are_refused() {
             stderr(&out)
         );
     }
+}
+
+#[test]
+fn end_to_end_needs_the_native_driver() {
+    let root = suite();
+    let out = perf_tests(
+        root.path(),
+        &["run", "--dry-run"],
+        &[("MODE", "end-to-end"), ("DRIVER", "kafka-tools")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("MODE=end-to-end needs DRIVER=native"),
+        "{}",
+        stderr(&out)
+    );
+    let out = perf_tests(
+        root.path(),
+        &["run", "--dry-run"],
+        &[("MODE", "end-to-end")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(setting(&stdout(&out), "MODE"), "end-to-end");
+}
+
+#[test]
+fn client_counts_are_checked_before_anything_starts() {
+    let root = suite();
+    for (env, expected) in [
+        (
+            &[("CONSUMERS", "2")][..],
+            "CONSUMERS=2 is more than PARTITIONS=1",
+        ),
+        (&[("PARTITIONS", "0")][..], "PARTITIONS=\"0\""),
+        (
+            &[("PRODUCERS", "65")][..],
+            "PRODUCERS=\"65\": too large (the limit is 64)",
+        ),
+        (
+            &[
+                ("DRIVER", "kafka-tools"),
+                ("TEST", "01-.*"),
+                ("PRODUCERS", "2"),
+            ][..],
+            "PRODUCERS=2 needs DRIVER=native",
+        ),
+        (
+            &[
+                ("DRIVER", "kafka-tools"),
+                ("TEST", "01-.*"),
+                ("PARTITIONS", "1,2"),
+            ][..],
+            "PARTITIONS=2 needs DRIVER=native",
+        ),
+    ] {
+        let out = perf_tests(root.path(), &["run", "--dry-run"], env);
+        assert_eq!(out.status.code(), Some(2), "{env:?}: {}", stdout(&out));
+        assert!(stderr(&out).contains(expected), "{env:?}: {}", stderr(&out));
+    }
+    let out = perf_tests(
+        root.path(),
+        &["run", "--dry-run"],
+        &[("PARTITIONS", "4"), ("PRODUCERS", "2"), ("CONSUMERS", "4")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let plan = stdout(&out);
+    assert_eq!(setting(&plan, "PARTITIONS"), "4");
+    assert_eq!(setting(&plan, "CONSUMERS"), "4");
 }

@@ -70,6 +70,7 @@ impl Session for InProcess {
             expected: records,
             timeout: spec.consume_timeout,
             client: Vec::new(),
+            consumers: spec.consumers,
         };
         Box::pin(async move { consume(&cfg).await })
     }
@@ -147,6 +148,7 @@ fn consume_cfg(
         expected,
         timeout: Duration::from_secs(timeout_s),
         client: Vec::new(),
+        consumers: 1,
     }
 }
 

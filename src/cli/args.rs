@@ -163,6 +163,18 @@ fn warm_up_post_broker_start(s: &str) -> anyhow::Result<u64> {
     settings::parse_count("WARM_UP_NUM_RECORDS_POST_BROKER_START", s, true)
 }
 
+fn partitions(s: &str) -> anyhow::Result<u32> {
+    settings::parse_clients("PARTITIONS", s)
+}
+
+fn producers(s: &str) -> anyhow::Result<u32> {
+    settings::parse_clients("PRODUCERS", s)
+}
+
+fn consumers(s: &str) -> anyhow::Result<u32> {
+    settings::parse_clients("CONSUMERS", s)
+}
+
 fn p99_limit(s: &str) -> anyhow::Result<u64> {
     single("P99_LIMIT_MS", s)?;
     settings::parse_count("P99_LIMIT_MS", s, false)
@@ -171,6 +183,11 @@ fn p99_limit(s: &str) -> anyhow::Result<u64> {
 fn repeat(s: &str) -> anyhow::Result<u32> {
     single("REPEAT", s)?;
     settings::parse_repeat(s)
+}
+
+fn mode(s: &str) -> anyhow::Result<settings::Mode> {
+    single("MODE", s)?;
+    settings::parse_mode(s)
 }
 
 fn driver(s: &str) -> anyhow::Result<settings::Driver> {
@@ -261,6 +278,23 @@ pub struct SettingsArgs {
     #[arg(long, env = "P99_LIMIT_MS", value_parser = p99_limit, global = true)]
     pub p99_limit_ms: Option<u64>,
 
+    /// Partitions of the measured topic [default: 1] [a list measures each]
+    #[arg(long, env = "PARTITIONS", value_parser = partitions, value_delimiter = ',',
+          global = true)]
+    pub partitions: Option<Vec<u32>>,
+
+    /// Producers sharing the records and the rate, their figures merged [default: 1]
+    /// [a list measures each]
+    #[arg(long, env = "PRODUCERS", value_parser = producers, value_delimiter = ',',
+          global = true)]
+    pub producers: Option<Vec<u32>>,
+
+    /// Consumers of the one consumer group, at most PARTITIONS [default: 1]
+    /// [a list measures each]
+    #[arg(long, env = "CONSUMERS", value_parser = consumers, value_delimiter = ',',
+          global = true)]
+    pub consumers: Option<Vec<u32>>,
+
     /// Times each scenario is measured; rounds interleave the scenarios, tables show medians
     #[arg(long, env = "REPEAT", default_value_t = settings::DEFAULT_REPEAT,
           value_parser = repeat, global = true)]
@@ -296,6 +330,13 @@ pub struct SettingsArgs {
           value_parser = driver, global = true)]
     pub driver: settings::Driver,
 
+    /// How producer and consumer run: produce-then-consume (the reference's way) or end-to-end
+    /// (at once; the consumer measures each record's latency from send to receipt; native
+    /// driver only)
+    #[arg(long, env = "MODE", default_value = settings::DEFAULT_MODE.as_str(),
+          value_parser = mode, global = true)]
+    pub mode: settings::Mode,
+
     /// Suite directory: suite.yaml and the numbered scenario directories
     #[arg(long, env = "SCENARIOS", default_value = settings::DEFAULT_SCENARIOS, global = true)]
     pub scenarios: PathBuf,
@@ -315,7 +356,7 @@ impl SettingsArgs {
             .commit_id
             .filter(|c| !c.trim().is_empty())
             .unwrap_or_else(|| settings::detect_commit_id(&self.scenarios));
-        let lists: [(&str, Option<Vec<String>>); 9] = [
+        let lists: [(&str, Option<Vec<String>>); 12] = [
             ("KAFKA_IMAGE", self.kafka_image),
             ("KROXYLICIOUS_IMAGE", self.kroxylicious_image),
             ("VAULT_IMAGE", self.vault_image),
@@ -334,6 +375,9 @@ impl SettingsArgs {
                 "WARM_UP_NUM_RECORDS_PRE_TEST",
                 texts(self.warm_up_num_records_pre_test),
             ),
+            ("PARTITIONS", texts(self.partitions)),
+            ("PRODUCERS", texts(self.producers)),
+            ("CONSUMERS", texts(self.consumers)),
             (
                 "WARM_UP_SECONDS_PRE_TEST",
                 texts(self.warm_up_seconds_pre_test),
@@ -349,6 +393,7 @@ impl SettingsArgs {
             commit_id,
             kafka_tool_image: self.kafka_tool_image,
             driver: self.driver,
+            mode: self.mode,
             scenarios: self.scenarios,
             results_dir: self.results_dir,
             ..Settings::without_commit()

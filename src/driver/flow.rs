@@ -1,7 +1,9 @@
 //! The measurement flow, the same for every driver: create the topic, warm the path up with the
 //! measuring consumer group, read the end offsets, produce, read them again, consume exactly what
-//! was acknowledged, delete the topic (also after a failure). It checks the counters against
-//! each other, times every step (`steps_s`) and reports progress.
+//! was acknowledged, delete the topic (also after a failure). In the end-to-end mode the consumer
+//! starts first and the producer once the consumer's partitions are assigned, both running at
+//! once. It checks the counters against each other, times every step (`steps_s`) and reports
+//! progress.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -10,6 +12,7 @@ use anyhow::{Context, Result};
 
 use super::{MeasureSpec, Session};
 use crate::model::{Integrity, Measurement};
+use crate::workload::consumer::ASSIGNED_LINE;
 use crate::workload::producer::summary_line;
 use crate::workload::unique_suffix;
 
@@ -22,7 +25,7 @@ fn show(line: &str) {
 /// line is shown as it is. A producer's own summary line (every driver's ends with one) is
 /// dropped: the flow prints the summary itself, once, from the result.
 fn count(counted: &crate::progress::Records, line: &str) {
-    if line.contains(" ms 99.9th.") {
+    if line.contains(" ms 99.9th.") || line.trim() == ASSIGNED_LINE {
         return;
     }
     if let Some(n) = line
@@ -100,6 +103,9 @@ async fn on_topic(
     crate::progress::detail("counting the topic's records at the broker (end offsets)");
     let before = session.end_offsets(spec).await.context("end offsets")?;
     steps.done("end_offsets_before");
+    if spec.end_to_end {
+        return end_to_end(session, spec, &group, before, steps).await;
+    }
     let counted = crate::progress::records("produce", spec.num_records);
     let producer = session
         .produce(spec, spec.num_records, spec.throughput, &|l| {
@@ -114,27 +120,100 @@ async fn on_topic(
     let after = session.end_offsets(spec).await.context("end offsets")?;
     steps.done("end_offsets_after");
     let counted = crate::progress::records("consume", producer.sent);
-    let consumer = session
+    let mut consumer = session
         .consume(spec, producer.sent, &group, &|l| count(&counted, l))
         .await
         .context("consume")?;
     drop(counted);
     steps.done("consume");
+    // Started after the last send, the consumer's send-to-receipt latencies are mostly the
+    // wait for it to start: not a measurement.
+    consumer.end_to_end = None;
+    Ok(checked(
+        spec,
+        producer,
+        consumer,
+        after.saturating_sub(before),
+    ))
+}
+
+/// How long the producer of an end-to-end measurement waits for the consumer's partitions to
+/// be assigned before it starts anyway.
+const ASSIGNMENT_WAIT: Duration = Duration::from_secs(30);
+
+/// The end-to-end mode: the consumer subscribes, the producer starts once its partitions are
+/// assigned (so no record waits for the group to form), and both run at once; the consumer
+/// expects every record requested.
+async fn end_to_end(
+    session: &dyn Session,
+    spec: &MeasureSpec,
+    group: &str,
+    before: u64,
+    steps: &mut Steps,
+) -> Result<Measurement> {
+    let assigned = tokio::sync::Notify::new();
+    let produced = crate::progress::records("produce", spec.num_records);
+    let consumed = crate::progress::records("consume", spec.num_records);
+    let consume = async {
+        session
+            .consume(spec, spec.num_records, group, &|l| {
+                if l.trim() == ASSIGNED_LINE {
+                    assigned.notify_one();
+                } else {
+                    count(&consumed, l)
+                }
+            })
+            .await
+            .context("consume")
+    };
+    let produce = async {
+        // A consumer that never says so (another driver) is waited for a bounded time.
+        let _ = tokio::time::timeout(ASSIGNMENT_WAIT, assigned.notified()).await;
+        session
+            .produce(spec, spec.num_records, spec.throughput, &|l| {
+                count(&produced, l)
+            })
+            .await
+            .context("produce")
+    };
+    let (producer, consumer) = futures_util::future::try_join(produce, consume).await?;
+    drop((produced, consumed));
+    show(&summary_line(&producer));
+    steps.done("produce_and_consume");
+    crate::progress::detail("counting the topic's records at the broker (end offsets)");
+    let after = session.end_offsets(spec).await.context("end offsets")?;
+    steps.done("end_offsets_after");
+    Ok(checked(
+        spec,
+        producer,
+        consumer,
+        after.saturating_sub(before),
+    ))
+}
+
+/// A measurement from the producer's and the consumer's results and the records the broker
+/// gained, its counters checked against each other.
+fn checked(
+    spec: &MeasureSpec,
+    producer: crate::model::ProducerResult,
+    consumer: crate::model::ConsumerResult,
+    end_offsets: u64,
+) -> Measurement {
     let integrity = Integrity {
         requested: spec.num_records,
         acknowledged: producer.sent,
-        end_offsets: after.saturating_sub(before),
+        end_offsets,
         consumed: consumer.consumed_recs,
     };
     if let Some(problem) = integrity.problem() {
         show(&format!("integrity: counts disagree: {problem}"));
     }
-    Ok(Measurement {
+    Measurement {
         steps_s: BTreeMap::new(),
         integrity,
         producer,
         consumer,
-    })
+    }
 }
 
 /// Records per warm-up round when the warm-up is by time alone (`warm_up_records` is 0).
@@ -351,6 +430,8 @@ pub(crate) mod tests {
                     fetch_ms: 0.0,
                     fetch_mib_s: 0.0,
                     fetch_rec_s: 0.0,
+                    end_to_end: None,
+                    per_client: Vec::new(),
                 })
             })
         }

@@ -288,6 +288,8 @@ pub fn consumer_result(line: &ConsumerLine) -> ConsumerResult {
         fetch_ms: line.fetch_ms as f64,
         fetch_mib_s: line.fetch_mib_s,
         fetch_rec_s: line.fetch_rec_s,
+        end_to_end: None,
+        per_client: Vec::new(),
     }
 }
 

@@ -44,8 +44,15 @@ pub struct MeasureSpec {
     pub consume_timeout: Duration,
     /// Delete the topic at the end (also after a failure).
     pub delete_topic: bool,
+    /// Producer and consumer run at once, and the consumer's send-to-receipt latencies are
+    /// kept (MODE=end-to-end); else the consumer starts once every record was produced.
+    pub end_to_end: bool,
     pub partitions: i32,
     pub replication_factor: i32,
+    /// Producers sharing the records and the rate (their figures merged).
+    pub producers: u32,
+    /// Consumers of the one consumer group (their figures merged).
+    pub consumers: u32,
 }
 
 impl MeasureSpec {
@@ -63,8 +70,11 @@ impl MeasureSpec {
             warm_up_for: Duration::ZERO,
             consume_timeout: Duration::from_secs(60),
             delete_topic: true,
+            end_to_end: false,
             partitions: 1,
             replication_factor: 1,
+            producers: 1,
+            consumers: 1,
         }
     }
 }

@@ -219,6 +219,7 @@ impl Session for NativeSession {
                     record_size: spec.record_size,
                     throughput,
                     properties: spec.properties.clone(),
+                    producers: spec.producers,
                 },
                 progress,
             )
@@ -240,6 +241,7 @@ impl Session for NativeSession {
                 group: group.to_string(),
                 expected: records,
                 timeout_s: spec.consume_timeout.as_secs_f64(),
+                consumers: spec.consumers,
             },
             progress,
         ))

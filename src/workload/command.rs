@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::producer::summary_line;
 use super::properties::parse_pair;
-use super::{probe, produce, Admin, ConsumeConfig, ProduceConfig, TopicSpec};
+use super::{probe, Admin, ConsumeConfig, ProduceConfig, TopicSpec};
 use crate::model::{BrokerHolds, ConsumerReceives, Expect};
 
 /// Prefix of the one stdout line that carries the structured result.
@@ -96,6 +96,9 @@ pub enum WorkloadCommand {
         /// Producer property key=value (Java or librdkafka name); repeatable.
         #[arg(long = "property", value_parser = parse_pair)]
         properties: Vec<(String, String)>,
+        /// Producers sharing the records and the rate, their figures merged.
+        #[arg(long, default_value_t = 1)]
+        producers: u32,
     },
     /// Consume exactly this many records with a consumer group and report them
     /// (kafka-consumer-perf-test semantics); the group commits what it read.
@@ -114,6 +117,9 @@ pub enum WorkloadCommand {
         /// Seconds without a record after which the consumer fails.
         #[arg(long, default_value_t = 60.0)]
         timeout_s: f64,
+        /// Consumers in the group, together consuming the records.
+        #[arg(long, default_value_t = 1)]
+        consumers: u32,
     },
     /// Print the number of records in a topic (end offsets minus start offsets).
     EndOffsets {
@@ -201,6 +207,7 @@ impl WorkloadCommand {
                 record_size,
                 throughput,
                 properties,
+                producers,
             } => {
                 args.push("produce".into());
                 endpoint.push_args(&mut args);
@@ -209,6 +216,7 @@ impl WorkloadCommand {
                 push(&mut args, "--record-size", record_size);
                 push(&mut args, "--throughput", throughput);
                 push_pairs(&mut args, "--property", properties);
+                push(&mut args, "--producers", producers);
             }
             WorkloadCommand::Consume {
                 endpoint,
@@ -216,6 +224,7 @@ impl WorkloadCommand {
                 group,
                 expected,
                 timeout_s,
+                consumers,
             } => {
                 args.push("consume".into());
                 endpoint.push_args(&mut args);
@@ -223,6 +232,7 @@ impl WorkloadCommand {
                 push(&mut args, "--group", group);
                 push(&mut args, "--expected", expected);
                 push(&mut args, "--timeout-s", timeout_s);
+                push(&mut args, "--consumers", consumers);
             }
             WorkloadCommand::EndOffsets { endpoint, topic } => {
                 args.push("end-offsets".into());
@@ -354,6 +364,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             record_size,
             throughput,
             properties,
+            producers,
         } => {
             let cfg = ProduceConfig {
                 bootstrap: endpoint.bootstrap,
@@ -364,7 +375,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
                 properties,
                 client: endpoint.client_properties,
             };
-            let r = produce(&cfg, |p| eprintln!("{p}")).await?;
+            let r = super::producer::produce_many(&cfg, producers, |p| eprintln!("{p}")).await?;
             eprintln!("{}", summary_line(&r));
             result_line(&r)?
         }
@@ -374,6 +385,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             group,
             expected,
             timeout_s,
+            consumers,
         } => {
             let cfg = ConsumeConfig {
                 bootstrap: endpoint.bootstrap,
@@ -382,11 +394,14 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
                 expected,
                 timeout: seconds("timeout-s", timeout_s)?,
                 client: endpoint.client_properties,
+                consumers,
             };
             let expected = cfg.expected;
-            let consumed = super::consumer::consume_with_progress(&cfg, move |n| {
-                eprintln!("{}", super::consumer::progress_line(n, expected))
-            })
+            let consumed = super::consumer::consume_reporting(
+                &cfg,
+                move |n| eprintln!("{}", super::consumer::progress_line(n, expected)),
+                || eprintln!("{}", super::consumer::ASSIGNED_LINE),
+            )
             .await?;
             result_line(&consumed)?
         }
@@ -461,6 +476,7 @@ mod tests {
                 ("linger.ms".into(), "7".into()),
                 ("acks".into(), "all".into()),
             ],
+            producers: 3,
         });
         round_trip(WorkloadCommand::Consume {
             endpoint: endpoint.clone(),
@@ -468,6 +484,7 @@ mod tests {
             group: "g".into(),
             expected: 10,
             timeout_s: 60.0,
+            consumers: 2,
         });
         round_trip(WorkloadCommand::EndOffsets {
             endpoint: Endpoint::new("broker:9092", &[]),

@@ -1,7 +1,10 @@
 //! The consume side, with kafka-consumer-perf-test semantics: a group subscription, rebalance
 //! time until partitions are assigned, fetch time for the rest; stops at exactly the expected
-//! count and commits what it consumed so a later consumer of the group resumes after it.
+//! count and commits what it consumed so a later consumer of the group resumes after it. It also
+//! tallies each record's latency from its timestamp (set by the producer when it sent it) to its
+//! receipt, which means something when the producer runs at the same time (MODE=end-to-end).
 
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -10,8 +13,10 @@ use rdkafka::client::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
 
 use super::client::LastError;
+use super::latency::Latencies;
 use super::properties::client_config;
 use crate::model::ConsumerResult;
 
@@ -29,6 +34,9 @@ pub struct ConsumeConfig {
     pub timeout: Duration,
     /// Client properties shared by every client of the workload.
     pub client: Vec<(String, String)>,
+    /// Consumers of the group, each in its own thread; the group stops once they have
+    /// consumed `expected` records together.
+    pub consumers: u32,
 }
 
 struct Assigning {
@@ -61,6 +69,10 @@ pub async fn consume(cfg: &ConsumeConfig) -> Result<ConsumerResult> {
     consume_with_progress(cfg, |_| {}).await
 }
 
+/// The line a consuming workload prints once its partitions are assigned (read back by the
+/// host's flow, which starts an end-to-end measurement's producer then).
+pub const ASSIGNED_LINE: &str = "partitions assigned";
+
 /// How often [`consume_with_progress`] reports the count so far.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
@@ -69,10 +81,26 @@ pub async fn consume_with_progress(
     cfg: &ConsumeConfig,
     progress: impl FnMut(u64) + Send + 'static,
 ) -> Result<ConsumerResult> {
+    consume_reporting(cfg, progress, || {}).await
+}
+
+/// [`consume_with_progress`], calling `assigned` once when the group's partitions are assigned.
+pub async fn consume_reporting(
+    cfg: &ConsumeConfig,
+    progress: impl FnMut(u64) + Send + 'static,
+    assigned: impl FnMut() + Send + 'static,
+) -> Result<ConsumerResult> {
     let cfg = cfg.clone();
-    tokio::task::spawn_blocking(move || consume_blocking(&cfg, progress))
+    tokio::task::spawn_blocking(move || consume_blocking(&cfg, progress, assigned))
         .await
         .context("consumer task panicked")?
+}
+
+/// Milliseconds since the Unix epoch on this host's clock (the records' timestamps' clock).
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// The line a consuming workload prints for its progress (read back by the host's flow).
@@ -90,7 +118,120 @@ pub fn parse_progress_line(line: &str) -> Option<u64> {
         .ok()
 }
 
-fn consume_blocking(cfg: &ConsumeConfig, mut progress: impl FnMut(u64)) -> Result<ConsumerResult> {
+/// What the members of one consuming group share while they consume.
+struct Shared {
+    /// Records consumed by every member together.
+    consumed: AtomicU64,
+    /// Members whose partitions are assigned.
+    assigned: AtomicUsize,
+    /// Nanoseconds after `since` of the group's last record.
+    last_record_ns: AtomicU64,
+    since: Instant,
+    /// A member failed: the others stop.
+    abort: AtomicBool,
+}
+
+impl Shared {
+    fn last_record(&self) -> Instant {
+        self.since + Duration::from_nanos(self.last_record_ns.load(Ordering::Relaxed))
+    }
+}
+
+/// What one member of the group consumed.
+struct Member {
+    count: u64,
+    bytes: u64,
+    start: Instant,
+    assigned_at: Instant,
+    end_to_end: Latencies,
+    stamped: u64,
+}
+
+fn consume_blocking(
+    cfg: &ConsumeConfig,
+    mut progress: impl FnMut(u64),
+    on_assigned: impl FnMut() + Send,
+) -> Result<ConsumerResult> {
+    if cfg.expected == 0 {
+        return Ok(result(0, 0, Duration::ZERO, Duration::ZERO));
+    }
+    let members = cfg.consumers.max(1) as usize;
+    let shared = Shared {
+        consumed: AtomicU64::new(0),
+        assigned: AtomicUsize::new(0),
+        last_record_ns: AtomicU64::new(0),
+        since: Instant::now(),
+        abort: AtomicBool::new(false),
+    };
+    // Called by the member whose assignment completes the group's.
+    let on_assigned = Mutex::new(on_assigned);
+    let announce = || {
+        if shared.assigned.fetch_add(1, Ordering::SeqCst) + 1 == members {
+            let mut f = on_assigned.lock().unwrap_or_else(|e| e.into_inner());
+            (*f)();
+        }
+    };
+    let outcomes: Vec<Result<Member>> = if members == 1 {
+        vec![consume_member(cfg, &shared, Some(&mut progress), &announce)]
+    } else {
+        std::thread::scope(|scope| {
+            let others: Vec<_> = (1..members)
+                .map(|_| scope.spawn(|| consume_member(cfg, &shared, None, &announce)))
+                .collect();
+            let mut all = vec![consume_member(cfg, &shared, Some(&mut progress), &announce)];
+            all.extend(others.into_iter().map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a consumer thread panicked")))
+            }));
+            all
+        })
+    };
+    let members: Vec<Member> = outcomes.into_iter().collect::<Result<_>>()?;
+    let start = members
+        .iter()
+        .map(|m| m.start)
+        .min()
+        .unwrap_or(shared.since);
+    let assigned = members.iter().map(|m| m.assigned_at).max().unwrap_or(start);
+    let end = shared.last_record().max(start);
+    let total = end.duration_since(start);
+    let rebalance = assigned.saturating_duration_since(start).min(total);
+    let count: u64 = members.iter().map(|m| m.count).sum();
+    let bytes: u64 = members.iter().map(|m| m.bytes).sum();
+    let stamped: u64 = members.iter().map(|m| m.stamped).sum();
+    let mut end_to_end = Latencies::new();
+    for m in &members {
+        end_to_end.merge(&m.end_to_end);
+    }
+    let mut r = result(count, bytes, total, rebalance);
+    r.end_to_end = (stamped > 0).then(|| end_to_end.summary(stamped));
+    if members.len() > 1 {
+        r.per_client = members.iter().map(|m| m.count).collect();
+    }
+    Ok(r)
+}
+
+/// One member of the group: subscribes, consumes until the group has consumed what was
+/// expected, commits what it read. The member given `progress` reports the group's count.
+fn consume_member(
+    cfg: &ConsumeConfig,
+    shared: &Shared,
+    mut progress: Option<&mut dyn FnMut(u64)>,
+    announce: &(dyn Fn() + Sync),
+) -> Result<Member> {
+    let failed = |e: anyhow::Error| {
+        shared.abort.store(true, Ordering::SeqCst);
+        e
+    };
+    consume_member_inner(cfg, shared, &mut progress, announce).map_err(failed)
+}
+
+fn consume_member_inner(
+    cfg: &ConsumeConfig,
+    shared: &Shared,
+    progress: &mut Option<&mut dyn FnMut(u64)>,
+    announce: &(dyn Fn() + Sync),
+) -> Result<Member> {
     let (config, warnings) = client_config(
         &cfg.bootstrap,
         &[
@@ -110,39 +251,67 @@ fn consume_blocking(cfg: &ConsumeConfig, mut progress: impl FnMut(u64)) -> Resul
             last_error: LastError::default(),
         })
         .context("creating the Kafka consumer")?;
-    if cfg.expected == 0 {
-        return Ok(result(0, 0, Duration::ZERO, Duration::ZERO));
-    }
 
     let start = Instant::now();
     consumer
         .subscribe(&[&cfg.topic])
         .with_context(|| format!("subscribing to topic `{}`", cfg.topic))?;
-    let mut count = 0u64;
-    let mut bytes = 0u64;
-    let mut last_record = start;
+    let mut member = Member {
+        count: 0,
+        bytes: 0,
+        start,
+        assigned_at: start,
+        end_to_end: Latencies::new(),
+        stamped: 0,
+    };
     let mut last_failure: Option<String> = None;
     let mut reported = start;
-    while count < cfg.expected {
-        if reported.elapsed() >= PROGRESS_EVERY {
-            reported = Instant::now();
-            progress(count);
+    let mut announced = false;
+    while shared.consumed.load(Ordering::SeqCst) < cfg.expected {
+        if shared.abort.load(Ordering::SeqCst) {
+            bail!("another consumer of the group failed");
         }
-        match consumer.poll(Duration::from_millis(100)) {
+        if let Some(progress) = progress.as_mut() {
+            if reported.elapsed() >= PROGRESS_EVERY {
+                reported = Instant::now();
+                progress(shared.consumed.load(Ordering::SeqCst));
+            }
+        }
+        let polled = consumer.poll(Duration::from_millis(100));
+        if !announced && consumer_assigned(&consumer) {
+            announced = true;
+            announce();
+        }
+        match polled {
             Some(Ok(message)) => {
-                count += 1;
-                bytes += message.payload_len() as u64;
-                last_record = Instant::now();
+                member.count += 1;
+                member.bytes += message.payload_len() as u64;
+                shared.consumed.fetch_add(1, Ordering::SeqCst);
+                let now = Instant::now();
+                shared.last_record_ns.fetch_max(
+                    now.duration_since(shared.since).as_nanos() as u64,
+                    Ordering::Relaxed,
+                );
+                if let Some(sent) = message.timestamp().to_millis() {
+                    member.stamped += 1;
+                    member
+                        .end_to_end
+                        .record((now_ms() - sent).max(0) as u64 * 1000);
+                }
             }
             Some(Err(e)) => last_failure = Some(e.to_string()),
             None => {}
         }
-        if last_record.elapsed() >= cfg.timeout {
+        // The group's last record, so a member whose partitions hold none does not time out
+        // while the others read.
+        let quiet = shared.last_record().max(start).elapsed();
+        if quiet >= cfg.timeout {
             let why = last_failure
                 .map(|f| format!(" (last consumer error: {f})"))
                 .unwrap_or_else(|| consumer.context().last_error.suffix());
             bail!(
-                "consumed {count} of {} records from topic `{}` through {}: no record for {:.1} s{why}",
+                "consumed {} of {} records from topic `{}` through {}: no record for {:.1} s{why}",
+                shared.consumed.load(Ordering::SeqCst),
                 cfg.expected,
                 cfg.topic,
                 cfg.bootstrap,
@@ -150,24 +319,34 @@ fn consume_blocking(cfg: &ConsumeConfig, mut progress: impl FnMut(u64)) -> Resul
             );
         }
     }
-    let end = last_record;
-    consumer
-        .commit_consumer_state(CommitMode::Sync)
-        .with_context(|| {
-            format!(
-                "committing the offsets of group `{}` on topic `{}`",
-                cfg.group_id, cfg.topic
-            )
-        })?;
-    let assigned = consumer
+    // A member whose partitions held no record has no position to commit.
+    if member.count > 0 {
+        consumer
+            .commit_consumer_state(CommitMode::Sync)
+            .with_context(|| {
+                format!(
+                    "committing the offsets of group `{}` on topic `{}`",
+                    cfg.group_id, cfg.topic
+                )
+            })?;
+    }
+    member.assigned_at = consumer
         .context()
         .assigned_at
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .unwrap_or(start);
-    let total = end.duration_since(start);
-    let rebalance = assigned.saturating_duration_since(start).min(total);
-    Ok(result(count, bytes, total, rebalance))
+    Ok(member)
+}
+
+/// Whether the consumer's group has assigned it partitions yet.
+fn consumer_assigned(consumer: &BaseConsumer<Assigning>) -> bool {
+    consumer
+        .context()
+        .assigned_at
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_some()
 }
 
 fn result(count: u64, bytes: u64, total: Duration, rebalance: Duration) -> ConsumerResult {
@@ -190,6 +369,8 @@ fn result(count: u64, bytes: u64, total: Duration, rebalance: Duration) -> Consu
         fetch_ms: fetch.as_secs_f64() * 1000.0,
         fetch_mib_s: per(mib, fetch),
         fetch_rec_s: per(count as f64, fetch),
+        end_to_end: None,
+        per_client: Vec::new(),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod client;
 pub mod command;
 pub mod consumer;
+pub mod latency;
 pub mod probe;
 pub mod producer;
 pub mod properties;

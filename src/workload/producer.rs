@@ -7,7 +7,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use hdrhistogram::Histogram;
 use rdkafka::bindings as rdsys;
 use rdkafka::client::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
@@ -16,8 +15,9 @@ use rdkafka::message::DeliveryResult;
 use rdkafka::producer::{BaseProducer, Producer, ProducerContext};
 
 use super::client::LastError;
+use super::latency::Latencies;
 use super::properties::client_config;
-use crate::model::{LatencySummary, ProducerResult};
+use crate::model::ProducerResult;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -88,22 +88,116 @@ pub fn summary_line(r: &ProducerResult) -> String {
 /// Produces `num_records` records and measures them; `progress` gets a window every ~5 s.
 pub async fn produce(
     cfg: &ProduceConfig,
+    progress: impl FnMut(Progress),
+) -> Result<ProducerResult> {
+    produce_many(cfg, 1, progress).await
+}
+
+/// [`produce`] with `producers` producers at once, each in its own thread with its share of the
+/// records and of the rate; their figures are merged: the rate is every acknowledged record over
+/// the time from the first start to the last acknowledgement, the latencies are one histogram.
+/// `progress` gets every producer's windows.
+pub async fn produce_many(
+    cfg: &ProduceConfig,
+    producers: u32,
     mut progress: impl FnMut(Progress),
 ) -> Result<ProducerResult> {
     if cfg.throughput == 0 {
         bail!("throughput 0 would never send; give a positive rate or -1 for unlimited");
     }
+    let shares = shares(cfg, producers.max(1));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let cfg_owned = cfg.clone();
-    let task = tokio::task::spawn_blocking(move || {
-        produce_blocking(&cfg_owned, |p| {
-            let _ = tx.send(p);
+    let tasks: Vec<_> = shares
+        .into_iter()
+        .map(|share| {
+            let tx = tx.clone();
+            tokio::task::spawn_blocking(move || {
+                produce_blocking(&share, |p| {
+                    let _ = tx.send(p);
+                })
+            })
         })
-    });
+        .collect();
+    drop(tx);
     while let Some(p) = rx.recv().await {
         progress(p);
     }
-    task.await.context("producer task panicked")?
+    let mut parts = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        parts.push(task.await.context("producer task panicked")??);
+    }
+    Ok(summarise(cfg, parts))
+}
+
+/// Each producer's configuration: the records, and a positive rate, split as evenly as whole
+/// numbers allow (the first ones get the remainders); producers with nothing to send are left
+/// out.
+fn shares(cfg: &ProduceConfig, producers: u32) -> Vec<ProduceConfig> {
+    let n = u64::from(producers);
+    let split = |total: u64, i: u64| total / n + u64::from(i < total % n);
+    (0..n)
+        .map(|i| ProduceConfig {
+            num_records: split(cfg.num_records, i),
+            throughput: if cfg.throughput > 0 {
+                split(cfg.throughput as u64, i).max(1) as i64
+            } else {
+                cfg.throughput
+            },
+            ..cfg.clone()
+        })
+        .filter(|share| share.num_records > 0)
+        .collect()
+}
+
+/// One producer's outcome, before the figures of several are merged.
+struct Produced {
+    acked: u64,
+    failed: u64,
+    start: Instant,
+    /// When its last delivery report came.
+    last_report: Option<Instant>,
+    sent: Latencies,
+    intended: Latencies,
+}
+
+/// The figures of one or more producers of `cfg` (their shares of it) as one result.
+fn summarise(cfg: &ProduceConfig, parts: Vec<Produced>) -> ProducerResult {
+    let acked: u64 = parts.iter().map(|p| p.acked).sum();
+    let failed: u64 = parts.iter().map(|p| p.failed).sum();
+    let start = parts.iter().map(|p| p.start).min();
+    let last = parts.iter().filter_map(|p| p.last_report).max();
+    let elapsed_s = match (start, last) {
+        (Some(start), Some(last)) => last.saturating_duration_since(start).as_secs_f64(),
+        _ => 0.0,
+    };
+    let mut sent = Latencies::new();
+    let mut intended = Latencies::new();
+    for p in &parts {
+        sent.merge(&p.sent);
+        intended.merge(&p.intended);
+    }
+    let per_s = |x: f64| if elapsed_s > 0.0 { x / elapsed_s } else { 0.0 };
+    let latency = sent.summary(acked);
+    let throttled = cfg.throughput > 0;
+    ProducerResult {
+        sent: acked,
+        failed,
+        rate_rec_s: per_s(acked as f64),
+        rate_mib_s: per_s(acked as f64 * cfg.record_size as f64 / MIB),
+        avg_lat_ms: latency.avg_lat_ms,
+        max_lat_ms: latency.max_lat_ms,
+        p50_ms: latency.p50_ms,
+        p95_ms: latency.p95_ms,
+        p99_ms: latency.p99_ms,
+        p999_ms: latency.p999_ms,
+        elapsed_s,
+        target_rec_s: if throttled {
+            cfg.throughput as f64
+        } else {
+            -1.0
+        },
+        intended: throttled.then(|| intended.summary(acked)),
+    }
 }
 
 /// Delivery bookkeeping shared between the send loop and the delivery callback.
@@ -117,47 +211,6 @@ struct Tally {
     first_failure: Option<String>,
     last_report: Option<Instant>,
     window: Window,
-}
-
-/// Every record's latency: a histogram with the sum and maximum, in µs.
-struct Latencies {
-    histogram: Histogram<u64>,
-    sum_us: u64,
-    max_us: u64,
-}
-
-impl Latencies {
-    fn new() -> Self {
-        Latencies {
-            histogram: latency_histogram(),
-            sum_us: 0,
-            max_us: 0,
-        }
-    }
-
-    fn record(&mut self, us: u64) {
-        self.histogram.saturating_record(us);
-        self.sum_us += us;
-        self.max_us = self.max_us.max(us);
-    }
-
-    /// The figures in milliseconds, over `count` records.
-    fn summary(&self, count: u64) -> LatencySummary {
-        let ms = |us: u64| us as f64 / 1000.0;
-        let h = &self.histogram;
-        LatencySummary {
-            avg_lat_ms: if count == 0 {
-                0.0
-            } else {
-                self.sum_us as f64 / count as f64 / 1000.0
-            },
-            max_lat_ms: ms(self.max_us),
-            p50_ms: ms(h.value_at_quantile(0.50)),
-            p95_ms: ms(h.value_at_quantile(0.95)),
-            p99_ms: ms(h.value_at_quantile(0.99)),
-            p999_ms: ms(h.value_at_quantile(0.999)),
-        }
-    }
 }
 
 /// What travels with each record to its delivery report (librdkafka's per-message opaque, one
@@ -385,12 +438,6 @@ impl Drop for TopicHandle {
     }
 }
 
-/// Latencies in µs, 3 significant figures, up to an hour. Fixed bounds: an auto-resizing
-/// histogram's `saturating_record` clamps to its initial tiny range.
-fn latency_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
-}
-
 /// A payload of uppercase letters, as the Java tool makes when given no payload file.
 fn payload(size: usize) -> Vec<u8> {
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15
@@ -409,10 +456,7 @@ fn payload(size: usize) -> Vec<u8> {
         .collect()
 }
 
-fn produce_blocking(
-    cfg: &ProduceConfig,
-    mut progress: impl FnMut(Progress),
-) -> Result<ProducerResult> {
+fn produce_blocking(cfg: &ProduceConfig, mut progress: impl FnMut(Progress)) -> Result<Produced> {
     let (config, warnings) = client_config(&cfg.bootstrap, &[], &[&cfg.client, &cfg.properties])?;
     for w in warnings {
         eprintln!("warning: {w}");
@@ -505,7 +549,7 @@ fn produce_blocking(
         report(Instant::now(), &mut progress);
     }
 
-    let t = producer
+    let mut t = producer
         .context()
         .tally
         .lock()
@@ -526,30 +570,13 @@ fn produce_blocking(
             t.failed
         );
     }
-    let elapsed_s = t
-        .last_report
-        .map(|last| last.duration_since(start).as_secs_f64())
-        .unwrap_or(0.0);
-    let per_s = |x: f64| if elapsed_s > 0.0 { x / elapsed_s } else { 0.0 };
-    let latency = t.sent.summary(t.acked);
-    Ok(ProducerResult {
-        sent: t.acked,
+    Ok(Produced {
+        acked: t.acked,
         failed: t.failed,
-        rate_rec_s: per_s(t.acked as f64),
-        rate_mib_s: per_s(t.acked as f64 * cfg.record_size as f64 / MIB),
-        avg_lat_ms: latency.avg_lat_ms,
-        max_lat_ms: latency.max_lat_ms,
-        p50_ms: latency.p50_ms,
-        p95_ms: latency.p95_ms,
-        p99_ms: latency.p99_ms,
-        p999_ms: latency.p999_ms,
-        elapsed_s,
-        target_rec_s: if cfg.throughput > 0 {
-            cfg.throughput as f64
-        } else {
-            -1.0
-        },
-        intended: throttled.then(|| t.intended.summary(t.acked)),
+        start,
+        last_report: t.last_report,
+        sent: std::mem::take(&mut t.sent),
+        intended: std::mem::take(&mut t.intended),
     })
 }
 
@@ -593,29 +620,59 @@ mod tests {
         assert_eq!((late + 250).wrapping_sub(sent) & SENT_MASK, 250);
     }
 
-    #[test]
-    fn latencies_from_intended_times_summarise_in_milliseconds() {
-        let mut l = Latencies::new();
-        for us in [1_000u64, 2_000, 3_000, 1_000_000] {
-            l.record(us);
+    fn config(num_records: u64, throughput: i64) -> ProduceConfig {
+        ProduceConfig {
+            bootstrap: "broker:9092".into(),
+            topic: "t".into(),
+            num_records,
+            record_size: 1024,
+            throughput,
+            properties: Vec::new(),
+            client: Vec::new(),
         }
-        let s = l.summary(4);
-        assert_eq!(s.avg_lat_ms, 251.5);
-        assert_eq!(s.max_lat_ms, 1000.0);
-        assert!((1.99..2.01).contains(&s.p50_ms), "{s:?}");
-        assert!((999.0..1001.0).contains(&s.p99_ms), "{s:?}");
     }
 
     #[test]
-    fn latency_histogram_keeps_millisecond_values() {
-        let mut h = latency_histogram();
-        for us in [100u64, 3_000, 3_500, 4_000, 250_000] {
-            h.saturating_record(us);
-        }
-        let p50 = h.value_at_quantile(0.5);
-        assert!((3_500..3_505).contains(&p50), "{p50}");
-        assert!(h.max() >= 250_000 && h.max() < 250_300, "{}", h.max());
-        assert!(h.min() <= 100);
+    fn producers_share_the_records_and_the_rate() {
+        let s = shares(&config(10, 7), 3);
+        let records: Vec<u64> = s.iter().map(|c| c.num_records).collect();
+        let rates: Vec<i64> = s.iter().map(|c| c.throughput).collect();
+        assert_eq!((records, rates), (vec![4, 3, 3], vec![3, 2, 2]));
+        // More producers than records: the idle ones are left out; unlimited stays unlimited.
+        let few = shares(&config(2, -1), 3);
+        assert_eq!(few.len(), 2);
+        assert!(few.iter().all(|c| c.throughput == -1 && c.num_records == 1));
+    }
+
+    #[test]
+    fn merged_figures_count_every_record_over_the_whole_time() {
+        let start = Instant::now();
+        let part = |acked: u64, ms: u64, us: u64| {
+            let mut sent = Latencies::new();
+            for _ in 0..acked {
+                sent.record(us);
+            }
+            Produced {
+                acked,
+                failed: 0,
+                start,
+                last_report: Some(start + Duration::from_millis(ms)),
+                sent,
+                intended: Latencies::new(),
+            }
+        };
+        let r = summarise(
+            &config(2000, -1),
+            vec![part(1000, 1000, 2_000), part(1000, 2000, 4_000)],
+        );
+        assert_eq!(r.sent, 2000);
+        // 2000 records from the first start to the last acknowledgement, 2 s (not the sum of
+        // each producer's own rate, 1500 rec/s).
+        assert!((r.rate_rec_s - 1000.0).abs() < 1e-6, "{r:?}");
+        assert!((r.avg_lat_ms - 3.0).abs() < 0.01, "{r:?}");
+        assert!((r.max_lat_ms - 4.0).abs() < 0.01, "{r:?}");
+        assert!((r.p99_ms - 4.0).abs() < 0.01, "{r:?}");
+        assert!(r.intended.is_none());
     }
 
     #[test]

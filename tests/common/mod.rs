@@ -8,7 +8,7 @@ use bollard::query_parameters::{ListContainersOptionsBuilder, ListNetworksOption
 
 /// Every setting's environment variable; tests clear them so the caller's environment cannot
 /// leak into the binary they run.
-pub const SETTING_VARS: [&str; 20] = [
+pub const SETTING_VARS: [&str; 24] = [
     "TEST",
     "NUM_RECORDS",
     "RECORD_SIZE",
@@ -25,7 +25,11 @@ pub const SETTING_VARS: [&str; 20] = [
     "KAFKA_TOOL_IMAGE",
     "VAULT_IMAGE",
     "DRIVER",
+    "MODE",
     "REPEAT",
+    "PARTITIONS",
+    "PRODUCERS",
+    "CONSUMERS",
     "P99_LIMIT_MS",
     "SCENARIOS",
     "RESULTS_DIR",

@@ -1,0 +1,99 @@
+//! Every record's latency, tallied: a histogram in microseconds with the sum and the maximum,
+//! summarised in milliseconds. The producer tallies its latencies with it (from the send call,
+//! and from the intended send time), the consumer its end-to-end latencies.
+
+use hdrhistogram::Histogram;
+
+use crate::model::LatencySummary;
+
+/// Every record's latency: a histogram with the sum and maximum, in µs.
+pub struct Latencies {
+    histogram: Histogram<u64>,
+    sum_us: u64,
+    max_us: u64,
+}
+
+impl Latencies {
+    pub fn new() -> Self {
+        Latencies {
+            histogram: latency_histogram(),
+            sum_us: 0,
+            max_us: 0,
+        }
+    }
+
+    pub fn record(&mut self, us: u64) {
+        self.histogram.saturating_record(us);
+        self.sum_us += us;
+        self.max_us = self.max_us.max(us);
+    }
+
+    /// Adds another tally's records to this one (several clients' into one).
+    pub fn merge(&mut self, other: &Latencies) {
+        // Same bounds on both sides: the addition cannot fail.
+        let _ = self.histogram.add(&other.histogram);
+        self.sum_us += other.sum_us;
+        self.max_us = self.max_us.max(other.max_us);
+    }
+
+    /// The figures in milliseconds, over `count` records.
+    pub fn summary(&self, count: u64) -> LatencySummary {
+        let ms = |us: u64| us as f64 / 1000.0;
+        let h = &self.histogram;
+        LatencySummary {
+            avg_lat_ms: if count == 0 {
+                0.0
+            } else {
+                self.sum_us as f64 / count as f64 / 1000.0
+            },
+            max_lat_ms: ms(self.max_us),
+            p50_ms: ms(h.value_at_quantile(0.50)),
+            p95_ms: ms(h.value_at_quantile(0.95)),
+            p99_ms: ms(h.value_at_quantile(0.99)),
+            p999_ms: ms(h.value_at_quantile(0.999)),
+            p9999_ms: ms(h.value_at_quantile(0.9999)),
+        }
+    }
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies::new()
+    }
+}
+
+/// Latencies in µs, 3 significant figures, up to an hour. Fixed bounds: an auto-resizing
+/// histogram's `saturating_record` clamps to its initial tiny range.
+fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_from_intended_times_summarise_in_milliseconds() {
+        let mut l = Latencies::new();
+        for us in [1_000u64, 2_000, 3_000, 1_000_000] {
+            l.record(us);
+        }
+        let s = l.summary(4);
+        assert_eq!(s.avg_lat_ms, 251.5);
+        assert_eq!(s.max_lat_ms, 1000.0);
+        assert!((1.99..2.01).contains(&s.p50_ms), "{s:?}");
+        assert!((999.0..1001.0).contains(&s.p99_ms), "{s:?}");
+    }
+
+    #[test]
+    fn latency_histogram_keeps_millisecond_values() {
+        let mut h = latency_histogram();
+        for us in [100u64, 3_000, 3_500, 4_000, 250_000] {
+            h.saturating_record(us);
+        }
+        let p50 = h.value_at_quantile(0.5);
+        assert!((3_500..3_505).contains(&p50), "{p50}");
+        assert!(h.max() >= 250_000 && h.max() < 250_300, "{}", h.max());
+        assert!(h.min() <= 100);
+    }
+}

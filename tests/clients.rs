@@ -1,0 +1,66 @@
+//! Many clients on the real engine: several producers sharing the records and the rate, several
+//! consumers of one group sharing the partitions, their figures merged into one row.
+
+mod common;
+use common::{engine_lock, leftovers, perf_tests_run};
+
+use serde_json::Value;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn producers_and_consumers_share_the_work_and_their_figures_are_merged() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    // Records spread over the 3 partitions at random, so every consumer has some to read.
+    let out = perf_tests_run(results.path())
+        .env("TEST", "02-no-filters")
+        .env("NUM_RECORDS", "2e4")
+        .env("THROUGHPUT", "4000")
+        .env("PARTITIONS", "3")
+        .env("PRODUCERS", "2")
+        .env("CONSUMERS", "3")
+        .env(
+            "PRODUCER_PROPERTIES",
+            "acks=all partitioner=random sticky.partitioning.linger.ms=0",
+        )
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+
+    let run = std::fs::read_dir(results.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let result: Value =
+        serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
+    let m = &result["measurement"];
+    for counter in ["requested", "acknowledged", "end_offsets", "consumed"] {
+        assert_eq!(m["integrity"][counter], 20_000, "{counter}: {m}");
+    }
+    // Two producers at 2000 rec/s each: the merged rate is the sum, their target the whole.
+    let producer = &m["producer"];
+    let rate = producer["rate_rec_s"].as_f64().unwrap();
+    assert!((3600.0..4400.0).contains(&rate), "{producer}");
+    assert_eq!(producer["target_rec_s"], 4000.0);
+    assert!(
+        producer["intended"]["p99_ms"].as_f64().is_some(),
+        "{producer}"
+    );
+    // Three consumers, each with a partition, together reading every record once.
+    let per_client: Vec<u64> = m["consumer"]["per_client"]
+        .as_array()
+        .unwrap_or_else(|| panic!("per_client in {m}"))
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(per_client.len(), 3, "{per_client:?}");
+    assert!(per_client.iter().all(|n| *n > 0), "{per_client:?}");
+    assert_eq!(per_client.iter().sum::<u64>(), 20_000);
+
+    let info: Value =
+        serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(leftovers(info["run_id"].as_str().unwrap()).await, (0, 0));
+}

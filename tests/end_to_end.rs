@@ -1,0 +1,84 @@
+//! MODE=end-to-end: producer and consumer run at once and the consumer measures each record's
+//! latency from its send to its receipt. A path that stalls for 1.5 s shows in those latencies:
+//! the records sent during the stall arrive late.
+
+mod common;
+use common::{engine_lock, leftovers, perf_tests_run, running_container, start_run, Started};
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn docker(args: &[&str]) {
+    let status = Command::new("docker").args(args).status().unwrap();
+    assert!(status.success(), "docker {args:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stall_shows_in_the_end_to_end_latencies() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let mut cmd = perf_tests_run(results.path());
+    // 5 s of sends at 4000 rec/s through the Kroxylicious proxy, received as they are sent.
+    cmd.env("TEST", "02-no-filters")
+        .env("NUM_RECORDS", "2e4")
+        .env("THROUGHPUT", "4000")
+        .env("MODE", "end-to-end");
+    let Started {
+        mut child,
+        mut lines,
+        run_id,
+    } = start_run(cmd, |l| l.starts_with("==> 02-"));
+    let counted = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|l| l.contains("counting the topic's records"));
+    assert!(counted, "the run ended before measuring");
+    let proxy = running_container(&run_id, "kroxylicious-no-filters").expect("the proxy runs");
+    std::thread::sleep(Duration::from_secs(2));
+    docker(&["pause", &proxy]);
+    std::thread::sleep(Duration::from_millis(1500));
+    docker(&["unpause", &proxy]);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    let stderr = rest.join("\n");
+    assert!(status.success(), "{stderr}");
+
+    let run = std::fs::read_dir(results.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let result: Value =
+        serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
+    let m = &result["measurement"];
+    for counter in ["requested", "acknowledged", "end_offsets", "consumed"] {
+        assert_eq!(m["integrity"][counter], 20_000, "{counter}: {m}");
+    }
+    assert!(
+        m["steps_s"]["produce_and_consume"].as_f64().unwrap() > 0.0,
+        "{m}"
+    );
+    let e2e = &m["consumer"]["end_to_end"];
+    let get = |k: &str| e2e[k].as_f64().unwrap_or_else(|| panic!("{k} in {e2e}"));
+    let (p50, p99, p9999, max) = (
+        get("p50_ms"),
+        get("p99_ms"),
+        get("p9999_ms"),
+        get("max_lat_ms"),
+    );
+    assert!(p50 <= p99 && p99 <= p9999 && p9999 <= max + 1.0, "{e2e}");
+    // About 6000 of the 20000 records were sent during the stall or queued behind it: more
+    // than 1% waited for most of it, while the median record did not.
+    assert!(max >= 1200.0, "{e2e}");
+    assert!(p99 >= 700.0, "{e2e}");
+    assert!(p50 < 500.0, "{e2e}");
+    let tables = std::fs::read_to_string(run.join("tables.txt")).unwrap();
+    assert!(
+        tables.contains("End-to-End Latency (send to receipt)"),
+        "{tables}"
+    );
+    assert_eq!(leftovers(&run_id).await, (0, 0));
+}
