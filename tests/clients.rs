@@ -2,7 +2,7 @@
 //! consumers of one group sharing the partitions, their figures merged into one row.
 
 mod common;
-use common::{engine_lock, leftovers, perf_tests_run};
+use common::{engine_lock, leftovers, only_run, perf_tests_run};
 
 use serde_json::Value;
 
@@ -28,12 +28,7 @@ async fn producers_and_consumers_share_the_work_and_their_figures_are_merged() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
 
-    let run = std::fs::read_dir(results.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run = only_run(results.path());
     let result: Value =
         serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
     let m = &result["measurement"];

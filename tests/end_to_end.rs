@@ -3,17 +3,9 @@
 //! the records sent during the stall arrive late.
 
 mod common;
-use common::{engine_lock, leftovers, perf_tests_run, running_container, start_run, Started};
-
-use std::process::Command;
-use std::time::Duration;
+use common::{engine_lock, leftovers, only_run, perf_tests_run, run_with_a_stall};
 
 use serde_json::Value;
-
-fn docker(args: &[&str]) {
-    let status = Command::new("docker").args(args).status().unwrap();
-    assert!(status.success(), "docker {args:?}");
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stall_shows_in_the_end_to_end_latencies() {
@@ -25,32 +17,9 @@ async fn a_stall_shows_in_the_end_to_end_latencies() {
         .env("NUM_RECORDS", "2e4")
         .env("THROUGHPUT", "4000")
         .env("MODE", "end-to-end");
-    let Started {
-        mut child,
-        mut lines,
-        run_id,
-    } = start_run(cmd, |l| l.starts_with("==> 02-"));
-    let counted = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .any(|l| l.contains("counting the topic's records"));
-    assert!(counted, "the run ended before measuring");
-    let proxy = running_container(&run_id, "kroxylicious-no-filters").expect("the proxy runs");
-    std::thread::sleep(Duration::from_secs(2));
-    docker(&["pause", &proxy]);
-    std::thread::sleep(Duration::from_millis(1500));
-    docker(&["unpause", &proxy]);
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    let status = child.wait().unwrap();
-    let stderr = rest.join("\n");
+    let (status, stderr, run_id) = run_with_a_stall(cmd, "kroxylicious-no-filters");
     assert!(status.success(), "{stderr}");
-
-    let run = std::fs::read_dir(results.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run = only_run(results.path());
     let result: Value =
         serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
     let m = &result["measurement"];

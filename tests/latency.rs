@@ -4,17 +4,9 @@
 //! Timed from their intended send times they show the stall.
 
 mod common;
-use common::{engine_lock, leftovers, perf_tests_run, running_container, start_run, Started};
-
-use std::process::Command;
-use std::time::Duration;
+use common::{engine_lock, leftovers, only_run, perf_tests_run, run_with_a_stall};
 
 use serde_json::Value;
-
-fn docker(args: &[&str]) {
-    let status = Command::new("docker").args(args).status().unwrap();
-    assert!(status.success(), "docker {args:?}");
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stall_shows_in_the_latency_from_intended_send_times_only() {
@@ -30,34 +22,9 @@ async fn a_stall_shows_in_the_latency_from_intended_send_times_only() {
             "PRODUCER_PROPERTIES",
             "acks=all queue.buffering.max.messages=50",
         );
-    let Started {
-        mut child,
-        mut lines,
-        run_id,
-    } = start_run(cmd, |l| l.starts_with("==> 02-"));
-    // The scenario's topic's records are counted just before the measured produce starts (the
-    // broker's warm-up before the scenario counts too, hence after the scenario's line).
-    let counted = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .any(|l| l.contains("counting the topic's records"));
-    assert!(counted, "the run ended before measuring");
-    let proxy = running_container(&run_id, "proxy").expect("the proxy runs");
-    std::thread::sleep(Duration::from_secs(2));
-    docker(&["pause", &proxy]);
-    std::thread::sleep(Duration::from_millis(1500));
-    docker(&["unpause", &proxy]);
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    let status = child.wait().unwrap();
-    let stderr = rest.join("\n");
+    let (status, stderr, run_id) = run_with_a_stall(cmd, "proxy");
     assert!(status.success(), "{stderr}");
-
-    let run = std::fs::read_dir(results.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run = only_run(results.path());
     let result: Value =
         serde_json::from_slice(&std::fs::read(run.join("02-kafka-proxy.json")).unwrap()).unwrap();
     let producer = &result["measurement"]["producer"];

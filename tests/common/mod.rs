@@ -169,3 +169,47 @@ pub fn start_run(mut cmd: std::process::Command, until: impl Fn(&str) -> bool) -
         run_id: run_id.expect("the run announces its id"),
     }
 }
+
+/// The one run directory a test's results directory holds.
+pub fn only_run(results: &Path) -> std::path::PathBuf {
+    let runs: Vec<std::path::PathBuf> = std::fs::read_dir(results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs[0].clone()
+}
+
+/// Runs `cmd` (a `perf-tests run` of one scenario whose `service` is on the path) and stalls
+/// that service for 1.5 s two seconds into the measurement (`docker pause`); returns whether
+/// the run succeeded, its stderr after the stall, and its id.
+pub fn run_with_a_stall(
+    cmd: std::process::Command,
+    service: &str,
+) -> (std::process::ExitStatus, String, String) {
+    let Started {
+        mut child,
+        mut lines,
+        run_id,
+    } = start_run(cmd, |l| l.starts_with("==> 0"));
+    // The topic's records are counted just before the measured produce starts.
+    let counted = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|l| l.contains("counting the topic's records"));
+    assert!(counted, "the run ended before measuring");
+    let container = running_container(&run_id, service).expect("the service runs");
+    let docker = |args: &[&str]| {
+        let status = std::process::Command::new("docker")
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(status.success(), "docker {args:?}");
+    };
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    docker(&["pause", &container]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    docker(&["unpause", &container]);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    (child.wait().unwrap(), rest.join("\n"), run_id)
+}
