@@ -45,7 +45,9 @@ async fn producers_and_consumers_share_the_work_and_their_figures_are_merged() {
         producer["intended"]["p99_ms"].as_f64().is_some(),
         "{producer}"
     );
-    // Three consumers, each with a partition, together reading every record once.
+    // Three consumers of one group together read every record once. (With the backlog already
+    // there, the first member assigned may drain partitions before the others join: the split
+    // between them is recorded, not promised.)
     let per_client: Vec<u64> = m["consumer"]["per_client"]
         .as_array()
         .unwrap_or_else(|| panic!("per_client in {m}"))
@@ -53,7 +55,6 @@ async fn producers_and_consumers_share_the_work_and_their_figures_are_merged() {
         .map(|n| n.as_u64().unwrap())
         .collect();
     assert_eq!(per_client.len(), 3, "{per_client:?}");
-    assert!(per_client.iter().all(|n| *n > 0), "{per_client:?}");
     assert_eq!(per_client.iter().sum::<u64>(), 20_000);
 
     let info: Value =
