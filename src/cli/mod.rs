@@ -160,43 +160,13 @@ fn sweep(settings: &Settings, args: &SweepArgs) -> i32 {
     run(&settings, args.dry_run, true)
 }
 
-/// What the kafka-tools driver cannot run at `settings` (one combination's): the reference's
-/// tool commands run one producer, then one consumer, on one partition.
-fn kafka_tools_refuses(settings: &Settings) -> Result<(), String> {
-    use crate::settings::{Driver, Mode};
-    if settings.driver != Driver::KafkaTools {
-        return Ok(());
-    }
-    if settings.mode == Mode::EndToEnd {
-        return Err(
-            "MODE=end-to-end needs DRIVER=native: Kafka's consumer perf tool reports no \
-                    per-record latency"
-                .into(),
-        );
-    }
-    for (var, n) in [
-        ("PARTITIONS", settings.partitions),
-        ("PRODUCERS", settings.producers),
-        ("CONSUMERS", settings.consumers),
-    ] {
-        if n != 1 {
-            return Err(format!(
-                "{var}={n} needs DRIVER=native: the reference's tool commands run one producer \
-                 and one consumer on one partition"
-            ));
-        }
-    }
-    Ok(())
-}
-
 fn run(settings: &Settings, dry_run: bool, sweep: bool) -> i32 {
     let planned = plan::plan_run(settings, &crate::engine::new_run_id()).and_then(|mut plan| {
         plan.sweep = sweep;
         // The driver refuses what it cannot run before anything is printed or started.
         let driver = crate::driver::for_settings(settings);
         for cell in &plan.cells {
-            kafka_tools_refuses(&cell.settings).map_err(anyhow::Error::msg)?;
-            driver.check(&cell.plan)?;
+            driver.check(cell)?;
         }
         Ok((plan, driver.describe()))
     });

@@ -21,7 +21,8 @@ use super::native::NativeSession;
 use super::{Driver, MeasureSpec, Place, Progress, Session};
 use crate::engine::{Engine, OneOff};
 use crate::model::{ConsumerResult, ProducerResult};
-use crate::plan::Plan;
+use crate::plan::{Cell, Plan};
+use crate::settings::{Mode, Settings};
 
 /// Where the scripts live in the Strimzi Kafka image.
 pub const BIN_DIR: &str = "/opt/kafka/bin";
@@ -412,9 +413,34 @@ pub struct KafkaToolsDriver {
     pub tool_image: String,
 }
 
+/// Refuses settings the reference's tool commands cannot follow: they run one producer, then
+/// one consumer, on one partition, and report no per-record latency.
+fn check_settings(settings: &Settings) -> Result<()> {
+    if settings.mode == Mode::EndToEnd {
+        bail!(
+            "MODE=end-to-end needs DRIVER=native: Kafka's consumer perf tool reports no \
+             per-record latency"
+        );
+    }
+    for (var, n) in [
+        ("PARTITIONS", settings.partitions),
+        ("PRODUCERS", settings.producers),
+        ("CONSUMERS", settings.consumers),
+    ] {
+        if n != 1 {
+            bail!(
+                "{var}={n} needs DRIVER=native: the reference's tool commands run one producer \
+                 and one consumer on one partition"
+            );
+        }
+    }
+    Ok(())
+}
+
 impl Driver for KafkaToolsDriver {
-    fn check(&self, plan: &Plan) -> Result<()> {
-        check_plan(plan)
+    fn check(&self, cell: &Cell) -> Result<()> {
+        check_settings(&cell.settings)?;
+        check_plan(&cell.plan)
     }
 
     fn images(&self) -> Vec<String> {

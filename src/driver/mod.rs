@@ -21,7 +21,7 @@ use futures_util::future::BoxFuture;
 
 use crate::engine::Engine;
 use crate::model::{ConsumerResult, ProducerResult};
-use crate::plan::Plan;
+use crate::plan::Cell;
 use crate::settings::{self, Settings};
 pub use crate::workload::verify::{VerifySpec, SAMPLE_RECORDS};
 
@@ -100,8 +100,9 @@ pub type Progress<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
 /// A way to produce and consume, chosen once per run.
 pub trait Driver: Send + Sync {
-    /// Refuses a plan it cannot run faithfully, before anything starts.
-    fn check(&self, _plan: &Plan) -> Result<()> {
+    /// Refuses a combination of the run (its plan and settings) it cannot run faithfully,
+    /// before anything starts.
+    fn check(&self, _cell: &Cell) -> Result<()> {
         Ok(())
     }
     /// Images it runs besides the workload image and the Compose services' (had before the
