@@ -71,6 +71,7 @@ impl Session for InProcess {
             timeout: spec.consume_timeout,
             client: Vec::new(),
             consumers: spec.consumers,
+            end_to_end: spec.end_to_end,
         };
         Box::pin(async move { consume(&cfg).await })
     }
@@ -149,6 +150,7 @@ fn consume_cfg(
         timeout: Duration::from_secs(timeout_s),
         client: Vec::new(),
         consumers: 1,
+        end_to_end: false,
     }
 }
 

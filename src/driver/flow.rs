@@ -120,15 +120,12 @@ async fn on_topic(
     let after = session.end_offsets(spec).await.context("end offsets")?;
     steps.done("end_offsets_after");
     let counted = crate::progress::records("consume", producer.sent);
-    let mut consumer = session
+    let consumer = session
         .consume(spec, producer.sent, &group, &|l| count(&counted, l))
         .await
         .context("consume")?;
     drop(counted);
     steps.done("consume");
-    // Started after the last send, the consumer's send-to-receipt latencies are mostly the
-    // wait for it to start: not a measurement.
-    consumer.end_to_end = None;
     Ok(checked(
         spec,
         producer,

@@ -242,6 +242,7 @@ impl Session for NativeSession {
                 expected: records,
                 timeout_s: spec.consume_timeout.as_secs_f64(),
                 consumers: spec.consumers,
+                end_to_end: spec.end_to_end,
             },
             progress,
         ))

@@ -120,6 +120,9 @@ pub enum WorkloadCommand {
         /// Consumers in the group, together consuming the records.
         #[arg(long, default_value_t = 1)]
         consumers: u32,
+        /// Report each record's latency from its send to its receipt.
+        #[arg(long)]
+        end_to_end: bool,
     },
     /// Print the number of records in a topic (end offsets minus start offsets).
     EndOffsets {
@@ -225,6 +228,7 @@ impl WorkloadCommand {
                 expected,
                 timeout_s,
                 consumers,
+                end_to_end,
             } => {
                 args.push("consume".into());
                 endpoint.push_args(&mut args);
@@ -233,6 +237,9 @@ impl WorkloadCommand {
                 push(&mut args, "--expected", expected);
                 push(&mut args, "--timeout-s", timeout_s);
                 push(&mut args, "--consumers", consumers);
+                if *end_to_end {
+                    args.push("--end-to-end".into());
+                }
             }
             WorkloadCommand::EndOffsets { endpoint, topic } => {
                 args.push("end-offsets".into());
@@ -386,6 +393,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             expected,
             timeout_s,
             consumers,
+            end_to_end,
         } => {
             let cfg = ConsumeConfig {
                 bootstrap: endpoint.bootstrap,
@@ -395,6 +403,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
                 timeout: seconds("timeout-s", timeout_s)?,
                 client: endpoint.client_properties,
                 consumers,
+                end_to_end,
             };
             let expected = cfg.expected;
             let consumed = super::consumer::consume_reporting(
@@ -485,6 +494,16 @@ mod tests {
             expected: 10,
             timeout_s: 60.0,
             consumers: 2,
+            end_to_end: true,
+        });
+        round_trip(WorkloadCommand::Consume {
+            endpoint: endpoint.clone(),
+            topic: "t".into(),
+            group: "g".into(),
+            expected: 10,
+            timeout_s: 60.0,
+            consumers: 1,
+            end_to_end: false,
         });
         round_trip(WorkloadCommand::EndOffsets {
             endpoint: Endpoint::new("broker:9092", &[]),

@@ -1,8 +1,8 @@
 //! The consume side, with kafka-consumer-perf-test semantics: a group subscription, rebalance
 //! time until partitions are assigned, fetch time for the rest; stops at exactly the expected
-//! count and commits what it consumed so a later consumer of the group resumes after it. It also
-//! tallies each record's latency from its timestamp (set by the producer when it sent it) to its
-//! receipt, which means something when the producer runs at the same time (MODE=end-to-end).
+//! count and commits what it consumed so a later consumer of the group resumes after it. When the
+//! producer runs at the same time (MODE=end-to-end) it also tallies each record's latency from
+//! its timestamp (set by the producer when it sent it) to its receipt.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -37,6 +37,9 @@ pub struct ConsumeConfig {
     /// Consumers of the group, each in its own thread; the group stops once they have
     /// consumed `expected` records together.
     pub consumers: u32,
+    /// Tally each record's latency from its send to its receipt (the producer runs at the same
+    /// time); otherwise the clock is not read per record.
+    pub end_to_end: bool,
 }
 
 struct Assigning {
@@ -292,7 +295,12 @@ fn consume_member_inner(
                     now.duration_since(shared.since).as_nanos() as u64,
                     Ordering::Relaxed,
                 );
-                if let Some(sent) = message.timestamp().to_millis() {
+                let sent = if cfg.end_to_end {
+                    message.timestamp().to_millis()
+                } else {
+                    None
+                };
+                if let Some(sent) = sent {
                     member.stamped += 1;
                     member
                         .end_to_end
