@@ -55,13 +55,14 @@ pub struct Cell {
 /// Plans a run: the suite's matrix merged with the settings given as lists
 /// ([`matrix::merge`]), then a [`plan`] of every combination. An error names the combination.
 pub fn plan_run(settings: &Settings, run_id: &str) -> Result<RunPlan> {
-    let suite = Suite::load(&settings.scenarios)?;
-    let axes = matrix::merge(&suite.matrix, &settings.matrix);
+    // The files are read once; only what the settings substitute differs between combinations.
+    let sources = Sources::read(settings)?;
+    let axes = matrix::merge(&sources.suite.matrix, &settings.matrix);
     let cells = matrix::combinations(&axes)?
         .into_iter()
         .map(|combination| {
             let settings = matrix::apply(settings, &combination)?;
-            let planned = plan(&settings, run_id);
+            let planned = plan_from(&sources, &settings, run_id);
             let plan = if combination.is_empty() {
                 planned?
             } else {
@@ -293,8 +294,39 @@ pub enum ImageSource {
     Pull { chosen_by: String },
 }
 
+/// What a run's plan is made from, as the files say: the suite, its image recipes and the
+/// scenarios `TEST` selects (steps not yet substituted).
+struct Sources {
+    suite: Suite,
+    recipes: Vec<ImageRecipe>,
+    scenarios: Vec<Scenario>,
+}
+
+impl Sources {
+    /// Discovers the suite and loads the scenarios `TEST` selects.
+    fn read(settings: &Settings) -> Result<Sources> {
+        let suite = Suite::load(&settings.scenarios)?;
+        let found = scenario::discover(&suite.dir)?;
+        let scenarios = scenario::select(&found, &settings.test)?
+            .iter()
+            .map(|dir| Scenario::load(&suite, dir))
+            .collect::<Result<Vec<_>>>()?;
+        let recipes = recipe::parse_recipes(&suite.file, &suite.images)?;
+        Ok(Sources {
+            suite,
+            recipes,
+            scenarios,
+        })
+    }
+}
+
 /// Discovers the suite, selects scenarios by `TEST` and resolves everything run `run_id` needs.
 pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
+    plan_from(&Sources::read(settings)?, settings, run_id)
+}
+
+/// [`plan`] from sources already read.
+fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Plan> {
     if settings.consumers > settings.partitions {
         bail!(
             "CONSUMERS={} is more than PARTITIONS={}: the consumers share one group, so those \
@@ -303,14 +335,13 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
             settings.partitions
         );
     }
-    let suite = Suite::load(&settings.scenarios)?;
+    let suite = &sources.suite;
     suite.check_record_size(settings.record_size)?;
-    let found = scenario::discover(&suite.dir)?;
-    let selected = scenario::select(&found, &settings.test)?;
     let base_vars = settings.variables();
-    let mut scenarios = selected
+    let mut scenarios = sources
+        .scenarios
         .iter()
-        .map(|dir| resolve_scenario(&suite, dir, &base_vars))
+        .map(|s| resolve_scenario(suite, s.clone(), &base_vars))
         .collect::<Result<Vec<_>>>()?;
 
     let tls_dir = std::env::temp_dir()
@@ -325,7 +356,7 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
         .collect();
     let mut variables = base_vars;
     variables.insert("TLS_DIR".into(), tls_dir.display().to_string());
-    let mut project = compose::load(&compose_files(&suite, &scenarios), &variables)?;
+    let mut project = compose::load(&compose_files(suite, &scenarios), &variables)?;
     // SERVICES_CPUSET pins every service a Compose file leaves unpinned.
     if !settings.services_cpuset.is_empty() {
         for service in project.services.values_mut() {
@@ -346,11 +377,11 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
         all.extend(p.scenario.services.iter().cloned());
     }
     let services = project.service_closure(&all)?;
-    let recipes = recipe::parse_recipes(&suite.file, &suite.images)?;
+    let recipes = sources.recipes.clone();
     let images = images_of(&recipes, &project, &services, &variables);
     Ok(Plan {
         run_id: run_id.to_string(),
-        suite,
+        suite: suite.clone(),
         scenarios,
         tls_dir,
         tls_hosts,
@@ -367,10 +398,9 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
 /// A selected scenario with its topic and its steps' variables substituted.
 fn resolve_scenario(
     suite: &Suite,
-    dir: &scenario::ScenarioDir,
+    mut scenario: Scenario,
     base_vars: &BTreeMap<String, String>,
 ) -> Result<PlannedScenario> {
-    let mut scenario = Scenario::load(suite, dir)?;
     let topic = format!("{TOPIC_PREFIX}{}", scenario.name);
     let mut vars = base_vars.clone();
     vars.insert("TOPIC".to_string(), topic.clone());
