@@ -2,7 +2,7 @@
 //! consumers of one group sharing the partitions, their figures merged into one row.
 
 mod common;
-use common::{engine_lock, leftovers, only_run, perf_tests_run};
+use common::{engine_lock, leftovers, only_run, perf_tests_run, run_id_of};
 
 use serde_json::Value;
 
@@ -57,7 +57,5 @@ async fn producers_and_consumers_share_the_work_and_their_figures_are_merged() {
     assert_eq!(per_client.len(), 3, "{per_client:?}");
     assert_eq!(per_client.iter().sum::<u64>(), 20_000);
 
-    let info: Value =
-        serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
-    assert_eq!(leftovers(info["run_id"].as_str().unwrap()).await, (0, 0));
+    assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
 }

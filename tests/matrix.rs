@@ -3,7 +3,7 @@
 //! varying broker image each really used, and one run's two images compared with each other.
 
 mod common;
-use common::{engine_lock, leftovers, perf_tests_command, perf_tests_run};
+use common::{engine_lock, leftovers, only_run, perf_tests_command, perf_tests_run, run_id_of};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -34,29 +34,19 @@ fn text(out: &Output) -> (String, String) {
 
 /// The run directory of a results directory holding one run, and its scenario records.
 fn the_run(results: &Path) -> (PathBuf, Vec<(String, ScenarioResult)>) {
-    let runs: Vec<PathBuf> = std::fs::read_dir(results)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    let mut records: Vec<(String, ScenarioResult)> = std::fs::read_dir(&runs[0])
+    let run = only_run(results);
+    let mut records: Vec<(String, ScenarioResult)> = std::fs::read_dir(&run)
         .unwrap()
         .map(|e| e.unwrap())
         .map(|e| e.file_name().into_string().unwrap())
         .filter(|n| n.ends_with(".json") && n != "run.json")
         .map(|n| {
-            let r = serde_json::from_slice(&std::fs::read(runs[0].join(&n)).unwrap()).unwrap();
+            let r = serde_json::from_slice(&std::fs::read(run.join(&n)).unwrap()).unwrap();
             (n, r)
         })
         .collect();
     records.sort_by(|a, b| a.0.cmp(&b.0));
-    (runs[0].clone(), records)
-}
-
-fn run_id(run: &Path) -> String {
-    let info: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
-    info["run_id"].as_str().unwrap().to_string()
+    (run, records)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -158,7 +148,7 @@ async fn a_matrix_over_record_size_and_the_proxy_image_measures_every_combinatio
         .1
         .contains("no result was measured at KROXYLICIOUS_IMAGE=nothing:here"));
 
-    assert_eq!(leftovers(&run_id(&run)).await, (0, 0));
+    assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -191,7 +181,7 @@ async fn a_varying_broker_image_restarts_the_run_wide_broker_between_combination
         assert!(!r.images.contains_key(other), "{file}: {:?}", r.images);
         assert_eq!(r.measurement.integrity.consumed, 2000, "{file}");
     }
-    assert_eq!(leftovers(&run_id(&run)).await, (0, 0));
+    assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -225,5 +215,5 @@ async fn a_sweep_stops_raising_the_rate_at_the_first_the_path_does_not_sustain()
         .map(|(_, r)| r.combination["THROUGHPUT"].as_str())
         .collect();
     assert_eq!(rates, ["1000", "2500500"]);
-    assert_eq!(leftovers(&run_id(&run)).await, (0, 0));
+    assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
 }

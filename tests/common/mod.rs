@@ -213,3 +213,10 @@ pub fn run_with_a_stall(
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     (child.wait().unwrap(), rest.join("\n"), run_id)
 }
+
+/// The run id a run directory's `run.json` records.
+pub fn run_id_of(run: &Path) -> String {
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
+    info["run_id"].as_str().unwrap().to_string()
+}
