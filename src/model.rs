@@ -340,6 +340,50 @@ pub fn row_label(name: &str, combination: &crate::matrix::Combination) -> String
     }
 }
 
+/// One scenario at one combination of the varying settings other than a line's setting, and
+/// its results at each value of that setting.
+#[derive(Debug)]
+pub struct Line<'a> {
+    /// The scenario's name.
+    pub name: String,
+    /// The values of the other varying settings.
+    pub rest: crate::matrix::Combination,
+    /// (the line's setting's value, the result there), in the order of the results.
+    pub points: Vec<(&'a str, &'a ScenarioResult)>,
+}
+
+impl Line<'_> {
+    /// The line's name: the scenario's, with the other settings' values.
+    pub fn label(&self) -> String {
+        row_label(&self.name, &self.rest)
+    }
+}
+
+/// The results that vary `var`, as lines over its values (charts, sweeps), in the order their
+/// scenario and other settings first appear.
+pub fn lines_over<'a>(results: &'a [ScenarioResult], var: &str) -> Vec<Line<'a>> {
+    let mut lines: Vec<Line<'a>> = Vec::new();
+    for r in results {
+        let Some(value) = r.combination.get(var) else {
+            continue;
+        };
+        let mut rest = r.combination.clone();
+        rest.remove(var);
+        match lines
+            .iter_mut()
+            .find(|l| l.name == r.name && l.rest == rest)
+        {
+            Some(l) => l.points.push((value, r)),
+            None => lines.push(Line {
+                name: r.name.clone(),
+                rest,
+                points: vec![(value, r)],
+            }),
+        }
+    }
+    lines
+}
+
 impl ScenarioResult {
     /// The row's name: the scenario's, with its combination when the run has a matrix.
     pub fn label(&self) -> String {

@@ -10,7 +10,7 @@
 use anyhow::{bail, Result};
 
 use crate::matrix::Combination;
-use crate::model::{Measurement, ScenarioResult, TARGET_SHARE};
+use crate::model::{lines_over, Line, Measurement, ScenarioResult, TARGET_SHARE};
 use crate::table::TableData;
 
 /// The setting a sweep varies.
@@ -85,51 +85,34 @@ const COLUMNS: [&str; 4] = [
     "Why not",
 ];
 
-/// A scenario at one combination of the other varying settings, and its rates' results.
-struct Line<'a> {
-    name: String,
-    rest: Combination,
-    points: Vec<(i64, &'a ScenarioResult)>,
-}
-
 /// Per scenario (and combination of the other varying settings), the highest THROUGHPUT
 /// sustained below the first that was not, with its p99, and that first rate with the reason;
 /// `None` unless some scenario was measured at two or more rates.
 pub fn table(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Option<TableData> {
-    let mut lines: Vec<Line> = Vec::new();
-    for r in results {
-        let Some(rate) = r
-            .combination
-            .get(VAR)
-            .and_then(|v| v.parse::<i64>().ok())
-            .filter(|v| *v > 0)
-        else {
-            continue;
-        };
-        let rest = line_of(&r.combination);
-        match lines
-            .iter_mut()
-            .find(|l| l.name == r.name && l.rest == rest)
-        {
-            Some(l) => l.points.push((rate, r)),
-            None => lines.push(Line {
-                name: r.name.clone(),
-                rest,
-                points: vec![(rate, r)],
-            }),
-        }
-    }
-    if !lines.iter().any(|l| l.points.len() > 1) {
+    // Each line's points at a positive rate, in rising order.
+    let lines: Vec<(Line, Vec<(i64, &ScenarioResult)>)> = lines_over(results, VAR)
+        .into_iter()
+        .map(|l| {
+            let mut rates: Vec<(i64, &ScenarioResult)> = l
+                .points
+                .iter()
+                .filter_map(|(v, r)| Some((v.parse::<i64>().ok().filter(|v| *v > 0)?, *r)))
+                .collect();
+            rates.sort_by_key(|(rate, _)| *rate);
+            (l, rates)
+        })
+        .filter(|(_, rates)| !rates.is_empty())
+        .collect();
+    if !lines.iter().any(|(_, rates)| rates.len() > 1) {
         return None;
     }
-    let others = crate::matrix::varying(lines.iter().map(|l| &l.rest));
+    let others = crate::matrix::varying(lines.iter().map(|(l, _)| &l.rest));
     let mut columns: Vec<String> = vec!["Name".to_string()];
     columns.extend(others.iter().cloned());
     columns.extend(COLUMNS.iter().map(|c| c.to_string()));
     let rows = lines
-        .iter_mut()
-        .map(|Line { name, rest, points }| {
-            points.sort_by_key(|(rate, _)| *rate);
+        .iter()
+        .map(|(Line { name, rest, .. }, points)| {
             let mut sustained: Option<(i64, f64)> = None;
             let mut failed: Option<(i64, String)> = None;
             for (rate, r) in points.iter() {

@@ -66,33 +66,24 @@ struct Line<'a> {
     points: Vec<(usize, &'a ScenarioResult)>,
 }
 
-/// The lines of the chart over `var`: results grouped by scenario and the values of the other
-/// varying settings; each point's x is the index of its `var` value in `values`.
+/// The lines of the chart over `var` ([`crate::model::lines_over`]); each point's x is the
+/// index of its `var` value in `values`.
 fn lines_over<'a>(results: &'a [ScenarioResult], var: &str, values: &[String]) -> Vec<Line<'a>> {
-    let mut lines: Vec<Line<'a>> = Vec::new();
-    for r in results {
-        let Some(x) = r
-            .combination
-            .get(var)
-            .and_then(|v| values.iter().position(|w| w == v))
-        else {
-            continue;
-        };
-        let mut rest = r.combination.clone();
-        rest.remove(var);
-        let name = crate::model::row_label(&r.name, &rest);
-        match lines.iter_mut().find(|l| l.name == name) {
-            Some(l) => l.points.push((x, r)),
-            None => lines.push(Line {
-                name,
-                points: vec![(x, r)],
-            }),
-        }
-    }
-    for l in &mut lines {
-        l.points.sort_by_key(|(x, _)| *x);
-    }
-    lines
+    crate::model::lines_over(results, var)
+        .into_iter()
+        .map(|l| {
+            let mut points: Vec<(usize, &ScenarioResult)> = l
+                .points
+                .iter()
+                .filter_map(|(v, r)| Some((values.iter().position(|w| w == v)?, *r)))
+                .collect();
+            points.sort_by_key(|(x, _)| *x);
+            Line {
+                name: l.label(),
+                points,
+            }
+        })
+        .collect()
 }
 
 /// Every varying setting with its values in order of appearance.
