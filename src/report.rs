@@ -237,13 +237,9 @@ pub fn integrity_table(results: &[ScenarioResult]) -> Option<TableData> {
 
 /// Every table of a run: producer (and its latency from intended send times when measured),
 /// consumer, then resources, integrity and path checks when they have rows.
-pub fn tables(results: &[ScenarioResult]) -> Vec<TableData> {
-    tables_with(results, None)
-}
-
-/// [`tables`], with the highest sustained rates after the consumer's when THROUGHPUT varied (a
-/// rate counting as sustained only within `p99_limit_ms` when given).
-pub fn tables_with(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<TableData> {
+/// When THROUGHPUT varied, the highest sustained rates follow the consumer's (a rate counting as
+/// sustained only within `p99_limit_ms` when given).
+pub fn tables(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<TableData> {
     let mut all = vec![producer_table(results)];
     all.extend(intended_table(results));
     all.push(consumer_table(results));
@@ -258,8 +254,13 @@ pub fn tables_with(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::export::markdown::render as render_markdown;
-    use crate::export::text::render as render_text;
+    fn render_text(results: &[ScenarioResult]) -> String {
+        crate::export::text::render(results, None)
+    }
+
+    fn render_markdown(results: &[ScenarioResult]) -> String {
+        crate::export::markdown::render(results, None)
+    }
     use crate::model::*;
 
     /// Records with the reference's first two rows of numbers.
@@ -370,7 +371,7 @@ Name                  Consumed Mi  Consumed Mi/s  Consumed recs  Consumed rec/s 
     fn latency_from_intended_send_times_gets_its_table_only_when_measured() {
         let mut results = sample();
         let titles = |r: &[ScenarioResult]| -> Vec<&'static str> {
-            tables(r).iter().map(|t| t.title).collect()
+            tables(r, None).iter().map(|t| t.title).collect()
         };
         assert!(!titles(&results).contains(&"Producer Latency from Intended Send Times"));
         results[0].measurement.producer.intended = Some(LatencySummary {

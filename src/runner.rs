@@ -1281,7 +1281,7 @@ mod tests {
         let results = run_all(&mut site, &plan).await.unwrap();
         let r = &results[0];
         assert!(r.path_check_failed(), "{:?}", r.path_check);
-        let rendered = crate::report::tables(&results);
+        let rendered = crate::report::tables(&results, None);
         let producer = &rendered[0];
         assert_eq!(producer.rows[0][0], "01-proxy (path check FAILED)");
         let checks = rendered

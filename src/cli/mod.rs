@@ -250,7 +250,7 @@ fn finish(
     scenario_results: &[ScenarioResult],
     out: &mut dyn Write,
 ) -> i32 {
-    let tables = crate::export::text::render_with(scenario_results, info.settings.p99_limit_ms);
+    let tables = crate::export::text::render(scenario_results, info.settings.p99_limit_ms);
     let _ = write!(out, "{tables}");
     match crate::export::write_run(results_dir, info, scenario_results) {
         Ok(dir) => {
@@ -429,7 +429,7 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(finish(dir.path(), &info(), &records, &mut out), EXIT_OK);
         let text = String::from_utf8(out).unwrap();
-        let tables = crate::export::text::render(&records);
+        let tables = crate::export::text::render(&records, None);
         assert!(text.starts_with(&tables), "{text}");
         let saved = text.strip_prefix(&tables).unwrap();
         let saved = saved.strip_prefix("Results: ").unwrap().trim_end();

@@ -4,21 +4,17 @@ use anyhow::Result;
 
 use super::Exporter;
 use crate::model::ScenarioResult;
-use crate::report::{tables_with, warnings};
+use crate::report::{tables, warnings};
 use crate::results::RunInfo;
 use crate::table::markdown;
 
 /// The Markdown tables.
 pub struct Markdown;
 
-/// All tables as Markdown, then any warnings as a list.
-pub fn render(results: &[ScenarioResult]) -> String {
-    render_with(results, None)
-}
-
-/// [`render`] with the run's P99_LIMIT_MS (for the sweep table).
-pub fn render_with(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> String {
-    let mut out = tables_with(results, p99_limit_ms)
+/// All tables as Markdown, then any warnings as a list (`p99_limit_ms`: the run's
+/// P99_LIMIT_MS, for the sweep table).
+pub fn render(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> String {
+    let mut out = tables(results, p99_limit_ms)
         .iter()
         .map(markdown)
         .collect::<Vec<_>>()
@@ -38,7 +34,7 @@ impl Exporter for Markdown {
         let charts = super::svg::FILE;
         let md = format!(
             "{}\n[![Throughput and latency per scenario]({charts})]({charts})\n",
-            render_with(results, info.settings.p99_limit_ms)
+            render(results, info.settings.p99_limit_ms)
         );
         Ok(vec![("tables.md".to_string(), md)])
     }

@@ -143,7 +143,7 @@ mod tests {
         assert_eq!(back, results[1]);
         assert_eq!(
             std::fs::read_to_string(dir.join("tables.txt")).unwrap(),
-            text::render(&results)
+            text::render(&results, None)
         );
         let md = std::fs::read_to_string(dir.join("tables.md")).unwrap();
         assert!(md.contains("](charts.svg)"), "{md}");
