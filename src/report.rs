@@ -254,6 +254,8 @@ pub fn tables(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<Tabl
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::model::*;
+
     fn render_text(results: &[ScenarioResult]) -> String {
         crate::export::text::render(results, None)
     }
@@ -261,7 +263,6 @@ pub(crate) mod tests {
     fn render_markdown(results: &[ScenarioResult]) -> String {
         crate::export::markdown::render(results, None)
     }
-    use crate::model::*;
 
     /// Records with the reference's first two rows of numbers.
     pub(crate) fn sample() -> Vec<ScenarioResult> {
