@@ -69,25 +69,18 @@ impl ConsumerContext for Assigning {
 
 /// Consumes exactly `expected` records of the topic with the group and measures it.
 pub async fn consume(cfg: &ConsumeConfig) -> Result<ConsumerResult> {
-    consume_with_progress(cfg, |_| {}).await
+    consume_reporting(cfg, |_| {}, || {}).await
 }
 
 /// The line a consuming workload prints once its partitions are assigned (read back by the
 /// host's flow, which starts an end-to-end measurement's producer then).
 pub const ASSIGNED_LINE: &str = "partitions assigned";
 
-/// How often [`consume_with_progress`] reports the count so far.
+/// How often [`consume_reporting`] reports the count so far.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
-/// [`consume`], calling `progress` with the records consumed so far every [`PROGRESS_EVERY`].
-pub async fn consume_with_progress(
-    cfg: &ConsumeConfig,
-    progress: impl FnMut(u64) + Send + 'static,
-) -> Result<ConsumerResult> {
-    consume_reporting(cfg, progress, || {}).await
-}
-
-/// [`consume_with_progress`], calling `assigned` once when the group's partitions are assigned.
+/// [`consume`], calling `progress` with the records consumed so far every [`PROGRESS_EVERY`],
+/// and `assigned` once when the group's partitions are assigned.
 pub async fn consume_reporting(
     cfg: &ConsumeConfig,
     progress: impl FnMut(u64) + Send + 'static,
