@@ -388,8 +388,13 @@ async fn the_engine_going_away_ends_the_run_and_clean_removes_what_it_left() {
 async fn a_second_scenario_that_fails_keeps_the_first_ones_results_marked_incomplete() {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
+    // Paced so that `02` is still producing when the proxy dies, however loaded the machine.
     let cmd = perf_tests(
-        &[("TEST", "0[12].*"), ("NUM_RECORDS", "3000")],
+        &[
+            ("TEST", "0[12].*"),
+            ("NUM_RECORDS", "3000"),
+            ("THROUGHPUT", "500"),
+        ],
         results.path(),
     );
     let started = Running::start(cmd, |l| l.starts_with("==> 02-"));
