@@ -9,8 +9,8 @@
 #   cargo build --release && CAMPAIGNS=10 benches/ab-campaign.sh
 #   A_BIN=../main/target/release/perf-tests CAMPAIGNS=1 benches/ab-campaign.sh   # main vs this
 #
-# Settings (environment): CAMPAIGNS (default 10), RUNS_PER_SIDE (2), REPEAT (3 per run, so 6
-# repetitions a side), NUM_RECORDS (3e5), OUT (results/ab-<UTC time>), A_BIN and B_BIN
+# Settings (environment): CAMPAIGNS (default 10), RUNS_PER_SIDE (6), REPEAT (1 per run, so 6
+# runs a side: compare counts each pooled run as one observation), NUM_RECORDS (3e5), OUT (results/ab-<UTC time>), A_BIN and B_BIN
 # (default PERF_TESTS_BIN: target/release/perf-tests, or $CARGO_TARGET_DIR/release/perf-tests);
 # every other perf-tests setting (TEST, SCENARIOS, WARM_UP_SECONDS_PRE_TEST, ...) is passed
 # through to the runs of both sides.
@@ -18,8 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 campaigns="${CAMPAIGNS:-10}"
-runs="${RUNS_PER_SIDE:-2}"
-export REPEAT="${REPEAT:-3}"
+runs="${RUNS_PER_SIDE:-6}"
+export REPEAT="${REPEAT:-1}"
 export NUM_RECORDS="${NUM_RECORDS:-3e5}"
 out="${OUT:-results/ab-$(date -u +%Y%m%dT%H%M%SZ)}"
 pt="${PERF_TESTS_BIN:-${CARGO_TARGET_DIR:-target}/release/perf-tests}"
@@ -66,7 +66,7 @@ for side_dir in sorted(glob.glob(os.path.join(out, "campaign-*", "[ab]"))):
     reps = {}
     for f in sorted(glob.glob(os.path.join(side_dir, "*", "[0-9][0-9]-*.json"))):
         d = json.load(open(f))
-        reps.setdefault(d["name"], []).extend(d["repetitions"])
+        reps.setdefault(d["name"], []).extend(d["repetitions"] or [d["measurement"]])
     for name, rs in reps.items():
         for metric, get in [("producer rec/s", lambda r: r["producer"]["rate_rec_s"]),
                             ("consumer rec/s", lambda r: r["consumer"]["consumed_rec_s"])]:

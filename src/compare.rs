@@ -4,8 +4,9 @@
 //! direction is a regression, which makes the command exit 1.
 //!
 //! BASE and NEW are results directories of single runs (holding `run.json`), directories holding
-//! several run directories (their repetitions are pooled), or `latest` / `previous`: the last
-//! and second-to-last run directory of RESULTS_DIR by name.
+//! several run directories (their repetitions are pooled; a pooled run of several repetitions is
+//! tested as one observation, its median), or `latest` / `previous`: the last and second-to-last
+//! run directory of RESULTS_DIR by name.
 //!
 //! Rows are matched by scenario and combination (runs with a matrix). A side may be one slice of
 //! a matrix (`--base-where KROXYLICIOUS_IMAGE=a`): then its rows are matched without that
@@ -38,6 +39,8 @@ pub struct Side {
     /// Row (scenario name, with its combination under a matrix) -> every repetition, in the
     /// order rows first appear.
     pub scenarios: Vec<(String, Vec<Measurement>)>,
+    /// For each row of `scenarios`, the run (an index into `runs`) each repetition came from.
+    pub rep_runs: Vec<Vec<usize>>,
     /// The scenarios marked as their suite's reference (`reference: true`).
     pub references: Vec<String>,
 }
@@ -135,9 +138,10 @@ pub fn load(dir: &Path, slice: Option<&Slice>) -> Result<Side> {
         runs: runs.clone(),
         runs_info: Vec::new(),
         scenarios: Vec::new(),
+        rep_runs: Vec::new(),
         references: Vec::new(),
     };
-    for run in &runs {
+    for (run_index, run) in runs.iter().enumerate() {
         side.runs_info.push(read_run_info(run)?);
         let scenarios = read_scenarios(run)?;
         if scenarios.is_empty() {
@@ -159,9 +163,16 @@ pub fn load(dir: &Path, slice: Option<&Slice>) -> Result<Side> {
                 side.references.push(key.clone());
             }
             let reps: Vec<Measurement> = s.all_measurements().into_iter().cloned().collect();
-            match side.scenarios.iter_mut().find(|(n, _)| *n == key) {
-                Some((_, all)) => all.extend(reps),
-                None => side.scenarios.push((key, reps)),
+            let from = vec![run_index; reps.len()];
+            match side.scenarios.iter().position(|(n, _)| *n == key) {
+                Some(i) => {
+                    side.scenarios[i].1.extend(reps);
+                    side.rep_runs[i].extend(from);
+                }
+                None => {
+                    side.scenarios.push((key, reps));
+                    side.rep_runs.push(from);
+                }
             }
         }
     }
@@ -225,8 +236,11 @@ pub struct Row {
     /// 80% probability at `level` given the spread observed on both sides; `None` when no
     /// change could reach `level` with so few repetitions.
     pub detectable_pct: Option<f64>,
-    /// Repetitions on each side.
+    /// Observations on each side: repetitions, or runs for a side counted by run.
     pub n: (usize, usize),
+    /// A side pooled runs of several repetitions each (which vary together), so its
+    /// observations are its runs' medians, not its repetitions.
+    pub by_run: bool,
     /// The conclusion.
     pub verdict: Verdict,
 }
@@ -272,9 +286,14 @@ pub struct Comparison {
 pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
     let mut warnings = differences(base, new);
     let mut pairs = Vec::new();
-    for (name, b) in &base.scenarios {
-        match new.scenarios.iter().find(|(s, _)| s == name) {
-            Some((_, n)) => pairs.push((name.as_str(), b.as_slice(), n.as_slice())),
+    let mut by_run = Vec::new();
+    for ((name, b), b_runs) in base.scenarios.iter().zip(&base.rep_runs) {
+        match new.scenarios.iter().position(|(s, _)| s == name) {
+            Some(i) => {
+                let (n, n_runs) = (&new.scenarios[i].1, &new.rep_runs[i]);
+                pairs.push((name.as_str(), b.as_slice(), n.as_slice()));
+                by_run.push(Units::of(b_runs, n_runs));
+            }
             None => warnings.push(format!("scenario {name} is only in the base results")),
         }
     }
@@ -290,8 +309,9 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
     let (mut rows, spreads): (Vec<Row>, Vec<f64>) = pairs
         .iter()
         .zip(&decided)
-        .flat_map(|(&(name, b, n), &decides)| {
-            metrics::compared().filter_map(move |m| measure_change(name, m, b, n, decides))
+        .zip(&by_run)
+        .flat_map(|((&(name, b, n), &decides), units)| {
+            metrics::compared().filter_map(move |m| measure_change(name, m, (b, n), units, decides))
         })
         .unzip();
     let primary: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].primary).collect();
@@ -323,6 +343,63 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
         rows,
         warnings,
     }
+}
+
+/// What a row's test counts as one observation on each side. Repetitions of one run share its
+/// broker (and its state: page cache, log segments, JIT), so they vary together: when a side
+/// pools several runs and some run gave several repetitions, counting those as independent
+/// overstates the evidence (an A/A campaign raised a false regression that way, 2 slower runs
+/// of 3 repetitions reading as 6 of 6). Then each of that side's runs is one observation, its
+/// median. A side of one run keeps its repetitions (the not-interleaved warning covers it).
+#[derive(Debug, Clone)]
+struct Units {
+    /// Per side: the run of each repetition, when that side is counted by run.
+    base: Option<Vec<usize>>,
+    new: Option<Vec<usize>>,
+}
+
+impl Units {
+    fn of(base_runs: &[usize], new_runs: &[usize]) -> Units {
+        let by_run = |runs: &[usize]| {
+            let distinct: std::collections::BTreeSet<&usize> = runs.iter().collect();
+            (distinct.len() > 1 && distinct.len() < runs.len()).then(|| runs.to_vec())
+        };
+        Units {
+            base: by_run(base_runs),
+            new: by_run(new_runs),
+        }
+    }
+
+    fn by_run(&self) -> bool {
+        self.base.is_some() || self.new.is_some()
+    }
+
+    /// The observations of `m` on each side.
+    fn values(
+        &self,
+        m: &Metric,
+        base: &[Measurement],
+        new: &[Measurement],
+    ) -> (Vec<f64>, Vec<f64>) {
+        let side = |reps: &[Measurement], runs: &Option<Vec<usize>>| match runs {
+            Some(runs) => run_medians(m, reps, runs),
+            None => values(m, reps),
+        };
+        (side(base, &self.base), side(new, &self.new))
+    }
+}
+
+/// Each run's median of `m` over its repetitions (`runs[i]` is repetition i's run), in run
+/// order, leaving out runs that lack it.
+fn run_medians(m: &Metric, reps: &[Measurement], runs: &[usize]) -> Vec<f64> {
+    let mut by_run: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
+    for (rep, run) in reps.iter().zip(runs) {
+        let v = (m.get)(rep);
+        if !v.is_nan() {
+            by_run.entry(*run).or_default().push(v);
+        }
+    }
+    by_run.values().map(|v| stats::median(v)).collect()
 }
 
 /// Which metrics decide a row's verdict, from what both sides measured of its scenario (see
@@ -360,11 +437,11 @@ fn values(m: &Metric, reps: &[Measurement]) -> Vec<f64> {
 fn measure_change(
     scenario: &str,
     m: &Metric,
-    base: &[Measurement],
-    new: &[Measurement],
+    (base, new): (&[Measurement], &[Measurement]),
+    units: &Units,
     decides: Decides,
 ) -> Option<(Row, f64)> {
-    let (b, n) = (values(m, base), values(m, new));
+    let (b, n) = units.values(m, base, new);
     if b.is_empty() || n.is_empty() {
         return None;
     }
@@ -381,6 +458,7 @@ fn measure_change(
         level: ALPHA,
         detectable_pct: None,
         n: (b.len(), n.len()),
+        by_run: units.by_run(),
         verdict: Verdict::TooFew,
     };
     Some((row, pooled_sd(&b, &n)))
@@ -671,8 +749,13 @@ impl Comparison {
             .iter()
             .map(|r| r.n)
             .fold((0, 0), |acc, n| (acc.0.max(n.0), acc.1.max(n.1)));
+        let unit = if self.primary_rows().any(|r| r.by_run) {
+            "observations (a pooled run of several repetitions counts once, by its median)"
+        } else {
+            "repetitions"
+        };
         let runs = format!(
-            "{nb} base vs {nn} new repetitions; Holm over {} primary test{}",
+            "{nb} base vs {nn} new {unit}; Holm over {} primary test{}",
             self.primary_tests,
             if self.primary_tests == 1 { "" } else { "s" }
         );
@@ -693,9 +776,14 @@ impl Comparison {
             let level = ALPHA / self.primary_tests.max(1) as f64;
             format!(
                 "no regression can be claimed: with {} primary tests each side needs at least \
-                 {} repetitions for any change to be significant",
+                 {} {} for any change to be significant",
                 self.primary_tests,
-                stats::repetitions_for(level)
+                stats::repetitions_for(level),
+                if unit == "repetitions" {
+                    "repetitions"
+                } else {
+                    "observations"
+                }
             )
         } else {
             format!("no significant regression beyond {}%", self.threshold_pct)
@@ -746,10 +834,18 @@ impl Comparison {
              (at most a {:.0}% chance of any false alarm when nothing changed) and a change \
              beyond {}% in the worse direction. The other metrics are secondary: their p-values \
              are uncorrected and they never fail the comparison. Detectable is the smallest \
-             change the repetitions would find 80% of the time at the spread both sides showed.",
+             change the repetitions would find 80% of the time at the spread both sides showed.{}",
             self.primary_tests,
             ALPHA * 100.0,
-            self.threshold_pct
+            self.threshold_pct,
+            if self.rows.iter().any(|r| r.by_run) {
+                " A side pooled runs of several repetitions each: those vary together (one \
+                 run's repetitions share its broker), so each run's median is one observation, \
+                 not each repetition; more runs of one repetition each give the test the most \
+                 observations."
+            } else {
+                ""
+            }
         )
     }
 
@@ -937,11 +1033,13 @@ mod tests {
             },
             ..crate::results::tests::info("c")
         };
+        let rep_runs = vec![vec![0; scale.len()]; base.len()];
         Side {
             dir: PathBuf::from("x"),
             runs: vec![],
             runs_info: vec![info],
             scenarios,
+            rep_runs,
             references: vec!["01-no-proxy-baseline".into()],
         }
     }
@@ -989,6 +1087,56 @@ mod tests {
                 .count(),
             2
         );
+    }
+
+    /// `side(scale)` whose repetitions came from runs `runs` (one per repetition).
+    fn side_of_runs(scale: &[f64], runs: &[usize]) -> Side {
+        let mut s = side(scale);
+        for r in &mut s.rep_runs {
+            *r = runs.to_vec();
+        }
+        s
+    }
+
+    #[test]
+    fn pooled_runs_of_several_repetitions_are_compared_run_by_run() {
+        // Base: 2 runs of 3; new: 2 runs of 3, each of its runs 20% slower as a whole. Six
+        // repetitions against six separate completely, but only 2 runs against 2 differ: that
+        // is no evidence (it may be each run's broker), so nothing can be claimed.
+        let runs = [0, 0, 0, 1, 1, 1];
+        let base = side_of_runs(&[1.0, 1.01, 0.99, 1.02, 1.03, 1.01], &runs);
+        let new = side_of_runs(&[0.8, 0.81, 0.79, 0.82, 0.83, 0.81], &runs);
+        let c = compare(&base, &new, 5.0);
+        assert_eq!(c.exit_code(), 0, "{}", c.plain());
+        let rate = c.rows.iter().find(|r| r.metric == "Rate rec/s").unwrap();
+        assert!(rate.by_run);
+        assert_eq!(rate.n, (2, 2));
+        assert_eq!(rate.verdict, Verdict::TooFew);
+        assert!(
+            c.summary()
+                .contains("2 base vs 2 new observations (a pooled run of several repetitions counts once, by its median)"),
+            "{}",
+            c.summary()
+        );
+        assert!(c
+            .markdown()
+            .contains("each run's median is one observation"));
+        // The same repetitions from one run each: six independent observations a side, and
+        // the slowdown is found.
+        let runs: Vec<usize> = (0..6).collect();
+        let base = side_of_runs(&[1.0, 1.01, 0.99, 1.02, 1.03, 1.01], &runs);
+        let new = side_of_runs(&[0.8, 0.81, 0.79, 0.82, 0.83, 0.81], &runs);
+        let c = compare(&base, &new, 5.0);
+        assert_eq!(c.exit_code(), 1, "{}", c.plain());
+        assert!(c.rows.iter().all(|r| !r.by_run));
+        // Runs of one repetition on one side and of several on the other: that side by run.
+        let new = side_of_runs(&[0.8, 0.81, 0.79, 0.82, 0.83, 0.81], &[0, 0, 1, 1, 2, 2]);
+        let c = compare(&base, &new, 5.0);
+        assert!(c.rows.iter().all(|r| r.by_run && r.n == (6, 3)));
+        // One run a side keeps its repetitions.
+        let one = side_of_runs(&[0.8, 0.81, 0.79, 0.82, 0.83, 0.81], &[0; 6]);
+        let c = compare(&base, &one, 5.0);
+        assert!(c.rows.iter().all(|r| !r.by_run && r.n == (6, 6)));
     }
 
     #[test]
@@ -1208,7 +1356,12 @@ mod tests {
             // rows)
             2 + metrics::compared()
                 .filter(|m| {
-                    m.table != metrics::Table::Intended && m.table != metrics::Table::EndToEnd
+                    !matches!(
+                        m.table,
+                        metrics::Table::Intended
+                            | metrics::Table::EndToEnd
+                            | metrics::Table::CatchUp
+                    )
                 })
                 .count()
         );
@@ -1307,11 +1460,12 @@ mod tests {
 
     #[test]
     fn every_metric_has_a_sensible_direction() {
-        assert_eq!(metrics::compared().count(), 27);
+        assert_eq!(metrics::compared().count(), 28);
         for m in metrics::compared() {
             let expected = if m.name.contains("Lat")
                 || m.name.starts_with("Percentile")
                 || m.name.ends_with(" ms")
+                || m.name.ends_with(" s")
             {
                 Better::Lower
             } else {

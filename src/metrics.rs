@@ -22,6 +22,8 @@ pub enum Table {
     Intended,
     /// Each record's latency from its send to its receipt by the consumer (MODE=end-to-end).
     EndToEnd,
+    /// How the group caught up with a backlog while a producer kept sending (MODE=backlog).
+    CatchUp,
 }
 
 /// One metric of a measurement.
@@ -82,7 +84,7 @@ const fn with_spread(m: Metric, header: &'static str) -> Metric {
 }
 
 use Better::{Higher, Lower};
-use Table::{Consumer, EndToEnd, Intended, Producer};
+use Table::{CatchUp, Consumer, EndToEnd, Intended, Producer};
 
 /// One latency from the intended send time; NaN (shown `n/a`, not compared) when the
 /// measurement has none.
@@ -95,8 +97,13 @@ fn end_to_end(m: &Measurement, f: fn(&crate::model::LatencySummary) -> f64) -> f
     m.consumer.end_to_end.as_ref().map_or(f64::NAN, f)
 }
 
+/// One figure of the catch-up; NaN (shown `n/a`, not compared) when the measurement has none.
+fn catch_up(m: &Measurement, f: fn(&crate::model::CatchUp) -> f64) -> f64 {
+    m.consumer.catch_up.as_ref().map_or(f64::NAN, f)
+}
+
 /// Every metric, in table column order (producer, then consumer).
-pub const METRICS: [Metric; 30] = [
+pub const METRICS: [Metric; 35] = [
     metric("Sent", "records", None, Producer, 0, |m| {
         m.producer.sent as f64
     }),
@@ -207,6 +214,22 @@ pub const METRICS: [Metric; 30] = [
     }),
     metric("E2E Max Lat ms", "ms", Some(Lower), EndToEnd, 2, |m| {
         end_to_end(m, |l| l.max_lat_ms)
+    }),
+    metric("Backlog recs", "records", None, CatchUp, 0, |m| {
+        catch_up(m, |c| c.backlog as f64)
+    }),
+    metric("Live Target rec/s", "rec/s", None, CatchUp, 0, |m| {
+        catch_up(m, |c| c.live_target_rec_s)
+    }),
+    metric("Live rec/s", "rec/s", None, CatchUp, 0, |m| {
+        catch_up(m, |c| c.live_rec_s)
+    }),
+    // n/a when the group did not catch up within the limit: the final lag says by how much.
+    metric("Catch-Up s", "s", Some(Lower), CatchUp, 2, |m| {
+        catch_up(m, |c| c.caught_up_s.unwrap_or(f64::NAN))
+    }),
+    metric("Final Lag recs", "records", None, CatchUp, 0, |m| {
+        catch_up(m, |c| c.final_lag as f64)
     }),
 ];
 

@@ -73,6 +73,30 @@ pub struct ConsumerResult {
     /// shows; empty with one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_client: Vec<u64>,
+    /// With MODE=backlog: how the group, stopped while a backlog was produced, caught up while a
+    /// producer kept sending. The rates above are then those of the catch-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catch_up: Option<CatchUp>,
+}
+
+/// How a consumer group caught up with a backlog while a live producer kept sending at a fixed
+/// rate (MODE=backlog). Its lag is counted as OMB's backlog test counts it: records acknowledged
+/// (the backlog's and the live producer's) minus records consumed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CatchUp {
+    /// Records waiting for the group when it resumed.
+    pub backlog: u64,
+    /// The live producer's target rate and the rate it reached meanwhile, records/s.
+    pub live_target_rec_s: f64,
+    pub live_rec_s: f64,
+    /// The lag the group had to come down to (records the live producer sends in 100 ms, at
+    /// least 1000, as OMB's).
+    pub lag_bound: u64,
+    /// Seconds from the group's resumption (its subscription) until its lag first came down to
+    /// `lag_bound`; `None` when it did not within the limit.
+    pub caught_up_s: Option<f64>,
+    /// The lag when the catch-up ended: at most `lag_bound` once caught up.
+    pub final_lag: u64,
 }
 
 /// Independent counters of the records of one measurement; they must agree.
@@ -247,6 +271,7 @@ impl Measurement {
                 fetch_rec_s: med(|m| m.consumer.fetch_rec_s),
                 end_to_end: latency_summary(reps, |m| m.consumer.end_to_end.as_ref()),
                 per_client: worst.consumer.per_client.clone(),
+                catch_up: catch_up_summary(reps),
             },
             integrity: worst.integrity.clone(),
             steps_s: worst
@@ -262,6 +287,27 @@ impl Measurement {
                 .collect(),
         }
     }
+}
+
+/// The medians of the repetitions' catch-ups, when every repetition has one; caught up only when
+/// every repetition was, the lag the worst one left.
+fn catch_up_summary(reps: &[Measurement]) -> Option<CatchUp> {
+    let all: Vec<&CatchUp> = reps
+        .iter()
+        .map(|m| m.consumer.catch_up.as_ref())
+        .collect::<Option<_>>()?;
+    let med = |f: fn(&CatchUp) -> f64| {
+        crate::stats::median(&all.iter().map(|c| f(c)).collect::<Vec<_>>())
+    };
+    let times: Option<Vec<f64>> = all.iter().map(|c| c.caught_up_s).collect();
+    Some(CatchUp {
+        backlog: all[0].backlog,
+        live_target_rec_s: all[0].live_target_rec_s,
+        live_rec_s: med(|c| c.live_rec_s),
+        lag_bound: all[0].lag_bound,
+        caught_up_s: times.map(|t| crate::stats::median(&t)),
+        final_lag: all.iter().map(|c| c.final_lag).max().unwrap_or(0),
+    })
 }
 
 /// The medians of the repetitions' latencies that `get` picks, when every repetition has them.
@@ -540,6 +586,7 @@ mod tests {
                 fetch_rec_s: rate,
                 end_to_end: None,
                 per_client: Vec::new(),
+                catch_up: None,
             },
             integrity: Integrity {
                 requested: 1000,

@@ -13,7 +13,7 @@ use crate::compose::{self, Project};
 use crate::images::recipe::{self, ImageRecipe};
 use crate::matrix::{self, Axis, Combination};
 use crate::scenario::{self, Scenario, Step, Suite};
-use crate::settings::Settings;
+use crate::settings::{Mode, Settings};
 
 /// Topic names are this prefix plus the scenario name.
 pub const TOPIC_PREFIX: &str = "perf-tests-";
@@ -333,6 +333,14 @@ fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Pla
              beyond the partitions would get none and read nothing",
             settings.consumers,
             settings.partitions
+        );
+    }
+    if settings.mode == Mode::Backlog && settings.throughput <= 0 {
+        bail!(
+            "MODE=backlog needs THROUGHPUT: the rate a producer keeps sending at while the group \
+             catches up with the backlog (THROUGHPUT={} is unlimited, and an unlimited producer \
+             never lets a group catch up)",
+            settings.throughput
         );
     }
     let suite = &sources.suite;

@@ -120,6 +120,20 @@ pub fn end_to_end_table(results: &[ScenarioResult]) -> Option<TableData> {
         })
 }
 
+/// How each group caught up with its backlog; `None` unless measured (MODE=backlog).
+pub fn catch_up_table(results: &[ScenarioResult]) -> Option<TableData> {
+    results
+        .iter()
+        .any(|r| r.measurement.consumer.catch_up.is_some())
+        .then(|| {
+            metric_table(
+                "Backlog Catch-Up (consumer rates above are the catch-up's)",
+                Table::CatchUp,
+                results,
+            )
+        })
+}
+
 /// The consumer table rows.
 pub fn consumer_table(results: &[ScenarioResult]) -> TableData {
     metric_table("Consumer Results", Table::Consumer, results)
@@ -244,6 +258,7 @@ pub fn tables(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<Tabl
     all.extend(intended_table(results));
     all.push(consumer_table(results));
     all.extend(end_to_end_table(results));
+    all.extend(catch_up_table(results));
     all.extend(crate::sweep::table(results, p99_limit_ms));
     all.extend(resources_table(results));
     all.extend(integrity_table(results));
@@ -300,6 +315,7 @@ pub(crate) mod tests {
                     fetch_rec_s: c[7],
                     end_to_end: None,
                     per_client: Vec::new(),
+                    catch_up: None,
                 },
                 integrity,
             },

@@ -972,7 +972,8 @@ async fn measure_scenario(
     spec.warm_up_records = settings.warm_up_pre_test;
     spec.warm_up_for = Duration::from_secs(settings.warm_up_seconds_pre_test);
     spec.consume_timeout = CONSUME_TIMEOUT;
-    spec.end_to_end = settings.mode == crate::settings::Mode::EndToEnd;
+    spec.mode = settings.mode;
+    spec.catch_up_limit = std::time::Duration::from_secs(settings.catch_up_seconds);
     spec.partitions = settings.partitions as i32;
     spec.producers = settings.producers;
     spec.consumers = settings.consumers;

@@ -46,6 +46,9 @@ pub const DEFAULT_KAFKA_TOOL_IMAGE: &str = "perf-tests/kafka-tools:4.4.0";
 pub const DEFAULT_VAULT_IMAGE: &str = "hashicorp/vault:1.15";
 /// Default `DRIVER`.
 pub const DEFAULT_DRIVER: Driver = Driver::Native;
+/// Default `CATCH_UP_SECONDS`: long enough for a backlog of millions of records at tens of
+/// thousands a second, short enough that a path that cannot keep up ends its scenario in minutes.
+pub const DEFAULT_CATCH_UP_SECONDS: u64 = 300;
 /// Default `MODE`: the reference's produce, then consume.
 pub const DEFAULT_MODE: Mode = Mode::ProduceThenConsume;
 /// Default `SCENARIOS` (the suite directory).
@@ -96,6 +99,9 @@ pub enum Mode {
     /// Producer and consumer run at once, and the consumer measures each record's latency from
     /// its send to its receipt.
     EndToEnd,
+    /// The group finds a backlog waiting and catches up with it while a producer keeps sending
+    /// at `THROUGHPUT`.
+    Backlog,
 }
 
 impl Mode {
@@ -104,6 +110,7 @@ impl Mode {
         match self {
             Mode::ProduceThenConsume => "produce-then-consume",
             Mode::EndToEnd => "end-to-end",
+            Mode::Backlog => "backlog",
         }
     }
 }
@@ -114,14 +121,15 @@ impl std::fmt::Display for Mode {
     }
 }
 
-/// Parses `MODE`: `produce-then-consume` or `end-to-end`.
+/// Parses `MODE`: `produce-then-consume`, `end-to-end` or `backlog`.
 pub fn parse_mode(s: &str) -> Result<Mode> {
     match s.trim() {
         "produce-then-consume" => Ok(Mode::ProduceThenConsume),
         "end-to-end" => Ok(Mode::EndToEnd),
-        other => {
-            bail!("MODE={other:?}: unknown mode (expected produce-then-consume or end-to-end)")
-        }
+        "backlog" => Ok(Mode::Backlog),
+        other => bail!(
+            "MODE={other:?}: unknown mode (expected produce-then-consume, end-to-end or backlog)"
+        ),
     }
 }
 
@@ -169,6 +177,8 @@ pub struct Settings {
     /// A rate is sustained (sweeps) only while the producer's p99 stays within this many ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p99_limit_ms: Option<u64>,
+    /// How long a group may take to catch up with its backlog (MODE=backlog), seconds.
+    pub catch_up_seconds: u64,
     /// Commit the measured code is at; names the results directory.
     pub commit_id: String,
     /// Apache Kafka (native) broker image.
@@ -225,6 +235,7 @@ impl Settings {
             producers: 1,
             consumers: 1,
             p99_limit_ms: None,
+            catch_up_seconds: DEFAULT_CATCH_UP_SECONDS,
             commit_id: UNKNOWN_COMMIT.to_string(),
             kafka_image: DEFAULT_KAFKA_IMAGE.to_string(),
             kroxylicious_image: DEFAULT_KROXYLICIOUS_IMAGE.to_string(),
@@ -271,6 +282,7 @@ impl Settings {
                 "P99_LIMIT_MS",
                 self.p99_limit_ms.map(|l| l.to_string()).unwrap_or_default(),
             ),
+            ("CATCH_UP_SECONDS", self.catch_up_seconds.to_string()),
             ("COMMIT_ID", self.commit_id.clone()),
             ("KAFKA_IMAGE", self.kafka_image.clone()),
             ("KROXYLICIOUS_IMAGE", self.kroxylicious_image.clone()),
@@ -601,6 +613,7 @@ mod tests {
         assert_eq!(
             keys,
             [
+                "CATCH_UP_SECONDS",
                 "COMMIT_ID",
                 "CONSUMERS",
                 "DRIVER",

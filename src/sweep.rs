@@ -89,6 +89,13 @@ const COLUMNS: [&str; 4] = [
 /// sustained below the first that was not, with its p99, and that first rate with the reason;
 /// `None` unless some scenario was measured at two or more rates.
 pub fn table(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Option<TableData> {
+    // A catch-up's THROUGHPUT is its live producer's rate, not one the path had to sustain.
+    if results
+        .iter()
+        .any(|r| r.measurement.consumer.catch_up.is_some())
+    {
+        return None;
+    }
     // Each line's points at a positive rate, in rising order.
     let lines: Vec<(Line, Vec<(i64, &ScenarioResult)>)> = lines_over(results, VAR)
         .into_iter()

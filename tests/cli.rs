@@ -661,6 +661,50 @@ fn end_to_end_needs_the_native_driver() {
 }
 
 #[test]
+fn the_backlog_mode_needs_a_live_rate_and_the_native_driver_and_is_not_swept() {
+    let root = suite();
+    let refused = |args: &[&str], env: &[(&str, &str)], says: &str| {
+        let out = perf_tests(root.path(), args, env);
+        assert_eq!(out.status.code(), Some(2), "{env:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{env:?}: {}", stderr(&out));
+    };
+    let dry = &["run", "--dry-run"][..];
+    refused(dry, &[("MODE", "backlog")], "MODE=backlog needs THROUGHPUT");
+    refused(
+        dry,
+        &[("MODE", "backlog"), ("THROUGHPUT", "-1")],
+        "THROUGHPUT=-1 is unlimited",
+    );
+    refused(
+        dry,
+        &[
+            ("MODE", "backlog"),
+            ("THROUGHPUT", "5000"),
+            ("DRIVER", "kafka-tools"),
+        ],
+        "MODE=backlog needs DRIVER=native",
+    );
+    refused(
+        &["sweep", "--to", "5e4", "--dry-run"],
+        &[("MODE", "backlog")],
+        "MODE=backlog cannot be swept",
+    );
+    // Within a list, the combination at fault is named.
+    refused(
+        dry,
+        &[("MODE", "backlog"), ("THROUGHPUT", "5000,-1")],
+        "at THROUGHPUT=-1",
+    );
+    let out = perf_tests(
+        root.path(),
+        dry,
+        &[("MODE", "backlog"), ("THROUGHPUT", "5000")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(setting(&stdout(&out), "MODE"), "backlog");
+}
+
+#[test]
 fn client_counts_are_checked_before_anything_starts() {
     let root = suite();
     for (env, expected) in [

@@ -1,8 +1,8 @@
 //! Repetitions, resources, charts and `compare` on real runs of the default suite's baseline.
 //!
-//! A/A: the same scenario measured five times a side, the sides' runs alternating (a, b, a, b),
-//! must not be reported as a regression, although five a side are enough for one to be found
-//! (the comparison states the change it could have detected). A run whose producer is limited
+//! A/A: the same scenario measured in five runs a side, the sides' runs alternating (a, b, a,
+//! b), must not be reported as a regression, although five a side are enough for one to be
+//! found (the comparison states the change it could have detected). A run whose producer is limited
 //! to 1000 rec/s (THROUGHPUT) really is slower; against the pooled base it must be a
 //! significant regression, and the comparison must say that the sides were not interleaved.
 
@@ -63,11 +63,15 @@ fn same_runs_agree_and_a_throttled_producer_is_a_regression() {
         root.path().join("b"),
         root.path().join("slow"),
     );
-    // Five repetitions a side, in alternating runs: a drift of the machine hits both sides.
+    // Five runs a side, alternating, so a drift of the machine hits both sides. The first
+    // has three repetitions: that side counts its runs (by their medians), the other its five
+    // runs of one repetition each.
     let run_a = run(&a, &[]);
-    run(&b, &[]);
-    run(&a, &[("REPEAT", "2")]);
-    run(&b, &[("REPEAT", "2")]);
+    for _ in 0..4 {
+        run(&b, &[("REPEAT", "1")]);
+        run(&a, &[("REPEAT", "1")]);
+    }
+    run(&b, &[("REPEAT", "1")]);
 
     // Every repetition is kept; the summary is their median.
     let result = json(&run_a.join(format!("{SCENARIO}.json")));
@@ -135,7 +139,10 @@ fn same_runs_agree_and_a_throttled_producer_is_a_regression() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("(5 base vs 5 new repetitions; Holm over 2 primary tests)"),
+        stdout.contains(
+            "(5 base vs 5 new observations (a pooled run of several repetitions counts once, by \
+             its median); Holm over 2 primary tests)"
+        ),
         "{stdout}"
     );
     assert!(!stdout.contains("not interleaved"), "{stdout}");
@@ -190,7 +197,10 @@ fn same_runs_agree_and_a_throttled_producer_is_a_regression() {
         "{summary}"
     );
     assert!(
-        summary.contains("(5 base vs 5 new repetitions; Holm over 2 primary tests)"),
+        summary.contains(
+            "(5 base vs 5 new observations (a pooled run of several repetitions counts once, by \
+             its median); Holm over 2 primary tests)"
+        ),
         "{summary}"
     );
     assert!(

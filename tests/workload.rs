@@ -9,6 +9,7 @@ use anyhow::Result;
 use futures_util::future::BoxFuture;
 use perf_tests::driver::{flow, MeasureSpec, Progress, Session};
 use perf_tests::model::{ConsumerResult, Measurement, ProducerResult};
+use perf_tests::settings::Mode;
 use perf_tests::workload::command::parse_result_line;
 use perf_tests::workload::{
     consume, probe, produce, unique_suffix, Admin, ConsumeConfig, ProduceConfig, TopicSpec,
@@ -71,7 +72,7 @@ impl Session for InProcess {
             timeout: spec.consume_timeout,
             client: Vec::new(),
             consumers: spec.consumers,
-            end_to_end: spec.end_to_end,
+            end_to_end: spec.mode == Mode::EndToEnd,
         };
         Box::pin(async move { consume(&cfg).await })
     }

@@ -175,6 +175,11 @@ fn consumers(s: &str) -> anyhow::Result<u32> {
     settings::parse_clients("CONSUMERS", s)
 }
 
+fn catch_up_seconds(s: &str) -> anyhow::Result<u64> {
+    single("CATCH_UP_SECONDS", s)?;
+    settings::parse_count("CATCH_UP_SECONDS", s, false)
+}
+
 fn p99_limit(s: &str) -> anyhow::Result<u64> {
     single("P99_LIMIT_MS", s)?;
     settings::parse_count("P99_LIMIT_MS", s, false)
@@ -278,6 +283,11 @@ pub struct SettingsArgs {
     #[arg(long, env = "P99_LIMIT_MS", value_parser = p99_limit, global = true)]
     pub p99_limit_ms: Option<u64>,
 
+    /// With MODE=backlog: seconds the group may take to catch up; it stops then, and the lag
+    /// it left is reported [default: 300]
+    #[arg(long, env = "CATCH_UP_SECONDS", value_parser = catch_up_seconds, global = true)]
+    pub catch_up_seconds: Option<u64>,
+
     /// Partitions of the measured topic [default: 1] [a list measures each]
     #[arg(long, env = "PARTITIONS", value_parser = partitions, value_delimiter = ',',
           global = true)]
@@ -330,9 +340,10 @@ pub struct SettingsArgs {
           value_parser = driver, global = true)]
     pub driver: settings::Driver,
 
-    /// How producer and consumer run: produce-then-consume (the reference's way) or end-to-end
-    /// (at once; the consumer measures each record's latency from send to receipt; native
-    /// driver only)
+    /// How producer and consumer run: produce-then-consume (the reference's way), end-to-end
+    /// (at once; the consumer measures each record's latency from send to receipt) or backlog (a
+    /// stopped group catches up with NUM_RECORDS while a producer keeps sending at THROUGHPUT);
+    /// the last two with the native driver only
     #[arg(long, env = "MODE", default_value = settings::DEFAULT_MODE.as_str(),
           value_parser = mode, global = true)]
     pub mode: settings::Mode,
@@ -390,6 +401,9 @@ impl SettingsArgs {
             workload_cpuset: self.workload_cpuset,
             repeat: self.repeat,
             p99_limit_ms: self.p99_limit_ms,
+            catch_up_seconds: self
+                .catch_up_seconds
+                .unwrap_or(settings::DEFAULT_CATCH_UP_SECONDS),
             commit_id,
             kafka_tool_image: self.kafka_tool_image,
             driver: self.driver,

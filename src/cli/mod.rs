@@ -142,6 +142,14 @@ fn sweep(settings: &Settings, args: &SweepArgs) -> i32 {
         );
         return EXIT_USAGE;
     }
+    if settings.mode == crate::settings::Mode::Backlog {
+        eprintln!(
+            "error: MODE=backlog cannot be swept: its THROUGHPUT is the live producer's rate \
+             while the group catches up, not a rate the path has to sustain; give THROUGHPUT a \
+             list to a run instead"
+        );
+        return EXIT_USAGE;
+    }
     let from = args.from.unwrap_or((args.to / 10).max(1));
     let rates = match crate::sweep::rates(from, args.to, args.steps) {
         Ok(rates) => rates,

@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 
 use super::{MeasureSpec, Session};
 use crate::model::{Integrity, Measurement};
+use crate::settings::Mode;
 use crate::workload::consumer::ASSIGNED_LINE;
 use crate::workload::producer::summary_line;
 use crate::workload::unique_suffix;
@@ -103,8 +104,10 @@ async fn on_topic(
     crate::progress::detail("counting the topic's records at the broker (end offsets)");
     let before = session.end_offsets(spec).await.context("end offsets")?;
     steps.done("end_offsets_before");
-    if spec.end_to_end {
-        return end_to_end(session, spec, &group, before, steps).await;
+    match spec.mode {
+        Mode::EndToEnd => return end_to_end(session, spec, &group, before, steps).await,
+        Mode::Backlog => return backlog(session, spec, &group, before, steps).await,
+        Mode::ProduceThenConsume => {}
     }
     let counted = crate::progress::records("produce", spec.num_records);
     let producer = session
@@ -188,6 +191,86 @@ async fn end_to_end(
     ))
 }
 
+/// The backlog mode: with the group stopped since the warm-up, `num_records` records are
+/// produced at full speed; then the group resumes while a live producer sends at
+/// `spec.throughput`, until its lag is down (or the limit passed). What the live producer sent
+/// beyond that is read after, so that every acknowledged record is counted as consumed.
+async fn backlog(
+    session: &dyn Session,
+    spec: &MeasureSpec,
+    group: &str,
+    before: u64,
+    steps: &mut Steps,
+) -> Result<Measurement> {
+    let counted = crate::progress::records("produce the backlog", spec.num_records);
+    let producer = session
+        .produce(spec, spec.num_records, -1, &|l| count(&counted, l))
+        .await
+        .context("produce the backlog")?;
+    drop(counted);
+    show(&summary_line(&producer));
+    steps.done("produce");
+    let counted = crate::progress::records("catch up", producer.sent);
+    let caught = session
+        .catch_up(spec, producer.sent, group, &|l| {
+            if let Some(n) = crate::workload::consumer::parse_progress_line(l) {
+                counted.set(n);
+            }
+            if !l.contains(" ms 99.9th.") {
+                show(l);
+            }
+        })
+        .await
+        .context("catch-up")?;
+    drop(counted);
+    let Some(catch_up) = caught.consumer.catch_up.clone() else {
+        anyhow::bail!("the catch-up reported no catch-up figures");
+    };
+    show(&match catch_up.caught_up_s {
+        Some(s) => format!(
+            "caught up in {s:.1} s: lag {} of at most {}",
+            catch_up.final_lag, catch_up.lag_bound
+        ),
+        None => format!(
+            "did not catch up within {} s: lag {} left",
+            spec.catch_up_limit.as_secs(),
+            catch_up.final_lag
+        ),
+    });
+    steps.done("catch_up");
+    let acknowledged = producer.sent + caught.live.sent;
+    let left = acknowledged.saturating_sub(caught.consumer.consumed_recs);
+    let rest = if left == 0 {
+        0
+    } else {
+        let counted = crate::progress::records("consume the rest", left);
+        let rest = session
+            .consume(spec, left, group, &|l| count(&counted, l))
+            .await
+            .context("consuming what the live producer sent after the catch-up")?;
+        rest.consumed_recs
+    };
+    steps.done("consume_rest");
+    crate::progress::detail("counting the topic's records at the broker (end offsets)");
+    let after = session.end_offsets(spec).await.context("end offsets")?;
+    steps.done("end_offsets_after");
+    let integrity = Integrity {
+        requested: spec.num_records + caught.live.sent + caught.live.failed,
+        acknowledged,
+        end_offsets: after.saturating_sub(before),
+        consumed: caught.consumer.consumed_recs + rest,
+    };
+    if let Some(problem) = integrity.problem() {
+        show(&format!("integrity: counts disagree: {problem}"));
+    }
+    Ok(Measurement {
+        steps_s: BTreeMap::new(),
+        integrity,
+        producer,
+        consumer: caught.consumer,
+    })
+}
+
 /// A measurement from the producer's and the consumer's results and the records the broker
 /// gained, its counters checked against each other.
 fn checked(
@@ -249,7 +332,11 @@ async fn warm_up(
         produced += t.elapsed().as_secs_f64();
         let t = Instant::now();
         session
-            .consume(spec, warm.sent, group, &show)
+            .consume(spec, warm.sent, group, &|l| {
+                if l.trim() != ASSIGNED_LINE {
+                    show(l)
+                }
+            })
             .await
             .context("warm-up consume")?;
         consumed += t.elapsed().as_secs_f64();
@@ -429,6 +516,7 @@ pub(crate) mod tests {
                     fetch_rec_s: 0.0,
                     end_to_end: None,
                     per_client: Vec::new(),
+                    catch_up: None,
                 })
             })
         }

@@ -291,6 +291,7 @@ pub fn consumer_result(line: &ConsumerLine) -> ConsumerResult {
         fetch_rec_s: line.fetch_rec_s,
         end_to_end: None,
         per_client: Vec::new(),
+        catch_up: None,
     }
 }
 
@@ -416,11 +417,16 @@ pub struct KafkaToolsDriver {
 /// Refuses settings the reference's tool commands cannot follow: they run one producer, then
 /// one consumer, on one partition, and report no per-record latency.
 fn check_settings(settings: &Settings) -> Result<()> {
-    if settings.mode == Mode::EndToEnd {
-        bail!(
+    match settings.mode {
+        Mode::EndToEnd => bail!(
             "MODE=end-to-end needs DRIVER=native: Kafka's consumer perf tool reports no \
              per-record latency"
-        );
+        ),
+        Mode::Backlog => bail!(
+            "MODE=backlog needs DRIVER=native: Kafka's perf tools cannot run a producer until a \
+             consumer group has caught up"
+        ),
+        Mode::ProduceThenConsume => {}
     }
     for (var, n) in [
         ("PARTITIONS", settings.partitions),

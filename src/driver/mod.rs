@@ -22,7 +22,9 @@ use futures_util::future::BoxFuture;
 use crate::engine::Engine;
 use crate::model::{ConsumerResult, ProducerResult};
 use crate::plan::Cell;
-use crate::settings::{self, Settings};
+use crate::settings::{self, Mode, Settings};
+
+pub use crate::workload::catch_up::CatchUpResult;
 pub use crate::workload::verify::{VerifySpec, SAMPLE_RECORDS};
 
 /// Everything one measurement needs.
@@ -44,9 +46,11 @@ pub struct MeasureSpec {
     pub consume_timeout: Duration,
     /// Delete the topic at the end (also after a failure).
     pub delete_topic: bool,
-    /// Producer and consumer run at once, and the consumer's send-to-receipt latencies are
-    /// kept (MODE=end-to-end); else the consumer starts once every record was produced.
-    pub end_to_end: bool,
+    /// How producer and consumer run: one after the other, at once (end-to-end latencies
+    /// kept), or a group catching up with a backlog while a producer keeps sending.
+    pub mode: Mode,
+    /// How long a group catching up with a backlog may take (MODE=backlog).
+    pub catch_up_limit: Duration,
     pub partitions: i32,
     pub replication_factor: i32,
     /// Producers sharing the records and the rate (their figures merged).
@@ -70,7 +74,8 @@ impl MeasureSpec {
             warm_up_for: Duration::ZERO,
             consume_timeout: Duration::from_secs(60),
             delete_topic: true,
-            end_to_end: false,
+            mode: Mode::ProduceThenConsume,
+            catch_up_limit: Duration::from_secs(settings::DEFAULT_CATCH_UP_SECONDS),
             partitions: 1,
             replication_factor: 1,
             producers: 1,
@@ -144,6 +149,18 @@ pub trait Session: Send + Sync {
         group: &'a str,
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ConsumerResult>>;
+    /// Resumes group `group` with `backlog` records waiting while a live producer sends at
+    /// `spec.throughput`, until the group's lag is down or `spec.catch_up_limit` passed
+    /// (MODE=backlog); reports the live producer and the group, its `catch_up` set.
+    fn catch_up<'a>(
+        &'a self,
+        _spec: &'a MeasureSpec,
+        _backlog: u64,
+        _group: &'a str,
+        _progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<CatchUpResult>> {
+        Box::pin(async { anyhow::bail!("this driver cannot run a catch-up (MODE=backlog)") })
+    }
     /// Records in the topic (end offsets minus start offsets).
     fn end_offsets<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<u64>>;
     /// Deletes `spec.topic`.

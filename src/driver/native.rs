@@ -14,10 +14,11 @@ use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 
 use super::kafka_tools::tail;
-use super::{Driver, MeasureSpec, Place, Progress, Session, VerifySpec};
+use super::{CatchUpResult, Driver, MeasureSpec, Place, Progress, Session, VerifySpec};
 use crate::engine::{Engine, OneOff};
 use crate::images::workload::IMAGE_PATH;
 use crate::model::{ConsumerResult, PathCheck, ProducerResult};
+use crate::settings::Mode;
 use crate::workload::command::{parse_result_line, Endpoint, WorkloadCommand, RESULT_PREFIX};
 
 /// The built-in workload.
@@ -242,7 +243,32 @@ impl Session for NativeSession {
                 expected: records,
                 timeout_s: spec.consume_timeout.as_secs_f64(),
                 consumers: spec.consumers,
-                end_to_end: spec.end_to_end,
+                end_to_end: spec.mode == Mode::EndToEnd,
+            },
+            progress,
+        ))
+    }
+
+    fn catch_up<'a>(
+        &'a self,
+        spec: &'a MeasureSpec,
+        backlog: u64,
+        group: &'a str,
+        progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<CatchUpResult>> {
+        Box::pin(self.call(
+            WorkloadCommand::CatchUp {
+                endpoint: self.endpoint(&spec.bootstrap),
+                topic: spec.topic.clone(),
+                group: group.to_string(),
+                backlog,
+                record_size: spec.record_size,
+                throughput: spec.throughput,
+                properties: spec.properties.clone(),
+                producers: spec.producers,
+                consumers: spec.consumers,
+                timeout_s: spec.consume_timeout.as_secs_f64(),
+                limit_s: spec.catch_up_limit.as_secs_f64(),
             },
             progress,
         ))

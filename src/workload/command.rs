@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::catch_up::CatchUpConfig;
 use super::producer::summary_line;
 use super::properties::parse_pair;
 use super::{probe, Admin, ConsumeConfig, ProduceConfig, TopicSpec};
@@ -123,6 +124,42 @@ pub enum WorkloadCommand {
         /// Report each record's latency from its send to its receipt.
         #[arg(long)]
         end_to_end: bool,
+    },
+    /// Resume a consumer group with a backlog waiting while a live producer sends at a fixed
+    /// rate, until the group's lag is down to what 100 ms of the rate adds (MODE=backlog).
+    CatchUp {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// Topic to produce to and consume from.
+        #[arg(long)]
+        topic: String,
+        /// Consumer group, resuming where it stopped.
+        #[arg(long)]
+        group: String,
+        /// Records waiting for the group.
+        #[arg(long)]
+        backlog: u64,
+        /// Bytes per live record value.
+        #[arg(long, default_value_t = 1024)]
+        record_size: usize,
+        /// The live producer's rate, records/s.
+        #[arg(long)]
+        throughput: i64,
+        /// Producer property key=value (Java or librdkafka name); repeatable.
+        #[arg(long = "property", value_parser = parse_pair)]
+        properties: Vec<(String, String)>,
+        /// Live producers sharing the rate.
+        #[arg(long, default_value_t = 1)]
+        producers: u32,
+        /// Consumers in the group.
+        #[arg(long, default_value_t = 1)]
+        consumers: u32,
+        /// Seconds without a record after which the group fails.
+        #[arg(long, default_value_t = 60.0)]
+        timeout_s: f64,
+        /// Seconds the group may take to catch up.
+        #[arg(long)]
+        limit_s: f64,
     },
     /// Print the number of records in a topic (end offsets minus start offsets).
     EndOffsets {
@@ -240,6 +277,32 @@ impl WorkloadCommand {
                 if *end_to_end {
                     args.push("--end-to-end".into());
                 }
+            }
+            WorkloadCommand::CatchUp {
+                endpoint,
+                topic,
+                group,
+                backlog,
+                record_size,
+                throughput,
+                properties,
+                producers,
+                consumers,
+                timeout_s,
+                limit_s,
+            } => {
+                args.push("catch-up".into());
+                endpoint.push_args(&mut args);
+                push(&mut args, "--topic", topic);
+                push(&mut args, "--group", group);
+                push(&mut args, "--backlog", backlog);
+                push(&mut args, "--record-size", record_size);
+                push(&mut args, "--throughput", throughput);
+                push_pairs(&mut args, "--property", properties);
+                push(&mut args, "--producers", producers);
+                push(&mut args, "--consumers", consumers);
+                push(&mut args, "--timeout-s", timeout_s);
+                push(&mut args, "--limit-s", limit_s);
             }
             WorkloadCommand::EndOffsets { endpoint, topic } => {
                 args.push("end-offsets".into());
@@ -414,6 +477,53 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             .await?;
             result_line(&consumed)?
         }
+        WorkloadCommand::CatchUp {
+            endpoint,
+            topic,
+            group,
+            backlog,
+            record_size,
+            throughput,
+            properties,
+            producers,
+            consumers,
+            timeout_s,
+            limit_s,
+        } => {
+            let cfg = CatchUpConfig {
+                produce: ProduceConfig {
+                    bootstrap: endpoint.bootstrap.clone(),
+                    topic: topic.clone(),
+                    // Only a cap: the producer runs until the group caught up.
+                    num_records: crate::settings::MAX_COUNT,
+                    record_size,
+                    throughput,
+                    properties,
+                    client: endpoint.client_properties.clone(),
+                },
+                producers,
+                consume: ConsumeConfig {
+                    bootstrap: endpoint.bootstrap,
+                    topic,
+                    group_id: group,
+                    expected: crate::settings::MAX_COUNT,
+                    timeout: seconds("timeout-s", timeout_s)?,
+                    client: endpoint.client_properties,
+                    consumers,
+                    end_to_end: false,
+                },
+                backlog,
+                limit: seconds("limit-s", limit_s)?,
+            };
+            let r = super::catch_up::catch_up(
+                &cfg,
+                |p| eprintln!("{p}"),
+                |n, lag| eprintln!("{}", super::catch_up::progress_line(n, lag)),
+            )
+            .await?;
+            eprintln!("{}", summary_line(&r.live));
+            result_line(&r)?
+        }
         WorkloadCommand::EndOffsets { endpoint, topic } => {
             let admin = Admin::connect(&endpoint.bootstrap, &endpoint.client_properties)?;
             result_line(&admin.end_offsets(&topic).await?)?
@@ -504,6 +614,19 @@ mod tests {
             timeout_s: 60.0,
             consumers: 1,
             end_to_end: false,
+        });
+        round_trip(WorkloadCommand::CatchUp {
+            endpoint: endpoint.clone(),
+            topic: "t".into(),
+            group: "g".into(),
+            backlog: 50_000,
+            record_size: 100,
+            throughput: 20_000,
+            properties: vec![("acks".into(), "1".into())],
+            producers: 2,
+            consumers: 3,
+            timeout_s: 60.0,
+            limit_s: 300.0,
         });
         round_trip(WorkloadCommand::EndOffsets {
             endpoint: Endpoint::new("broker:9092", &[]),

@@ -86,8 +86,23 @@ pub async fn consume_reporting(
     progress: impl FnMut(u64) + Send + 'static,
     assigned: impl FnMut() + Send + 'static,
 ) -> Result<ConsumerResult> {
+    let expected = cfg.expected;
+    consume_until(cfg, progress, assigned, move |consumed| {
+        consumed >= expected
+    })
+    .await
+}
+
+/// [`consume_reporting`] that stops once `done(records the group consumed)` holds, asked after
+/// every poll, rather than at `cfg.expected` records.
+pub async fn consume_until(
+    cfg: &ConsumeConfig,
+    progress: impl FnMut(u64) + Send + 'static,
+    assigned: impl FnMut() + Send + 'static,
+    done: impl Fn(u64) -> bool + Send + Sync + 'static,
+) -> Result<ConsumerResult> {
     let cfg = cfg.clone();
-    tokio::task::spawn_blocking(move || consume_blocking(&cfg, progress, assigned))
+    tokio::task::spawn_blocking(move || consume_blocking(&cfg, progress, assigned, &done))
         .await
         .context("consumer task panicked")?
 }
@@ -147,8 +162,9 @@ fn consume_blocking(
     cfg: &ConsumeConfig,
     mut progress: impl FnMut(u64),
     on_assigned: impl FnMut() + Send,
+    done: &(dyn Fn(u64) -> bool + Sync),
 ) -> Result<ConsumerResult> {
-    if cfg.expected == 0 {
+    if done(0) {
         return Ok(result(0, 0, Duration::ZERO, Duration::ZERO));
     }
     let members = cfg.consumers.max(1) as usize;
@@ -168,13 +184,25 @@ fn consume_blocking(
         }
     };
     let outcomes: Vec<Result<Member>> = if members == 1 {
-        vec![consume_member(cfg, &shared, Some(&mut progress), &announce)]
+        vec![consume_member(
+            cfg,
+            &shared,
+            Some(&mut progress),
+            &announce,
+            done,
+        )]
     } else {
         std::thread::scope(|scope| {
             let others: Vec<_> = (1..members)
-                .map(|_| scope.spawn(|| consume_member(cfg, &shared, None, &announce)))
+                .map(|_| scope.spawn(|| consume_member(cfg, &shared, None, &announce, done)))
                 .collect();
-            let mut all = vec![consume_member(cfg, &shared, Some(&mut progress), &announce)];
+            let mut all = vec![consume_member(
+                cfg,
+                &shared,
+                Some(&mut progress),
+                &announce,
+                done,
+            )];
             all.extend(others.into_iter().map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("a consumer thread panicked")))
@@ -208,18 +236,19 @@ fn consume_blocking(
 }
 
 /// One member of the group: subscribes, consumes until the group has consumed what was
-/// expected, commits what it read. The member given `progress` reports the group's count.
+/// expected (or `done` says so), commits what it read. The member given `progress` reports the group's count.
 fn consume_member(
     cfg: &ConsumeConfig,
     shared: &Shared,
     mut progress: Option<&mut dyn FnMut(u64)>,
     announce: &(dyn Fn() + Sync),
+    done: &(dyn Fn(u64) -> bool + Sync),
 ) -> Result<Member> {
     let failed = |e: anyhow::Error| {
         shared.abort.store(true, Ordering::SeqCst);
         e
     };
-    consume_member_inner(cfg, shared, &mut progress, announce).map_err(failed)
+    consume_member_inner(cfg, shared, &mut progress, announce, done).map_err(failed)
 }
 
 fn consume_member_inner(
@@ -227,6 +256,7 @@ fn consume_member_inner(
     shared: &Shared,
     progress: &mut Option<&mut dyn FnMut(u64)>,
     announce: &(dyn Fn() + Sync),
+    done: &(dyn Fn(u64) -> bool + Sync),
 ) -> Result<Member> {
     let (config, warnings) = client_config(
         &cfg.bootstrap,
@@ -263,7 +293,7 @@ fn consume_member_inner(
     let mut last_failure: Option<String> = None;
     let mut reported = start;
     let mut announced = false;
-    while shared.consumed.load(Ordering::SeqCst) < cfg.expected {
+    while !done(shared.consumed.load(Ordering::SeqCst)) {
         if shared.abort.load(Ordering::SeqCst) {
             bail!("another consumer of the group failed");
         }
@@ -372,6 +402,7 @@ fn result(count: u64, bytes: u64, total: Duration, rebalance: Duration) -> Consu
         fetch_rec_s: per(count as f64, fetch),
         end_to_end: None,
         per_client: Vec::new(),
+        catch_up: None,
     }
 }
 

@@ -5,6 +5,7 @@
 //! (`crate::driver`).
 
 pub mod admin;
+pub mod catch_up;
 pub mod client;
 pub mod command;
 pub mod consumer;

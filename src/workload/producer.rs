@@ -3,7 +3,8 @@
 
 use std::ffi::CString;
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -93,6 +94,16 @@ pub async fn produce(
     produce_many(cfg, 1, progress).await
 }
 
+/// Lets another thread of the workload watch producers' acknowledgements and stop them before
+/// their records run out (the backlog mode's live producer runs until the group caught up).
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Set to stop sending; records already sent are still awaited.
+    pub stop: AtomicBool,
+    /// Records acknowledged so far, by every producer sharing it.
+    pub acked: AtomicU64,
+}
+
 /// [`produce`] with `producers` producers at once, each in its own thread with its share of the
 /// records and of the rate; their figures are merged: the rate is every acknowledged record over
 /// the time from the first start to the last acknowledgement, the latencies are one histogram.
@@ -100,6 +111,17 @@ pub async fn produce(
 pub async fn produce_many(
     cfg: &ProduceConfig,
     producers: u32,
+    progress: impl FnMut(Progress),
+) -> Result<ProducerResult> {
+    produce_live(cfg, producers, None, progress).await
+}
+
+/// [`produce_many`] whose producers count their acknowledgements in `live` and stop sending once
+/// it says so.
+pub async fn produce_live(
+    cfg: &ProduceConfig,
+    producers: u32,
+    live: Option<Arc<Live>>,
     mut progress: impl FnMut(Progress),
 ) -> Result<ProducerResult> {
     if cfg.throughput == 0 {
@@ -111,8 +133,9 @@ pub async fn produce_many(
         .into_iter()
         .map(|share| {
             let tx = tx.clone();
+            let live = live.clone();
             tokio::task::spawn_blocking(move || {
-                produce_blocking(&share, |p| {
+                produce_blocking(&share, live, |p| {
                     let _ = tx.send(p);
                 })
             })
@@ -258,6 +281,7 @@ struct Measuring {
     record_size: usize,
     tally: Mutex<Tally>,
     last_error: LastError,
+    live: Option<Arc<Live>>,
 }
 
 impl ClientContext for Measuring {
@@ -282,6 +306,9 @@ impl ProducerContext for Measuring {
         match result {
             Ok(_) => {
                 t.acked += 1;
+                if let Some(live) = &self.live {
+                    live.acked.fetch_add(1, Ordering::Relaxed);
+                }
                 t.sent.record(latency_us);
                 t.window.count += 1;
                 t.window.lat_sum_us += latency_us;
@@ -456,7 +483,11 @@ fn payload(size: usize) -> Vec<u8> {
         .collect()
 }
 
-fn produce_blocking(cfg: &ProduceConfig, mut progress: impl FnMut(Progress)) -> Result<Produced> {
+fn produce_blocking(
+    cfg: &ProduceConfig,
+    live: Option<Arc<Live>>,
+    mut progress: impl FnMut(Progress),
+) -> Result<Produced> {
     let (config, warnings) = client_config(&cfg.bootstrap, &[], &[&cfg.client, &cfg.properties])?;
     for w in warnings {
         eprintln!("warning: {w}");
@@ -477,6 +508,7 @@ fn produce_blocking(cfg: &ProduceConfig, mut progress: impl FnMut(Progress)) -> 
             window: Window::new(origin),
         }),
         last_error: LastError::default(),
+        live: live.clone(),
     };
     let producer: BaseProducer<Measuring> = config
         .create_with_context(context)
@@ -501,7 +533,15 @@ fn produce_blocking(cfg: &ProduceConfig, mut progress: impl FnMut(Progress)) -> 
     };
 
     let handle = TopicHandle::new(&producer, topic)?;
+    let mut sent = 0;
     for i in 0..cfg.num_records {
+        if live
+            .as_ref()
+            .is_some_and(|l| l.stop.load(Ordering::Relaxed))
+        {
+            break;
+        }
+        sent = i + 1;
         let sent_ns = Instant::now().duration_since(origin).as_nanos() as u64;
         let late_ms = if throttled {
             let intended_ns = start_ns + (i as f64 * period_ns) as u64;
@@ -544,7 +584,7 @@ fn produce_blocking(cfg: &ProduceConfig, mut progress: impl FnMut(Progress)) -> 
             }
         }
     }
-    while producer.context().reported() < cfg.num_records {
+    while producer.context().reported() < sent {
         producer.poll(Duration::from_millis(50));
         report(Instant::now(), &mut progress);
     }

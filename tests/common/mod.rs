@@ -8,7 +8,7 @@ use bollard::query_parameters::{ListContainersOptionsBuilder, ListNetworksOption
 
 /// Every setting's environment variable; tests clear them so the caller's environment cannot
 /// leak into the binary they run.
-pub const SETTING_VARS: [&str; 24] = [
+pub const SETTING_VARS: [&str; 25] = [
     "TEST",
     "NUM_RECORDS",
     "RECORD_SIZE",
@@ -31,6 +31,7 @@ pub const SETTING_VARS: [&str; 24] = [
     "PRODUCERS",
     "CONSUMERS",
     "P99_LIMIT_MS",
+    "CATCH_UP_SECONDS",
     "SCENARIOS",
     "RESULTS_DIR",
 ];

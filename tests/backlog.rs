@@ -1,0 +1,113 @@
+//! MODE=backlog on the real engine: through the Kroxylicious proxy, a group of two consumers
+//! finds a backlog waiting and catches up with it while a producer keeps sending.
+
+mod common;
+use common::{engine_lock, leftovers, only_run, perf_tests_run, run_id_of};
+
+use serde_json::Value;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_group_catches_up_through_the_proxy_and_every_record_is_counted() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let out = perf_tests_run(results.path())
+        .env("TEST", "02-no-filters")
+        .env("MODE", "backlog")
+        .env("NUM_RECORDS", "3e4")
+        .env("RECORD_SIZE", "100")
+        .env("THROUGHPUT", "3000")
+        .env("PARTITIONS", "2")
+        .env("CONSUMERS", "2")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stderr.contains("caught up in "), "{stderr}");
+
+    let run = only_run(results.path());
+    let result: Value =
+        serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
+    let m = &result["measurement"];
+    // The backlog, then what the live producer sent until the group caught up: the broker
+    // holds them all and the group read them all (the last few after the catch-up).
+    assert_eq!(m["producer"]["sent"], 30_000, "{m}");
+    assert_eq!(
+        m["producer"]["target_rec_s"], -1.0,
+        "the backlog is unthrottled: {m}"
+    );
+    let acknowledged = m["integrity"]["acknowledged"].as_u64().unwrap();
+    assert!(acknowledged > 30_000, "{m}");
+    for counter in ["requested", "end_offsets", "consumed"] {
+        assert_eq!(m["integrity"][counter], acknowledged, "{counter}: {m}");
+    }
+    let c = &m["consumer"]["catch_up"];
+    assert_eq!(c["backlog"], 30_000, "{c}");
+    assert_eq!(c["live_target_rec_s"], 3000.0, "{c}");
+    assert_eq!(c["lag_bound"], 1000, "{c}");
+    assert!(c["final_lag"].as_u64().unwrap() <= 1000, "{c}");
+    let took = c["caught_up_s"].as_f64().unwrap_or_else(|| panic!("{c}"));
+    assert!(took > 0.0 && took < 120.0, "{c}");
+    let live = c["live_rec_s"].as_f64().unwrap();
+    assert!(live > 0.0 && live < 4000.0, "{c}");
+    // Together the two members of the group read the backlog, and more.
+    let per_client: Vec<u64> = m["consumer"]["per_client"]
+        .as_array()
+        .unwrap_or_else(|| panic!("per_client in {m}"))
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(per_client.len(), 2, "{per_client:?}");
+    assert!(per_client.iter().sum::<u64>() >= 30_000, "{per_client:?}");
+
+    let tables = std::fs::read_to_string(run.join("tables.txt")).unwrap();
+    assert!(tables.contains("Backlog Catch-Up"), "{tables}");
+    // Its THROUGHPUT is the live producer's, not a rate to sustain.
+    assert!(!tables.contains("Highest Sustained Rate"), "{tables}");
+    assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_group_that_cannot_catch_up_in_time_stops_there_and_reports_its_lag() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    // A million 1 KiB records take the group seconds to read through the proxy (about 300000
+    // a second on this kind of machine), far beyond one second.
+    let out = perf_tests_run(results.path())
+        .env("TEST", "02-no-filters")
+        .env("MODE", "backlog")
+        .env("NUM_RECORDS", "1e6")
+        .env("THROUGHPUT", "2000")
+        .env("CATCH_UP_SECONDS", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stderr.contains("did not catch up within 1 s: lag "),
+        "{stderr}"
+    );
+
+    let run = only_run(results.path());
+    let result: Value =
+        serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
+    let m = &result["measurement"];
+    let c = &m["consumer"]["catch_up"];
+    assert!(c["caught_up_s"].is_null(), "{c}");
+    assert!(c["final_lag"].as_u64().unwrap() > 100_000, "{c}");
+    // What the group left was read after, so the counters still agree.
+    let acknowledged = m["integrity"]["acknowledged"].as_u64().unwrap();
+    assert!(acknowledged > 1_000_000, "{m}");
+    for counter in ["requested", "end_offsets", "consumed"] {
+        assert_eq!(m["integrity"][counter], acknowledged, "{counter}: {m}");
+    }
+    let tables = std::fs::read_to_string(run.join("tables.txt")).unwrap();
+    let row = tables
+        .lines()
+        .skip_while(|l| !l.starts_with("Backlog Catch-Up"))
+        .find(|l| l.starts_with("02-no-filters"))
+        .unwrap_or_else(|| panic!("{tables}"));
+    assert!(row.contains("n/a"), "{row}");
+    assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
+}
