@@ -229,6 +229,33 @@ pub struct Measurement {
     /// offsets, consume, delete topic), so the harness's own cost is visible.
     #[serde(default)]
     pub steps_s: std::collections::BTreeMap<String, f64>,
+    /// With DURATION: what happened in each second of the run, warm-up included.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<Second>,
+}
+
+/// One second of a DURATION run: what the producers had acknowledged and the group had
+/// consumed in it, the lag at its end, and the latencies of its records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Second {
+    /// Seconds since the start, at the end of this one.
+    pub t_s: u64,
+    /// Within the warm-up: shown, but left out of the run's figures.
+    pub warm_up: bool,
+    /// Records acknowledged to the producers in this second.
+    pub produced: u64,
+    /// Records the group consumed in this second.
+    pub consumed: u64,
+    /// Records acknowledged but not yet consumed at the end of this second.
+    pub lag: u64,
+    /// Latency from the send call to the acknowledgement of this second's records (0 without any).
+    pub produce_p50_ms: f64,
+    pub produce_p99_ms: f64,
+    pub produce_max_ms: f64,
+    /// Latency from the send to the receipt of the records received in this second.
+    pub e2e_p50_ms: f64,
+    pub e2e_p99_ms: f64,
+    pub e2e_max_ms: f64,
 }
 
 impl Measurement {
@@ -285,6 +312,8 @@ impl Measurement {
                     (k.clone(), crate::stats::median(&v))
                 })
                 .collect(),
+            // A series is one repetition's story; each repetition keeps its own.
+            series: worst.series.clone(),
         }
     }
 }
@@ -473,6 +502,10 @@ pub struct ServiceResources {
     pub net_rx_mib: f64,
     /// MiB sent over the network during the workload.
     pub net_tx_mib: f64,
+    /// With DURATION: the memory use of every sample in MiB, in order (about one a second from
+    /// the start of the scenario's workload), so growth over a long run shows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mem_series_mib: Vec<f64>,
 }
 
 /// A producer that did not reach at least this share of its THROUGHPUT target is saturated.
@@ -574,6 +607,7 @@ mod tests {
     fn the_summary_is_the_median_and_keeps_the_worst_counters() {
         let m = |rate: f64, consumed: u64| Measurement {
             steps_s: Default::default(),
+            series: Vec::new(),
             producer: producer(rate, -1.0, 1.0, 1.0, 2.0),
             consumer: ConsumerResult {
                 consumed_mib: 1.0,

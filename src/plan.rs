@@ -222,7 +222,12 @@ fn measurement_s(settings: &Settings, planned: &PlannedScenario) -> f64 {
     } else {
         ASSUMED_SERVICES_S
     };
-    services + warm + records / produce_rate + records / rate
+    let measured = match settings.duration {
+        // Producer and consumer run together for the time; the group then reads what is left.
+        Some(d) => d as f64,
+        None => records / produce_rate + records / rate,
+    };
+    services + warm + measured
 }
 
 /// Everything a run will do, resolved before anything is started.
@@ -333,6 +338,13 @@ fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Pla
              beyond the partitions would get none and read nothing",
             settings.consumers,
             settings.partitions
+        );
+    }
+    if let (Some(d), false) = (settings.duration, settings.mode == Mode::EndToEnd) {
+        bail!(
+            "DURATION={d} needs MODE=end-to-end: a run bounded by time keeps its producers and \
+             its consumers running together (MODE={} runs them one after the other)",
+            settings.mode
         );
     }
     if settings.mode == Mode::Backlog && settings.throughput <= 0 {

@@ -289,6 +289,7 @@ pub(crate) mod tests {
             topic: format!("perf-tests-{name}"),
             measurement: Measurement {
                 steps_s: Default::default(),
+                series: Vec::new(),
                 producer: ProducerResult {
                     sent: 10_000_000,
                     failed: 0,
@@ -509,6 +510,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             mem_mib_peak: 14.0,
             net_rx_mib: 9.77,
             net_tx_mib: 1.5,
+            mem_series_mib: Vec::new(),
         }];
         results[1].warnings = vec!["latency is dominated by client-side queueing".into()];
         let text = render_text(&results);

@@ -123,6 +123,7 @@ pub fn summarise(service: &str, run_wide: bool, points: &[Point]) -> ServiceReso
         mem_mib_peak: zero_if_nan(stats::min_max(&mem).1),
         net_rx_mib: delta(|p| p.rx_bytes),
         net_tx_mib: delta(|p| p.tx_bytes),
+        mem_series_mib: mem,
     }
 }
 
@@ -157,6 +158,13 @@ pub fn combine(reps: &[Vec<ServiceResources>]) -> Vec<ServiceResources> {
                 mem_mib_peak: max(|r| r.mem_mib_peak),
                 net_rx_mib: med(|r| r.net_rx_mib),
                 net_tx_mib: med(|r| r.net_tx_mib),
+                // A series is one repetition's story: the first one's.
+                mem_series_mib: rs
+                    .iter()
+                    .map(|r| &r.mem_series_mib)
+                    .find(|s| !s.is_empty())
+                    .cloned()
+                    .unwrap_or_default(),
             }
         })
         .collect()

@@ -974,12 +974,20 @@ async fn measure_scenario(
     spec.consume_timeout = CONSUME_TIMEOUT;
     spec.mode = settings.mode;
     spec.catch_up_limit = std::time::Duration::from_secs(settings.catch_up_seconds);
+    spec.duration = settings.duration.map(std::time::Duration::from_secs);
+    spec.duration_warm_up = std::time::Duration::from_secs(settings.duration_warm_up);
     spec.partitions = settings.partitions as i32;
     spec.producers = settings.producers;
     spec.consumers = settings.consumers;
     let measure = flow::measure(session, &spec);
     let measured = guarded(watcher, "the measurement", &workload, measure).await;
-    let used = sampler.finish().await;
+    let mut used = sampler.finish().await;
+    // Only a run bounded by time keeps each sample's memory: a soak's growth over time.
+    if settings.duration.is_none() {
+        for u in &mut used {
+            u.mem_series_mib.clear();
+        }
+    }
     phases.workload_s = t.elapsed().as_secs_f64();
     let mut measurement = measured?;
     measurement.steps_s.extend(before);

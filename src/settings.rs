@@ -179,6 +179,12 @@ pub struct Settings {
     pub p99_limit_ms: Option<u64>,
     /// How long a group may take to catch up with its backlog (MODE=backlog), seconds.
     pub catch_up_seconds: u64,
+    /// With MODE=end-to-end: produce for this many seconds instead of NUM_RECORDS records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<u64>,
+    /// The first seconds of a DURATION run, in its series but not in its figures.
+    #[serde(default)]
+    pub duration_warm_up: u64,
     /// Commit the measured code is at; names the results directory.
     pub commit_id: String,
     /// Apache Kafka (native) broker image.
@@ -236,6 +242,8 @@ impl Settings {
             consumers: 1,
             p99_limit_ms: None,
             catch_up_seconds: DEFAULT_CATCH_UP_SECONDS,
+            duration: None,
+            duration_warm_up: 0,
             commit_id: UNKNOWN_COMMIT.to_string(),
             kafka_image: DEFAULT_KAFKA_IMAGE.to_string(),
             kroxylicious_image: DEFAULT_KROXYLICIOUS_IMAGE.to_string(),
@@ -283,6 +291,11 @@ impl Settings {
                 self.p99_limit_ms.map(|l| l.to_string()).unwrap_or_default(),
             ),
             ("CATCH_UP_SECONDS", self.catch_up_seconds.to_string()),
+            (
+                "DURATION",
+                self.duration.map(|d| d.to_string()).unwrap_or_default(),
+            ),
+            ("DURATION_WARM_UP", self.duration_warm_up.to_string()),
             ("COMMIT_ID", self.commit_id.clone()),
             ("KAFKA_IMAGE", self.kafka_image.clone()),
             ("KROXYLICIOUS_IMAGE", self.kroxylicious_image.clone()),
@@ -295,6 +308,56 @@ impl Settings {
         ];
         pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
+}
+
+/// Longest DURATION accepted: 30 days.
+pub const MAX_DURATION_S: u64 = 30 * 24 * 3600;
+
+/// Parses a time in whole seconds: `90`, `90s`, `10m`, `2h`, `1h30m`, `3d`. Errors name the
+/// variable and the value.
+pub fn parse_duration(var: &str, s: &str) -> Result<u64> {
+    let fail = |why: &str| -> anyhow::Error {
+        anyhow::anyhow!("{var}={s:?}: {why} (expected a time such as 90s, 10m, 2h, 1h30m or 3d)")
+    };
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(fail("empty value"));
+    }
+    if let Ok(n) = t.parse::<u64>() {
+        return (n <= MAX_DURATION_S)
+            .then_some(n)
+            .ok_or_else(|| fail("longer than 30 days"));
+    }
+    let mut total: u64 = 0;
+    let mut digits = String::new();
+    for c in t.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86400,
+            _ => return Err(fail(&format!("unknown unit `{c}`"))),
+        };
+        let n: u64 = digits
+            .parse()
+            .map_err(|_| fail(&format!("no number before `{c}`")))?;
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(|| fail("longer than 30 days"))?;
+        digits.clear();
+    }
+    if !digits.is_empty() {
+        return Err(fail("a number without a unit after another"));
+    }
+    if total > MAX_DURATION_S {
+        return Err(fail("longer than 30 days"));
+    }
+    Ok(total)
 }
 
 /// Parses a record count: `10000000`, `1_000_000`, `1e6`, `1E6` or `2.5e5`.
@@ -479,6 +542,24 @@ pub fn detect_commit_id(dir: &Path) -> String {
 }
 
 #[cfg(test)]
+mod duration_tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_units_and_bad_ones_name_the_variable() {
+        assert_eq!(parse_duration("DURATION", "90").unwrap(), 90);
+        assert_eq!(parse_duration("DURATION", "90s").unwrap(), 90);
+        assert_eq!(parse_duration("DURATION", "10m").unwrap(), 600);
+        assert_eq!(parse_duration("DURATION", "1h30m").unwrap(), 5400);
+        assert_eq!(parse_duration("DURATION", "3d").unwrap(), 259_200);
+        for bad in ["", "10x", "m", "1h30", "31d", "99999999999999999999s"] {
+            let e = parse_duration("DURATION", bad).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("DURATION={bad:?}: ")), "{e}");
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -617,6 +698,8 @@ mod tests {
                 "COMMIT_ID",
                 "CONSUMERS",
                 "DRIVER",
+                "DURATION",
+                "DURATION_WARM_UP",
                 "KAFKA_IMAGE",
                 "KAFKA_TOOL_IMAGE",
                 "KROXYLICIOUS_IMAGE",

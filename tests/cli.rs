@@ -748,3 +748,53 @@ fn client_counts_are_checked_before_anything_starts() {
     assert_eq!(setting(&plan, "PARTITIONS"), "4");
     assert_eq!(setting(&plan, "CONSUMERS"), "4");
 }
+
+#[test]
+fn a_duration_is_refused_with_a_count_without_end_to_end_or_when_malformed() {
+    let root = suite();
+    let refused = |env: &[(&str, &str)], says: &str| {
+        let out = perf_tests(root.path(), &["run", "--dry-run"], env);
+        assert_eq!(out.status.code(), Some(2), "{env:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{env:?}: {}", stderr(&out));
+    };
+    let e2e = ("MODE", "end-to-end");
+    refused(
+        &[e2e, ("DURATION", "10m"), ("NUM_RECORDS", "1e6")],
+        "DURATION and NUM_RECORDS are both set",
+    );
+    refused(&[("DURATION", "10m")], "DURATION=600 needs MODE=end-to-end");
+    refused(
+        &[
+            ("MODE", "backlog"),
+            ("THROUGHPUT", "1000"),
+            ("DURATION", "10m"),
+        ],
+        "needs MODE=end-to-end",
+    );
+    refused(
+        &[e2e, ("DURATION", "10x")],
+        "DURATION=\"10x\": unknown unit `x`",
+    );
+    refused(
+        &[e2e, ("DURATION", "0s")],
+        "DURATION=\"0s\": a run needs some time",
+    );
+    refused(&[e2e, ("DURATION", "1m,2m")], "DURATION");
+    refused(
+        &[e2e, ("DURATION", "1m"), ("DURATION_WARM_UP", "1m")],
+        "DURATION_WARM_UP=60 is not shorter than DURATION=60",
+    );
+    refused(
+        &[e2e, ("DURATION_WARM_UP", "30s")],
+        "DURATION_WARM_UP=30 without DURATION",
+    );
+    // A good one: planned, and its time is what the estimate counts.
+    let out = perf_tests(
+        root.path(),
+        &["run", "--dry-run"],
+        &[e2e, ("DURATION", "2h"), ("DURATION_WARM_UP", "5m")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(setting(&stdout(&out), "DURATION"), "7200");
+    assert_eq!(setting(&stdout(&out), "DURATION_WARM_UP"), "300");
+}

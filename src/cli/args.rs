@@ -175,6 +175,20 @@ fn consumers(s: &str) -> anyhow::Result<u32> {
     settings::parse_clients("CONSUMERS", s)
 }
 
+fn duration(s: &str) -> anyhow::Result<u64> {
+    single("DURATION", s)?;
+    let d = settings::parse_duration("DURATION", s)?;
+    if d == 0 {
+        anyhow::bail!("DURATION={s:?}: a run needs some time (expected at least 1s)");
+    }
+    Ok(d)
+}
+
+fn duration_warm_up(s: &str) -> anyhow::Result<u64> {
+    single("DURATION_WARM_UP", s)?;
+    settings::parse_duration("DURATION_WARM_UP", s)
+}
+
 fn catch_up_seconds(s: &str) -> anyhow::Result<u64> {
     single("CATCH_UP_SECONDS", s)?;
     settings::parse_count("CATCH_UP_SECONDS", s, false)
@@ -283,6 +297,15 @@ pub struct SettingsArgs {
     #[arg(long, env = "P99_LIMIT_MS", value_parser = p99_limit, global = true)]
     pub p99_limit_ms: Option<u64>,
 
+    /// With MODE=end-to-end: produce and consume for this long (90s, 10m, 2h, 3d) instead of
+    /// NUM_RECORDS records, recording every second [default: by NUM_RECORDS]
+    #[arg(long, env = "DURATION", value_parser = duration, global = true)]
+    pub duration: Option<u64>,
+
+    /// The first part of a DURATION run, in its series but left out of its figures [default: 0]
+    #[arg(long, env = "DURATION_WARM_UP", value_parser = duration_warm_up, global = true)]
+    pub duration_warm_up: Option<u64>,
+
     /// With MODE=backlog: seconds the group may take to catch up; it stops then, and the lag
     /// it left is reported [default: 300]
     #[arg(long, env = "CATCH_UP_SECONDS", value_parser = catch_up_seconds, global = true)]
@@ -363,6 +386,21 @@ impl SettingsArgs {
     /// its `matrix`; a missing commit id is detected from the suite directory. Errors name
     /// the setting and the value.
     pub fn into_settings(self) -> anyhow::Result<Settings> {
+        match (self.duration, &self.num_records, self.duration_warm_up) {
+            (Some(_), Some(_), _) => anyhow::bail!(
+                "DURATION and NUM_RECORDS are both set: a run is bounded by time or by a count \
+                 of records, not both"
+            ),
+            (None, _, Some(w)) if w > 0 => anyhow::bail!(
+                "DURATION_WARM_UP={w} without DURATION: only a run bounded by time has a warm-up \
+                 within it (WARM_UP_SECONDS_PRE_TEST warms up before any run)"
+            ),
+            (Some(d), _, Some(w)) if w >= d => anyhow::bail!(
+                "DURATION_WARM_UP={w} is not shorter than DURATION={d}: nothing would be left \
+                 to measure"
+            ),
+            _ => {}
+        }
         let commit_id = self
             .commit_id
             .filter(|c| !c.trim().is_empty())
@@ -404,6 +442,8 @@ impl SettingsArgs {
             catch_up_seconds: self
                 .catch_up_seconds
                 .unwrap_or(settings::DEFAULT_CATCH_UP_SECONDS),
+            duration: self.duration,
+            duration_warm_up: self.duration_warm_up.unwrap_or(0),
             commit_id,
             kafka_tool_image: self.kafka_tool_image,
             driver: self.driver,

@@ -105,6 +105,9 @@ async fn on_topic(
     let before = session.end_offsets(spec).await.context("end offsets")?;
     steps.done("end_offsets_before");
     match spec.mode {
+        Mode::EndToEnd if spec.duration.is_some() => {
+            return timed(session, spec, &group, before, steps).await
+        }
         Mode::EndToEnd => return end_to_end(session, spec, &group, before, steps).await,
         Mode::Backlog => return backlog(session, spec, &group, before, steps).await,
         Mode::ProduceThenConsume => {}
@@ -191,6 +194,51 @@ async fn end_to_end(
     ))
 }
 
+/// A run bounded by time (DURATION): producers send for `spec.duration` while the group reads,
+/// and every second is recorded; the group then reads what is left, so that every acknowledged
+/// record is counted as consumed.
+async fn timed(
+    session: &dyn Session,
+    spec: &MeasureSpec,
+    group: &str,
+    before: u64,
+    steps: &mut Steps,
+) -> Result<Measurement> {
+    let seconds = spec.duration.map_or(0, |d| d.as_secs());
+    crate::progress::detail(&format!(
+        "producing and consuming for {seconds} s (the first {} s a warm-up)",
+        spec.duration_warm_up.as_secs()
+    ));
+    let r = session
+        .soak(spec, group, &|l| {
+            if !l.contains(" ms 99.9th.") {
+                show(l)
+            }
+        })
+        .await
+        .context("produce and consume for the DURATION")?;
+    steps.done("produce_and_consume");
+    crate::progress::detail("counting the topic's records at the broker (end offsets)");
+    let after = session.end_offsets(spec).await.context("end offsets")?;
+    steps.done("end_offsets_after");
+    let integrity = Integrity {
+        requested: r.producer.sent + r.producer.failed,
+        acknowledged: r.producer.sent,
+        end_offsets: after.saturating_sub(before),
+        consumed: r.consumer.consumed_recs,
+    };
+    if let Some(problem) = integrity.problem() {
+        show(&format!("integrity: counts disagree: {problem}"));
+    }
+    Ok(Measurement {
+        steps_s: BTreeMap::new(),
+        integrity,
+        producer: r.producer,
+        consumer: r.consumer,
+        series: r.series,
+    })
+}
+
 /// The backlog mode: with the group stopped since the warm-up, `num_records` records are
 /// produced at full speed; then the group resumes while a live producer sends at
 /// `spec.throughput`, until its lag is down (or the limit passed). What the live producer sent
@@ -265,6 +313,7 @@ async fn backlog(
     }
     Ok(Measurement {
         steps_s: BTreeMap::new(),
+        series: Vec::new(),
         integrity,
         producer,
         consumer: caught.consumer,
@@ -290,6 +339,7 @@ fn checked(
     }
     Measurement {
         steps_s: BTreeMap::new(),
+        series: Vec::new(),
         integrity,
         producer,
         consumer,

@@ -25,6 +25,7 @@ use crate::plan::Cell;
 use crate::settings::{self, Mode, Settings};
 
 pub use crate::workload::catch_up::CatchUpResult;
+pub use crate::workload::soak::SoakResult;
 pub use crate::workload::verify::{VerifySpec, SAMPLE_RECORDS};
 
 /// Everything one measurement needs.
@@ -51,6 +52,10 @@ pub struct MeasureSpec {
     pub mode: Mode,
     /// How long a group catching up with a backlog may take (MODE=backlog).
     pub catch_up_limit: Duration,
+    /// With MODE=end-to-end: produce for this long instead of `num_records` records (DURATION).
+    pub duration: Option<Duration>,
+    /// The first part of `duration`, in the series but not in the figures.
+    pub duration_warm_up: Duration,
     pub partitions: i32,
     pub replication_factor: i32,
     /// Producers sharing the records and the rate (their figures merged).
@@ -76,6 +81,8 @@ impl MeasureSpec {
             delete_topic: true,
             mode: Mode::ProduceThenConsume,
             catch_up_limit: Duration::from_secs(settings::DEFAULT_CATCH_UP_SECONDS),
+            duration: None,
+            duration_warm_up: Duration::ZERO,
             partitions: 1,
             replication_factor: 1,
             producers: 1,
@@ -160,6 +167,17 @@ pub trait Session: Send + Sync {
         _progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<CatchUpResult>> {
         Box::pin(async { anyhow::bail!("this driver cannot run a catch-up (MODE=backlog)") })
+    }
+    /// Produces at `spec.throughput` for `spec.duration` while group `group` consumes, then
+    /// lets the group read what is left (DURATION); reports the figures after the warm-up and
+    /// every second.
+    fn soak<'a>(
+        &'a self,
+        _spec: &'a MeasureSpec,
+        _group: &'a str,
+        _progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<SoakResult>> {
+        Box::pin(async { anyhow::bail!("this driver cannot run for a DURATION") })
     }
     /// Records in the topic (end offsets minus start offsets).
     fn end_offsets<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<u64>>;

@@ -14,7 +14,7 @@ use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 
 use super::kafka_tools::tail;
-use super::{CatchUpResult, Driver, MeasureSpec, Place, Progress, Session, VerifySpec};
+use super::{CatchUpResult, Driver, MeasureSpec, Place, Progress, Session, SoakResult, VerifySpec};
 use crate::engine::{Engine, OneOff};
 use crate::images::workload::IMAGE_PATH;
 use crate::model::{ConsumerResult, PathCheck, ProducerResult};
@@ -247,6 +247,36 @@ impl Session for NativeSession {
             },
             progress,
         ))
+    }
+
+    fn soak<'a>(
+        &'a self,
+        spec: &'a MeasureSpec,
+        group: &'a str,
+        progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<SoakResult>> {
+        Box::pin(async move {
+            let Some(duration) = spec.duration else {
+                bail!("a run bounded by time needs its DURATION");
+            };
+            self.call(
+                WorkloadCommand::Soak {
+                    endpoint: self.endpoint(&spec.bootstrap),
+                    topic: spec.topic.clone(),
+                    group: group.to_string(),
+                    record_size: spec.record_size,
+                    throughput: spec.throughput,
+                    properties: spec.properties.clone(),
+                    producers: spec.producers,
+                    consumers: spec.consumers,
+                    timeout_s: spec.consume_timeout.as_secs_f64(),
+                    duration_s: duration.as_secs(),
+                    warm_up_s: spec.duration_warm_up.as_secs(),
+                },
+                progress,
+            )
+            .await
+        })
     }
 
     fn catch_up<'a>(

@@ -32,10 +32,16 @@ pub fn render(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> String {
 impl Exporter for Markdown {
     fn files(&self, info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>> {
         let charts = super::svg::FILE;
-        let md = format!(
+        let mut md = format!(
             "{}\n[![Throughput and latency per scenario]({charts})]({charts})\n",
             render(results, info.settings.p99_limit_ms)
         );
+        if results.iter().any(|r| !r.measurement.series.is_empty()) {
+            let series = super::series::FILE;
+            md.push_str(&format!(
+                "\n[![Every second of the run]({series})]({series})\n"
+            ));
+        }
         Ok(vec![("tables.md".to_string(), md)])
     }
 }

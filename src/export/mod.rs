@@ -7,6 +7,7 @@
 
 pub mod json;
 pub mod markdown;
+pub mod series;
 pub mod svg;
 pub mod text;
 
@@ -30,6 +31,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(text::Text),
         Box::new(markdown::Markdown),
         Box::new(svg::Svg),
+        Box::new(series::Series),
     ]
 }
 

@@ -28,10 +28,10 @@ impl Exporter for Svg {
     }
 }
 
-const PANEL_HEIGHT: f64 = 220.0;
-const TOP: f64 = 40.0;
-const LEFT: f64 = 80.0;
-const RIGHT: f64 = 20.0;
+pub(super) const PANEL_HEIGHT: f64 = 220.0;
+pub(super) const TOP: f64 = 40.0;
+pub(super) const LEFT: f64 = 80.0;
+pub(super) const RIGHT: f64 = 20.0;
 const GROUP_WIDTH: f64 = 140.0;
 const LABEL_SPACE: f64 = 50.0;
 
@@ -54,7 +54,7 @@ fn spread(r: &ScenarioResult, metric: &Metric) -> (f64, f64, f64) {
 }
 
 /// Line colours, cycled.
-const PALETTE: [&str; 8] = [
+pub(super) const PALETTE: [&str; 8] = [
     "#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#9d755d",
 ];
 /// Height of one legend line under a line chart.
@@ -357,7 +357,7 @@ fn legend(svg: &mut String, top: f64, lines: &[Line]) {
 }
 
 /// Title, axes and five labelled grid lines of a panel whose plot area starts at `top`.
-fn panel(svg: &mut String, top: f64, width: f64, max: f64, title: &str) {
+pub(super) fn panel(svg: &mut String, top: f64, width: f64, max: f64, title: &str) {
     let _ = writeln!(
         svg,
         r#"<text x="{LEFT}" y="{:.1}" font-size="14" font-weight="bold">{}</text>"#,
@@ -435,7 +435,7 @@ fn label(svg: &mut String, i: usize, top: f64, r: &ScenarioResult) {
     }
 }
 
-fn y_of(top: f64, max: f64, v: f64) -> f64 {
+pub(super) fn y_of(top: f64, max: f64, v: f64) -> f64 {
     let v = if v.is_finite() {
         v.clamp(0.0, max)
     } else {
@@ -445,7 +445,7 @@ fn y_of(top: f64, max: f64, v: f64) -> f64 {
 }
 
 /// The smallest 1, 2 or 5 x 10^k at or above `v` (1 for nothing to show).
-fn nice_ceiling(v: f64) -> f64 {
+pub(super) fn nice_ceiling(v: f64) -> f64 {
     if !(v.is_finite() && v > 0.0) {
         return 1.0;
     }
@@ -468,7 +468,7 @@ fn short(v: f64) -> String {
     }
 }
 
-fn trim(v: f64) -> String {
+pub(super) fn trim(v: f64) -> String {
     let s = format!("{v:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -97,6 +97,7 @@ pub async fn catch_up(
             move |n| consumer_progress(n, lag(n)),
             || {},
             done,
+            None,
         )
         .await;
         live.stop.store(true, Ordering::SeqCst);

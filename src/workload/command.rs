@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::catch_up::CatchUpConfig;
 use super::producer::summary_line;
 use super::properties::parse_pair;
+use super::soak::SoakConfig;
 use super::{probe, Admin, ConsumeConfig, ProduceConfig, TopicSpec};
 use crate::model::{BrokerHolds, ConsumerReceives, Expect};
 
@@ -161,6 +162,42 @@ pub enum WorkloadCommand {
         #[arg(long)]
         limit_s: f64,
     },
+    /// Produce at a rate for a time while a group consumes, recording every second
+    /// (DURATION); the group then reads what is left.
+    Soak {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// Topic to produce to and consume from.
+        #[arg(long)]
+        topic: String,
+        /// Consumer group.
+        #[arg(long)]
+        group: String,
+        /// Bytes per record value.
+        #[arg(long, default_value_t = 1024)]
+        record_size: usize,
+        /// Target records/s; -1 is unlimited.
+        #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+        throughput: i64,
+        /// Producer property key=value (Java or librdkafka name); repeatable.
+        #[arg(long = "property", value_parser = parse_pair)]
+        properties: Vec<(String, String)>,
+        /// Producers sharing the rate.
+        #[arg(long, default_value_t = 1)]
+        producers: u32,
+        /// Consumers in the group.
+        #[arg(long, default_value_t = 1)]
+        consumers: u32,
+        /// Seconds without a record after which the group fails.
+        #[arg(long, default_value_t = 60.0)]
+        timeout_s: f64,
+        /// Seconds the producers send.
+        #[arg(long)]
+        duration_s: u64,
+        /// Seconds at the start left out of the figures (kept in the series).
+        #[arg(long, default_value_t = 0)]
+        warm_up_s: u64,
+    },
     /// Print the number of records in a topic (end offsets minus start offsets).
     EndOffsets {
         #[command(flatten)]
@@ -303,6 +340,32 @@ impl WorkloadCommand {
                 push(&mut args, "--consumers", consumers);
                 push(&mut args, "--timeout-s", timeout_s);
                 push(&mut args, "--limit-s", limit_s);
+            }
+            WorkloadCommand::Soak {
+                endpoint,
+                topic,
+                group,
+                record_size,
+                throughput,
+                properties,
+                producers,
+                consumers,
+                timeout_s,
+                duration_s,
+                warm_up_s,
+            } => {
+                args.push("soak".into());
+                endpoint.push_args(&mut args);
+                push(&mut args, "--topic", topic);
+                push(&mut args, "--group", group);
+                push(&mut args, "--record-size", record_size);
+                push(&mut args, "--throughput", throughput);
+                push_pairs(&mut args, "--property", properties);
+                push(&mut args, "--producers", producers);
+                push(&mut args, "--consumers", consumers);
+                push(&mut args, "--timeout-s", timeout_s);
+                push(&mut args, "--duration-s", duration_s);
+                push(&mut args, "--warm-up-s", warm_up_s);
             }
             WorkloadCommand::EndOffsets { endpoint, topic } => {
                 args.push("end-offsets".into());
@@ -524,6 +587,53 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             eprintln!("{}", summary_line(&r.live));
             result_line(&r)?
         }
+        WorkloadCommand::Soak {
+            endpoint,
+            topic,
+            group,
+            record_size,
+            throughput,
+            properties,
+            producers,
+            consumers,
+            timeout_s,
+            duration_s,
+            warm_up_s,
+        } => {
+            let cfg = SoakConfig {
+                produce: ProduceConfig {
+                    bootstrap: endpoint.bootstrap.clone(),
+                    topic: topic.clone(),
+                    // Only a cap: the producers run until the time is up.
+                    num_records: crate::settings::MAX_COUNT,
+                    record_size,
+                    throughput,
+                    properties,
+                    client: endpoint.client_properties.clone(),
+                },
+                producers,
+                consume: ConsumeConfig {
+                    bootstrap: endpoint.bootstrap,
+                    topic,
+                    group_id: group,
+                    expected: crate::settings::MAX_COUNT,
+                    timeout: seconds("timeout-s", timeout_s)?,
+                    client: endpoint.client_properties,
+                    consumers,
+                    end_to_end: true,
+                },
+                duration: Duration::from_secs(duration_s),
+                warm_up: Duration::from_secs(warm_up_s),
+            };
+            // Every tenth second, and the first ones, so a long run shows it is alive.
+            let r = super::soak::soak(&cfg, |s| {
+                if s.t_s <= 3 || s.t_s % 10 == 0 {
+                    eprintln!("{}", super::soak::progress_line(s));
+                }
+            })
+            .await?;
+            result_line(&r)?
+        }
         WorkloadCommand::EndOffsets { endpoint, topic } => {
             let admin = Admin::connect(&endpoint.bootstrap, &endpoint.client_properties)?;
             result_line(&admin.end_offsets(&topic).await?)?
@@ -627,6 +737,19 @@ mod tests {
             consumers: 3,
             timeout_s: 60.0,
             limit_s: 300.0,
+        });
+        round_trip(WorkloadCommand::Soak {
+            endpoint: endpoint.clone(),
+            topic: "t".into(),
+            group: "g".into(),
+            record_size: 100,
+            throughput: 20_000,
+            properties: vec![("acks".into(), "1".into())],
+            producers: 2,
+            consumers: 3,
+            timeout_s: 60.0,
+            duration_s: 600,
+            warm_up_s: 30,
         });
         round_trip(WorkloadCommand::EndOffsets {
             endpoint: Endpoint::new("broker:9092", &[]),

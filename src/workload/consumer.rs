@@ -5,7 +5,7 @@
 //! its timestamp (set by the producer when it sent it) to its receipt.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -87,24 +87,42 @@ pub async fn consume_reporting(
     assigned: impl FnMut() + Send + 'static,
 ) -> Result<ConsumerResult> {
     let expected = cfg.expected;
-    consume_until(cfg, progress, assigned, move |consumed| {
-        consumed >= expected
-    })
+    consume_until(
+        cfg,
+        progress,
+        assigned,
+        move |consumed| consumed >= expected,
+        None,
+    )
     .await
 }
 
+/// What a watcher in the same process sees of a consuming group while it runs (a DURATION run's
+/// time series).
+#[derive(Default)]
+pub struct Tap {
+    /// Records consumed so far by the group.
+    pub consumed: AtomicU64,
+    /// The send-to-receipt latencies (with `end_to_end`) of the records received since the
+    /// watcher last took them.
+    pub window: Mutex<Latencies>,
+}
+
 /// [`consume_reporting`] that stops once `done(records the group consumed)` holds, asked after
-/// every poll, rather than at `cfg.expected` records.
+/// every poll, rather than at `cfg.expected` records; `tap`, when given, sees every record.
 pub async fn consume_until(
     cfg: &ConsumeConfig,
     progress: impl FnMut(u64) + Send + 'static,
     assigned: impl FnMut() + Send + 'static,
     done: impl Fn(u64) -> bool + Send + Sync + 'static,
+    tap: Option<Arc<Tap>>,
 ) -> Result<ConsumerResult> {
     let cfg = cfg.clone();
-    tokio::task::spawn_blocking(move || consume_blocking(&cfg, progress, assigned, &done))
-        .await
-        .context("consumer task panicked")?
+    tokio::task::spawn_blocking(move || {
+        consume_blocking(&cfg, progress, assigned, &done, tap.as_deref())
+    })
+    .await
+    .context("consumer task panicked")?
 }
 
 /// Milliseconds since the Unix epoch on this host's clock (the records' timestamps' clock).
@@ -163,6 +181,7 @@ fn consume_blocking(
     mut progress: impl FnMut(u64),
     on_assigned: impl FnMut() + Send,
     done: &(dyn Fn(u64) -> bool + Sync),
+    tap: Option<&Tap>,
 ) -> Result<ConsumerResult> {
     if done(0) {
         return Ok(result(0, 0, Duration::ZERO, Duration::ZERO));
@@ -190,11 +209,12 @@ fn consume_blocking(
             Some(&mut progress),
             &announce,
             done,
+            tap,
         )]
     } else {
         std::thread::scope(|scope| {
             let others: Vec<_> = (1..members)
-                .map(|_| scope.spawn(|| consume_member(cfg, &shared, None, &announce, done)))
+                .map(|_| scope.spawn(|| consume_member(cfg, &shared, None, &announce, done, tap)))
                 .collect();
             let mut all = vec![consume_member(
                 cfg,
@@ -202,6 +222,7 @@ fn consume_blocking(
                 Some(&mut progress),
                 &announce,
                 done,
+                tap,
             )];
             all.extend(others.into_iter().map(|h| {
                 h.join()
@@ -243,12 +264,13 @@ fn consume_member(
     mut progress: Option<&mut dyn FnMut(u64)>,
     announce: &(dyn Fn() + Sync),
     done: &(dyn Fn(u64) -> bool + Sync),
+    tap: Option<&Tap>,
 ) -> Result<Member> {
     let failed = |e: anyhow::Error| {
         shared.abort.store(true, Ordering::SeqCst);
         e
     };
-    consume_member_inner(cfg, shared, &mut progress, announce, done).map_err(failed)
+    consume_member_inner(cfg, shared, &mut progress, announce, done, tap).map_err(failed)
 }
 
 fn consume_member_inner(
@@ -257,6 +279,7 @@ fn consume_member_inner(
     progress: &mut Option<&mut dyn FnMut(u64)>,
     announce: &(dyn Fn() + Sync),
     done: &(dyn Fn(u64) -> bool + Sync),
+    tap: Option<&Tap>,
 ) -> Result<Member> {
     let (config, warnings) = client_config(
         &cfg.bootstrap,
@@ -324,10 +347,18 @@ fn consume_member_inner(
                     None
                 };
                 if let Some(sent) = sent {
+                    let us = (now_ms() - sent).max(0) as u64 * 1000;
                     member.stamped += 1;
-                    member
-                        .end_to_end
-                        .record((now_ms() - sent).max(0) as u64 * 1000);
+                    member.end_to_end.record(us);
+                    if let Some(tap) = tap {
+                        tap.window
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .record(us);
+                    }
+                }
+                if let Some(tap) = tap {
+                    tap.consumed.fetch_add(1, Ordering::Relaxed);
                 }
             }
             Some(Err(e)) => last_failure = Some(e.to_string()),

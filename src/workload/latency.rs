@@ -28,6 +28,11 @@ impl Latencies {
         self.max_us = self.max_us.max(us);
     }
 
+    /// Records tallied.
+    pub fn count(&self) -> u64 {
+        self.histogram.len()
+    }
+
     /// Adds another tally's records to this one (several clients' into one).
     pub fn merge(&mut self, other: &Latencies) {
         // Same bounds on both sides: the addition cannot fail.

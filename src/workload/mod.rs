@@ -13,6 +13,7 @@ pub mod latency;
 pub mod probe;
 pub mod producer;
 pub mod properties;
+pub mod soak;
 pub mod verify;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -95,13 +95,18 @@ pub async fn produce(
 }
 
 /// Lets another thread of the workload watch producers' acknowledgements and stop them before
-/// their records run out (the backlog mode's live producer runs until the group caught up).
-#[derive(Debug, Default)]
+/// their records run out (the backlog mode's live producer runs until the group caught up, a
+/// DURATION run's until the time is up).
+#[derive(Default)]
 pub struct Live {
     /// Set to stop sending; records already sent are still awaited.
     pub stop: AtomicBool,
     /// Records acknowledged so far, by every producer sharing it.
     pub acked: AtomicU64,
+    /// With `windowed`: the latencies (from the send call) of the records acknowledged since a
+    /// watcher last took them, for a time series.
+    pub windowed: bool,
+    pub window: Mutex<Latencies>,
 }
 
 /// [`produce`] with `producers` producers at once, each in its own thread with its share of the
@@ -308,6 +313,12 @@ impl ProducerContext for Measuring {
                 t.acked += 1;
                 if let Some(live) = &self.live {
                     live.acked.fetch_add(1, Ordering::Relaxed);
+                    if live.windowed {
+                        live.window
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .record(latency_us);
+                    }
                 }
                 t.sent.record(latency_us);
                 t.window.count += 1;

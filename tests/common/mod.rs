@@ -8,7 +8,7 @@ use bollard::query_parameters::{ListContainersOptionsBuilder, ListNetworksOption
 
 /// Every setting's environment variable; tests clear them so the caller's environment cannot
 /// leak into the binary they run.
-pub const SETTING_VARS: [&str; 25] = [
+pub const SETTING_VARS: [&str; 27] = [
     "TEST",
     "NUM_RECORDS",
     "RECORD_SIZE",
@@ -32,6 +32,8 @@ pub const SETTING_VARS: [&str; 25] = [
     "CONSUMERS",
     "P99_LIMIT_MS",
     "CATCH_UP_SECONDS",
+    "DURATION",
+    "DURATION_WARM_UP",
     "SCENARIOS",
     "RESULTS_DIR",
 ];

@@ -1,0 +1,295 @@
+//! A run bounded by time (DURATION, with MODE=end-to-end), in one process so that the lag is
+//! counted exactly: producers send until the time is up while the group consumes, and once a
+//! second a watcher records what happened in that second (records acknowledged and consumed,
+//! the lag, the latencies of its records). The first seconds (the warm-up) are in the series but
+//! not in the run's figures, which come from the seconds after it until the time was up.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+use super::consumer::{consume_until, ConsumeConfig, Tap};
+use super::latency::Latencies;
+use super::producer::{produce_live, Live, ProduceConfig};
+use crate::model::{ConsumerResult, LatencySummary, ProducerResult, Second};
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// One run bounded by time: the producers (`produce.num_records` is only a cap) and the group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SoakConfig {
+    pub produce: ProduceConfig,
+    pub producers: u32,
+    /// The group's consumers; `end_to_end` is what gives the series its send-to-receipt
+    /// latencies.
+    pub consume: ConsumeConfig,
+    /// How long the producers send.
+    pub duration: Duration,
+    /// The first part of it, measured but left out of the figures.
+    pub warm_up: Duration,
+}
+
+/// What a run bounded by time measured: figures of the seconds after the warm-up, the counts of
+/// the whole run, and every second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SoakResult {
+    pub producer: ProducerResult,
+    pub consumer: ConsumerResult,
+    pub series: Vec<Second>,
+}
+
+/// A line of progress for second `s`.
+pub fn progress_line(s: &Second) -> String {
+    format!(
+        "t={} s: produced {} rec/s, consumed {} rec/s, lag {}, produce p99 {:.0} ms, end-to-end p99 {:.0} ms{}",
+        s.t_s,
+        s.produced,
+        s.consumed,
+        s.lag,
+        s.produce_p99_ms,
+        s.e2e_p99_ms,
+        if s.warm_up { " (warm-up)" } else { "" }
+    )
+}
+
+/// Runs `cfg`; `progress` gets every second as it ends.
+pub async fn soak(
+    cfg: &SoakConfig,
+    progress: impl Fn(&Second) + Send + 'static,
+) -> Result<SoakResult> {
+    if cfg.warm_up >= cfg.duration {
+        bail!("the warm-up must be shorter than the run");
+    }
+    let live = Arc::new(Live {
+        windowed: true,
+        ..Live::default()
+    });
+    let tap = Arc::new(Tap::default());
+    let produced_all = Arc::new(AtomicBool::new(false));
+    // The group stops once the producers stopped and it read every record they had acknowledged.
+    let done = {
+        let (live, produced_all) = (live.clone(), produced_all.clone());
+        move |consumed: u64| {
+            produced_all.load(Ordering::SeqCst) && consumed >= live.acked.load(Ordering::SeqCst)
+        }
+    };
+    let start = Instant::now();
+    let stopper = {
+        let (live, duration) = (live.clone(), cfg.duration);
+        tokio::spawn(async move {
+            tokio::time::sleep(duration).await;
+            live.stop.store(true, Ordering::SeqCst);
+        })
+    };
+    let finished = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (live, tap, finished) = (live.clone(), tap.clone(), finished.clone());
+        let (duration, warm_up) = (cfg.duration.as_secs(), cfg.warm_up.as_secs());
+        let seconds = Arc::new(Mutex::new(Watcher::new(warm_up, duration)));
+        let out = seconds.clone();
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval_at(
+                tokio::time::Instant::from_std(start) + Duration::from_secs(1),
+                Duration::from_secs(1),
+            );
+            while !finished.load(Ordering::SeqCst) {
+                tick.tick().await;
+                let second = seconds
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .observe(&live, &tap);
+                progress(&second);
+            }
+        });
+        (task, out)
+    };
+    let produce = async {
+        let r = produce_live(&cfg.produce, cfg.producers, Some(live.clone()), |_| {}).await;
+        produced_all.store(true, Ordering::SeqCst);
+        r
+    };
+    let consume = async {
+        let r = consume_until(&cfg.consume, |_| {}, || {}, done, Some(tap.clone())).await;
+        // A group that failed leaves nothing to produce for.
+        live.stop.store(true, Ordering::SeqCst);
+        r
+    };
+    let (producer, consumer) = tokio::join!(produce, consume);
+    stopper.abort();
+    finished.store(true, Ordering::SeqCst);
+    let _ = watcher.0.await;
+    let (producer, consumer) = (producer?, consumer?);
+    let watcher = std::mem::replace(
+        &mut *watcher.1.lock().unwrap_or_else(|e| e.into_inner()),
+        Watcher::new(0, 0),
+    );
+    Ok(watcher.result(cfg, producer, consumer))
+}
+
+/// The seconds seen so far, and the latencies of the measured ones (after the warm-up, until
+/// the time was up) merged.
+struct Watcher {
+    warm_up_s: u64,
+    duration_s: u64,
+    acked: u64,
+    consumed: u64,
+    series: Vec<Second>,
+    produce: Latencies,
+    end_to_end: Latencies,
+}
+
+impl Watcher {
+    fn new(warm_up_s: u64, duration_s: u64) -> Watcher {
+        Watcher {
+            warm_up_s,
+            duration_s,
+            acked: 0,
+            consumed: 0,
+            series: Vec::new(),
+            produce: Latencies::new(),
+            end_to_end: Latencies::new(),
+        }
+    }
+
+    /// Closes the current second.
+    fn observe(&mut self, live: &Live, tap: &Tap) -> Second {
+        let take = |w: &Mutex<Latencies>| {
+            std::mem::take(&mut *w.lock().unwrap_or_else(|e| e.into_inner()))
+        };
+        let produce = take(&live.window);
+        let end_to_end = take(&tap.window);
+        let acked = live.acked.load(Ordering::SeqCst);
+        let consumed = tap.consumed.load(Ordering::SeqCst);
+        let t_s = self.series.len() as u64 + 1;
+        let second = self.second(t_s, acked, consumed, &produce, &end_to_end);
+        if self.measured(t_s) {
+            self.produce.merge(&produce);
+            self.end_to_end.merge(&end_to_end);
+        }
+        self.series.push(second.clone());
+        second
+    }
+
+    fn second(
+        &mut self,
+        t_s: u64,
+        acked: u64,
+        consumed: u64,
+        produce: &Latencies,
+        end_to_end: &Latencies,
+    ) -> Second {
+        let p = produce.summary(produce.count());
+        let e = end_to_end.summary(end_to_end.count());
+        let s = Second {
+            t_s,
+            warm_up: t_s <= self.warm_up_s,
+            produced: acked - self.acked,
+            consumed: consumed - self.consumed,
+            lag: acked.saturating_sub(consumed),
+            produce_p50_ms: p.p50_ms,
+            produce_p99_ms: p.p99_ms,
+            produce_max_ms: p.max_lat_ms,
+            e2e_p50_ms: e.p50_ms,
+            e2e_p99_ms: e.p99_ms,
+            e2e_max_ms: e.max_lat_ms,
+        };
+        (self.acked, self.consumed) = (acked, consumed);
+        s
+    }
+
+    /// Whether second `t_s` counts in the figures: after the warm-up, while the producers sent.
+    fn measured(&self, t_s: u64) -> bool {
+        t_s > self.warm_up_s && t_s <= self.duration_s
+    }
+
+    /// The run's figures from the measured seconds; counts from the whole run.
+    fn result(
+        self,
+        cfg: &SoakConfig,
+        producer: ProducerResult,
+        consumer: ConsumerResult,
+    ) -> SoakResult {
+        let measured: Vec<&Second> = self
+            .series
+            .iter()
+            .filter(|s| self.measured(s.t_s))
+            .collect();
+        let secs = measured.len() as f64;
+        let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let produced: u64 = measured.iter().map(|s| s.produced).sum();
+        let consumed: u64 = measured.iter().map(|s| s.consumed).sum();
+        let size = cfg.produce.record_size as f64;
+        let p: LatencySummary = self.produce.summary(self.produce.count());
+        let producer = ProducerResult {
+            rate_rec_s: per_s(produced),
+            rate_mib_s: per_s(produced) * size / MIB,
+            avg_lat_ms: p.avg_lat_ms,
+            max_lat_ms: p.max_lat_ms,
+            p50_ms: p.p50_ms,
+            p95_ms: p.p95_ms,
+            p99_ms: p.p99_ms,
+            p999_ms: p.p999_ms,
+            elapsed_s: secs,
+            // From the send call only: the series has no per-second intended-time latencies.
+            intended: None,
+            ..producer
+        };
+        let consumed_mib = consumer.consumed_recs as f64 * size / MIB;
+        let consumer = ConsumerResult {
+            consumed_mib,
+            consumed_mib_s: per_s(consumed) * size / MIB,
+            consumed_rec_s: per_s(consumed),
+            fetch_ms: secs * 1000.0,
+            fetch_mib_s: per_s(consumed) * size / MIB,
+            fetch_rec_s: per_s(consumed),
+            end_to_end: cfg
+                .consume
+                .end_to_end
+                .then(|| self.end_to_end.summary(self.end_to_end.count())),
+            ..consumer
+        };
+        SoakResult {
+            producer,
+            consumer,
+            series: self.series,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_count_what_happened_in_them_and_the_warm_up_is_left_out_of_the_figures() {
+        let live = Live::default();
+        let tap = Tap::default();
+        let mut w = Watcher::new(1, 3);
+        // Second 1 (warm-up): 100 acknowledged at 50 ms, 90 consumed.
+        live.acked.store(100, Ordering::SeqCst);
+        live.window.lock().unwrap().record(50_000);
+        tap.consumed.store(90, Ordering::SeqCst);
+        let s1 = w.observe(&live, &tap);
+        assert!(s1.warm_up);
+        assert_eq!((s1.t_s, s1.produced, s1.consumed, s1.lag), (1, 100, 90, 10));
+        assert!((s1.produce_p99_ms - 50.0).abs() < 0.1, "{s1:?}");
+        // Seconds 2 and 3: 200 more each at 2 ms; second 4 (draining, after the time).
+        for (acked, consumed) in [(300, 290), (500, 495), (500, 500)] {
+            live.acked.store(acked, Ordering::SeqCst);
+            for _ in 0..10 {
+                live.window.lock().unwrap().record(2_000);
+            }
+            tap.consumed.store(consumed, Ordering::SeqCst);
+            w.observe(&live, &tap);
+        }
+        assert_eq!(w.series.len(), 4);
+        assert_eq!(w.series[3].lag, 0);
+        assert!(!w.series[1].warm_up);
+        // Only seconds 2 and 3 are measured: the warm-up's 50 ms is not in the figures.
+        assert_eq!(w.produce.count(), 20);
+        assert_eq!(w.produce.summary(20).max_lat_ms, 2.0);
+    }
+}

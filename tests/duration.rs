@@ -1,0 +1,92 @@
+//! DURATION on the real engine: through the Kroxylicious proxy, producer and consumer run for a
+//! time, and every second is recorded. A 1.5 s stall of the proxy shows in the seconds it
+//! happened (acknowledgements stop, the end-to-end latency jumps), and the path is calm after.
+
+mod common;
+use common::{engine_lock, leftovers, only_run, perf_tests_run, run_with_a_stall};
+
+use serde_json::Value;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_second_is_recorded_and_a_stall_shows_where_it_happened() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let mut cmd = perf_tests_run(results.path());
+    cmd.env("TEST", "02-no-filters")
+        .env("MODE", "end-to-end")
+        .env("DURATION", "10s")
+        .env("DURATION_WARM_UP", "1s")
+        .env("THROUGHPUT", "2000")
+        .env_remove("NUM_RECORDS");
+    let (status, stderr, run_id) = run_with_a_stall(cmd, "kroxylicious-no-filters");
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("t=10 s: produced "), "{stderr}");
+
+    let run = only_run(results.path());
+    let result: Value =
+        serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
+    let m = &result["measurement"];
+    let series = m["series"].as_array().unwrap_or_else(|| panic!("{m}"));
+    // Ten seconds of sending, then the seconds the group took to read the rest.
+    assert!(series.len() >= 10, "{}", series.len());
+    let get = |s: &Value, k: &str| s[k].as_f64().unwrap_or_else(|| panic!("{k} in {s}"));
+    let t: Vec<f64> = series.iter().map(|s| get(s, "t_s")).collect();
+    assert_eq!(t[..10], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]);
+    assert_eq!(series[0]["warm_up"], true);
+    assert!(series[1..].iter().all(|s| s["warm_up"] == false));
+    // Every record acknowledged is in some second, and all were consumed by the last.
+    let sent = m["producer"]["sent"].as_f64().unwrap();
+    let produced: f64 = series.iter().map(|s| get(s, "produced")).sum();
+    let consumed: f64 = series.iter().map(|s| get(s, "consumed")).sum();
+    assert_eq!(produced, sent, "{m}");
+    assert_eq!(consumed, sent, "{m}");
+    assert_eq!(get(series.last().unwrap(), "lag"), 0.0);
+    for counter in ["requested", "end_offsets", "consumed"] {
+        assert_eq!(
+            m["integrity"][counter], m["integrity"]["acknowledged"],
+            "{m}"
+        );
+    }
+    // The stall (1.5 s, some two seconds in): no acknowledgement came through the paused proxy
+    // for a second or more, and the end-to-end latency of that time's records jumped; the
+    // path was calm again after.
+    let peak = series
+        .iter()
+        .map(|s| get(s, "e2e_p99_ms"))
+        .fold(0.0, f64::max);
+    assert!(peak >= 700.0, "{series:?}");
+    let trough = series[1..6]
+        .iter()
+        .map(|s| get(s, "produced"))
+        .fold(f64::MAX, f64::min);
+    assert!(trough < 1000.0, "{series:?}");
+    let calm = series[8..10]
+        .iter()
+        .map(|s| get(s, "e2e_p99_ms"))
+        .fold(0.0, f64::max);
+    assert!(calm < 500.0, "{series:?}");
+    // The figures cover the 9 s after the warm-up, at about the target rate.
+    assert_eq!(m["consumer"]["fetch_ms"], 9000.0);
+    let rate = m["producer"]["rate_rec_s"].as_f64().unwrap();
+    assert!((1700.0..2300.0).contains(&rate), "{rate}");
+
+    // Each container's memory, sample by sample.
+    let proxy = result["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["service"] == "kroxylicious-no-filters")
+        .unwrap_or_else(|| panic!("{result}"));
+    assert!(
+        proxy["mem_series_mib"].as_array().unwrap().len() >= 5,
+        "{proxy}"
+    );
+
+    let svg = std::fs::read_to_string(run.join("series.svg")).unwrap();
+    perf_tests::export::svg::check_well_formed(&svg).unwrap();
+    assert!(svg.contains("02-no-filters: "), "{svg}");
+    assert!(std::fs::read_to_string(run.join("tables.md"))
+        .unwrap()
+        .contains("](series.svg)"));
+    assert_eq!(leftovers(&run_id).await, (0, 0));
+}
