@@ -227,15 +227,9 @@ async fn timed(
         end_offsets: after.saturating_sub(before),
         consumed: r.consumer.consumed_recs,
     };
-    if let Some(problem) = integrity.problem() {
-        show(&format!("integrity: counts disagree: {problem}"));
-    }
     Ok(Measurement {
-        steps_s: BTreeMap::new(),
-        integrity,
-        producer: r.producer,
-        consumer: r.consumer,
         series: r.series,
+        ..with_integrity(integrity, r.producer, r.consumer)
     })
 }
 
@@ -308,16 +302,7 @@ async fn backlog(
         end_offsets: after.saturating_sub(before),
         consumed: caught.consumer.consumed_recs + rest,
     };
-    if let Some(problem) = integrity.problem() {
-        show(&format!("integrity: counts disagree: {problem}"));
-    }
-    Ok(Measurement {
-        steps_s: BTreeMap::new(),
-        series: Vec::new(),
-        integrity,
-        producer,
-        consumer: caught.consumer,
-    })
+    Ok(with_integrity(integrity, producer, caught.consumer))
 }
 
 /// A measurement from the producer's and the consumer's results and the records the broker
@@ -334,6 +319,15 @@ fn checked(
         end_offsets,
         consumed: consumer.consumed_recs,
     };
+    with_integrity(integrity, producer, consumer)
+}
+
+/// A measurement whose counters were checked against each other: a disagreement is shown.
+fn with_integrity(
+    integrity: Integrity,
+    producer: crate::model::ProducerResult,
+    consumer: crate::model::ConsumerResult,
+) -> Measurement {
     if let Some(problem) = integrity.problem() {
         show(&format!("integrity: counts disagree: {problem}"));
     }

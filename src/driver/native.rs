@@ -19,7 +19,9 @@ use crate::engine::{Engine, OneOff};
 use crate::images::workload::IMAGE_PATH;
 use crate::model::{ConsumerResult, PathCheck, ProducerResult};
 use crate::settings::Mode;
-use crate::workload::command::{parse_result_line, Endpoint, WorkloadCommand, RESULT_PREFIX};
+use crate::workload::command::{
+    parse_result_line, Endpoint, Together, WorkloadCommand, RESULT_PREFIX,
+};
 
 /// The built-in workload.
 pub struct Native;
@@ -109,6 +111,21 @@ impl NativeSession {
 
     fn endpoint(&self, bootstrap: &str) -> Endpoint {
         Endpoint::new(bootstrap, &self.client)
+    }
+
+    /// The producers and the group of `spec` running at once, the group named `group`.
+    fn together(&self, spec: &MeasureSpec, group: &str) -> Together {
+        Together {
+            endpoint: self.endpoint(&spec.bootstrap),
+            topic: spec.topic.clone(),
+            group: group.to_string(),
+            record_size: spec.record_size,
+            throughput: spec.throughput,
+            properties: spec.properties.clone(),
+            producers: spec.producers,
+            consumers: spec.consumers,
+            timeout_s: spec.consume_timeout.as_secs_f64(),
+        }
     }
 
     fn container(&self) -> Result<String> {
@@ -259,23 +276,12 @@ impl Session for NativeSession {
             let Some(duration) = spec.duration else {
                 bail!("a run bounded by time needs its DURATION");
             };
-            self.call(
-                WorkloadCommand::Soak {
-                    endpoint: self.endpoint(&spec.bootstrap),
-                    topic: spec.topic.clone(),
-                    group: group.to_string(),
-                    record_size: spec.record_size,
-                    throughput: spec.throughput,
-                    properties: spec.properties.clone(),
-                    producers: spec.producers,
-                    consumers: spec.consumers,
-                    timeout_s: spec.consume_timeout.as_secs_f64(),
-                    duration_s: duration.as_secs(),
-                    warm_up_s: spec.duration_warm_up.as_secs(),
-                },
-                progress,
-            )
-            .await
+            let cmd = WorkloadCommand::Soak {
+                clients: self.together(spec, group),
+                duration_s: duration.as_secs(),
+                warm_up_s: spec.duration_warm_up.as_secs(),
+            };
+            self.call(cmd, progress).await
         })
     }
 
@@ -286,22 +292,12 @@ impl Session for NativeSession {
         group: &'a str,
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<CatchUpResult>> {
-        Box::pin(self.call(
-            WorkloadCommand::CatchUp {
-                endpoint: self.endpoint(&spec.bootstrap),
-                topic: spec.topic.clone(),
-                group: group.to_string(),
-                backlog,
-                record_size: spec.record_size,
-                throughput: spec.throughput,
-                properties: spec.properties.clone(),
-                producers: spec.producers,
-                consumers: spec.consumers,
-                timeout_s: spec.consume_timeout.as_secs_f64(),
-                limit_s: spec.catch_up_limit.as_secs_f64(),
-            },
-            progress,
-        ))
+        let cmd = WorkloadCommand::CatchUp {
+            clients: self.together(spec, group),
+            backlog,
+            limit_s: spec.catch_up_limit.as_secs_f64(),
+        };
+        Box::pin(self.call(cmd, progress))
     }
 
     fn end_offsets<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<u64>> {

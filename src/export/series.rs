@@ -9,7 +9,7 @@ use std::fmt::Write;
 use anyhow::Result;
 
 use super::svg::{
-    escape, nice_ceiling, panel, trim, y_of, LEFT, PALETTE, PANEL_HEIGHT, RIGHT, TOP,
+    document, escape, nice_ceiling, panel, trim, y_of, LEFT, PALETTE, PANEL_HEIGHT, RIGHT, TOP,
 };
 use super::Exporter;
 use crate::model::{ScenarioResult, Second};
@@ -130,15 +130,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
         .map(|(_, p)| BLOCK_TITLE + p.len() as f64 * panel_height)
         .sum::<f64>()
         + TOP;
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{height:.0}" viewBox="0 0 {WIDTH:.0} {height:.0}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        svg,
-        r#"<rect x="0" y="0" width="{WIDTH:.0}" height="{height:.0}" fill="white"/>"#
-    );
+    let mut svg = document(WIDTH, height);
     let mut top = TOP;
     for (r, panels) in &blocks {
         let seconds = r.measurement.series.len();

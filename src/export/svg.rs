@@ -130,15 +130,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
             .map(|(_, _, l)| line_block_height(l.len()))
             .sum::<f64>();
     let repeated = results.iter().any(|r| r.repetitions.len() > 1);
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        svg,
-        r#"<rect x="0" y="0" width="{width:.0}" height="{height:.0}" fill="white"/>"#
-    );
+    let mut svg = document(width, height);
     let suffix = if repeated {
         ", median of repetitions, bars min–max"
     } else {
@@ -354,6 +346,20 @@ fn legend(svg: &mut String, top: f64, lines: &[Line]) {
             escape(&line.name)
         );
     }
+}
+
+/// The start of a document of this size, on a white background (close it with `</svg>`).
+pub(super) fn document(width: f64, height: f64) -> String {
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(
+        svg,
+        r#"<rect x="0" y="0" width="{width:.0}" height="{height:.0}" fill="white"/>"#
+    );
+    svg
 }
 
 /// Title, axes and five labelled grid lines of a panel whose plot area starts at `top`.

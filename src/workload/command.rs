@@ -52,6 +52,77 @@ impl Endpoint {
     }
 }
 
+/// Producers and a consuming group running at once in one step, so that its lag is counted
+/// exactly: the backlog mode's catch-up and a DURATION run.
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct Together {
+    #[command(flatten)]
+    pub endpoint: Endpoint,
+    /// Topic to produce to and consume from.
+    #[arg(long)]
+    pub topic: String,
+    /// Consumer group.
+    #[arg(long)]
+    pub group: String,
+    /// Bytes per record value.
+    #[arg(long, default_value_t = 1024)]
+    pub record_size: usize,
+    /// Target records/s; -1 is unlimited.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub throughput: i64,
+    /// Producer property key=value (Java or librdkafka name); repeatable.
+    #[arg(long = "property", value_parser = parse_pair)]
+    pub properties: Vec<(String, String)>,
+    /// Producers sharing the rate.
+    #[arg(long, default_value_t = 1)]
+    pub producers: u32,
+    /// Consumers in the group.
+    #[arg(long, default_value_t = 1)]
+    pub consumers: u32,
+    /// Seconds without a record after which the group fails.
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout_s: f64,
+}
+
+impl Together {
+    fn push_args(&self, args: &mut Vec<String>) {
+        self.endpoint.push_args(args);
+        push(args, "--topic", &self.topic);
+        push(args, "--group", &self.group);
+        push(args, "--record-size", self.record_size);
+        push(args, "--throughput", self.throughput);
+        push_pairs(args, "--property", &self.properties);
+        push(args, "--producers", self.producers);
+        push(args, "--consumers", self.consumers);
+        push(args, "--timeout-s", self.timeout_s);
+    }
+
+    /// The producers' configuration, their count, and the group's (which tallies end-to-end
+    /// latencies when asked). Neither has a count: the step decides when they stop.
+    fn configs(self, end_to_end: bool) -> Result<(ProduceConfig, u32, ConsumeConfig)> {
+        let produce = ProduceConfig {
+            bootstrap: self.endpoint.bootstrap.clone(),
+            topic: self.topic.clone(),
+            num_records: crate::settings::MAX_COUNT,
+            record_size: self.record_size,
+            throughput: self.throughput,
+            properties: self.properties,
+            client: self.endpoint.client_properties.clone(),
+        };
+        let consume = ConsumeConfig {
+            bootstrap: self.endpoint.bootstrap,
+            topic: self.topic,
+            group_id: self.group,
+            expected: crate::settings::MAX_COUNT,
+            timeout: seconds("timeout-s", self.timeout_s)?,
+            client: self.endpoint.client_properties,
+            consumers: self.consumers,
+            end_to_end,
+        };
+        Ok((produce, self.producers, consume))
+    }
+}
+
 /// The workload's steps.
 #[derive(Debug, Clone, PartialEq, Subcommand)]
 pub enum WorkloadCommand {
@@ -130,34 +201,10 @@ pub enum WorkloadCommand {
     /// rate, until the group's lag is down to what 100 ms of the rate adds (MODE=backlog).
     CatchUp {
         #[command(flatten)]
-        endpoint: Endpoint,
-        /// Topic to produce to and consume from.
-        #[arg(long)]
-        topic: String,
-        /// Consumer group, resuming where it stopped.
-        #[arg(long)]
-        group: String,
+        clients: Together,
         /// Records waiting for the group.
         #[arg(long)]
         backlog: u64,
-        /// Bytes per live record value.
-        #[arg(long, default_value_t = 1024)]
-        record_size: usize,
-        /// The live producer's rate, records/s.
-        #[arg(long)]
-        throughput: i64,
-        /// Producer property key=value (Java or librdkafka name); repeatable.
-        #[arg(long = "property", value_parser = parse_pair)]
-        properties: Vec<(String, String)>,
-        /// Live producers sharing the rate.
-        #[arg(long, default_value_t = 1)]
-        producers: u32,
-        /// Consumers in the group.
-        #[arg(long, default_value_t = 1)]
-        consumers: u32,
-        /// Seconds without a record after which the group fails.
-        #[arg(long, default_value_t = 60.0)]
-        timeout_s: f64,
         /// Seconds the group may take to catch up.
         #[arg(long)]
         limit_s: f64,
@@ -166,31 +213,7 @@ pub enum WorkloadCommand {
     /// (DURATION); the group then reads what is left.
     Soak {
         #[command(flatten)]
-        endpoint: Endpoint,
-        /// Topic to produce to and consume from.
-        #[arg(long)]
-        topic: String,
-        /// Consumer group.
-        #[arg(long)]
-        group: String,
-        /// Bytes per record value.
-        #[arg(long, default_value_t = 1024)]
-        record_size: usize,
-        /// Target records/s; -1 is unlimited.
-        #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
-        throughput: i64,
-        /// Producer property key=value (Java or librdkafka name); repeatable.
-        #[arg(long = "property", value_parser = parse_pair)]
-        properties: Vec<(String, String)>,
-        /// Producers sharing the rate.
-        #[arg(long, default_value_t = 1)]
-        producers: u32,
-        /// Consumers in the group.
-        #[arg(long, default_value_t = 1)]
-        consumers: u32,
-        /// Seconds without a record after which the group fails.
-        #[arg(long, default_value_t = 60.0)]
-        timeout_s: f64,
+        clients: Together,
         /// Seconds the producers send.
         #[arg(long)]
         duration_s: u64,
@@ -316,54 +339,22 @@ impl WorkloadCommand {
                 }
             }
             WorkloadCommand::CatchUp {
-                endpoint,
-                topic,
-                group,
+                clients,
                 backlog,
-                record_size,
-                throughput,
-                properties,
-                producers,
-                consumers,
-                timeout_s,
                 limit_s,
             } => {
                 args.push("catch-up".into());
-                endpoint.push_args(&mut args);
-                push(&mut args, "--topic", topic);
-                push(&mut args, "--group", group);
+                clients.push_args(&mut args);
                 push(&mut args, "--backlog", backlog);
-                push(&mut args, "--record-size", record_size);
-                push(&mut args, "--throughput", throughput);
-                push_pairs(&mut args, "--property", properties);
-                push(&mut args, "--producers", producers);
-                push(&mut args, "--consumers", consumers);
-                push(&mut args, "--timeout-s", timeout_s);
                 push(&mut args, "--limit-s", limit_s);
             }
             WorkloadCommand::Soak {
-                endpoint,
-                topic,
-                group,
-                record_size,
-                throughput,
-                properties,
-                producers,
-                consumers,
-                timeout_s,
+                clients,
                 duration_s,
                 warm_up_s,
             } => {
                 args.push("soak".into());
-                endpoint.push_args(&mut args);
-                push(&mut args, "--topic", topic);
-                push(&mut args, "--group", group);
-                push(&mut args, "--record-size", record_size);
-                push(&mut args, "--throughput", throughput);
-                push_pairs(&mut args, "--property", properties);
-                push(&mut args, "--producers", producers);
-                push(&mut args, "--consumers", consumers);
-                push(&mut args, "--timeout-s", timeout_s);
+                clients.push_args(&mut args);
                 push(&mut args, "--duration-s", duration_s);
                 push(&mut args, "--warm-up-s", warm_up_s);
             }
@@ -541,40 +532,15 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             result_line(&consumed)?
         }
         WorkloadCommand::CatchUp {
-            endpoint,
-            topic,
-            group,
+            clients,
             backlog,
-            record_size,
-            throughput,
-            properties,
-            producers,
-            consumers,
-            timeout_s,
             limit_s,
         } => {
+            let (produce, producers, consume) = clients.configs(false)?;
             let cfg = CatchUpConfig {
-                produce: ProduceConfig {
-                    bootstrap: endpoint.bootstrap.clone(),
-                    topic: topic.clone(),
-                    // Only a cap: the producer runs until the group caught up.
-                    num_records: crate::settings::MAX_COUNT,
-                    record_size,
-                    throughput,
-                    properties,
-                    client: endpoint.client_properties.clone(),
-                },
+                produce,
                 producers,
-                consume: ConsumeConfig {
-                    bootstrap: endpoint.bootstrap,
-                    topic,
-                    group_id: group,
-                    expected: crate::settings::MAX_COUNT,
-                    timeout: seconds("timeout-s", timeout_s)?,
-                    client: endpoint.client_properties,
-                    consumers,
-                    end_to_end: false,
-                },
+                consume,
                 backlog,
                 limit: seconds("limit-s", limit_s)?,
             };
@@ -588,40 +554,15 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             result_line(&r)?
         }
         WorkloadCommand::Soak {
-            endpoint,
-            topic,
-            group,
-            record_size,
-            throughput,
-            properties,
-            producers,
-            consumers,
-            timeout_s,
+            clients,
             duration_s,
             warm_up_s,
         } => {
+            let (produce, producers, consume) = clients.configs(true)?;
             let cfg = SoakConfig {
-                produce: ProduceConfig {
-                    bootstrap: endpoint.bootstrap.clone(),
-                    topic: topic.clone(),
-                    // Only a cap: the producers run until the time is up.
-                    num_records: crate::settings::MAX_COUNT,
-                    record_size,
-                    throughput,
-                    properties,
-                    client: endpoint.client_properties.clone(),
-                },
+                produce,
                 producers,
-                consume: ConsumeConfig {
-                    bootstrap: endpoint.bootstrap,
-                    topic,
-                    group_id: group,
-                    expected: crate::settings::MAX_COUNT,
-                    timeout: seconds("timeout-s", timeout_s)?,
-                    client: endpoint.client_properties,
-                    consumers,
-                    end_to_end: true,
-                },
+                consume,
                 duration: Duration::from_secs(duration_s),
                 warm_up: Duration::from_secs(warm_up_s),
             };
@@ -725,29 +666,24 @@ mod tests {
             consumers: 1,
             end_to_end: false,
         });
-        round_trip(WorkloadCommand::CatchUp {
+        let clients = Together {
             endpoint: endpoint.clone(),
             topic: "t".into(),
             group: "g".into(),
-            backlog: 50_000,
             record_size: 100,
             throughput: 20_000,
             properties: vec![("acks".into(), "1".into())],
             producers: 2,
             consumers: 3,
             timeout_s: 60.0,
+        };
+        round_trip(WorkloadCommand::CatchUp {
+            clients: clients.clone(),
+            backlog: 50_000,
             limit_s: 300.0,
         });
         round_trip(WorkloadCommand::Soak {
-            endpoint: endpoint.clone(),
-            topic: "t".into(),
-            group: "g".into(),
-            record_size: 100,
-            throughput: 20_000,
-            properties: vec![("acks".into(), "1".into())],
-            producers: 2,
-            consumers: 3,
-            timeout_s: 60.0,
+            clients,
             duration_s: 600,
             warm_up_s: 30,
         });

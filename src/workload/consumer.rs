@@ -202,28 +202,21 @@ fn consume_blocking(
             (*f)();
         }
     };
+    let group = Group {
+        cfg,
+        shared: &shared,
+        announce: &announce,
+        done,
+        tap,
+    };
     let outcomes: Vec<Result<Member>> = if members == 1 {
-        vec![consume_member(
-            cfg,
-            &shared,
-            Some(&mut progress),
-            &announce,
-            done,
-            tap,
-        )]
+        vec![consume_member(group, Some(&mut progress))]
     } else {
         std::thread::scope(|scope| {
             let others: Vec<_> = (1..members)
-                .map(|_| scope.spawn(|| consume_member(cfg, &shared, None, &announce, done, tap)))
+                .map(|_| scope.spawn(move || consume_member(group, None)))
                 .collect();
-            let mut all = vec![consume_member(
-                cfg,
-                &shared,
-                Some(&mut progress),
-                &announce,
-                done,
-                tap,
-            )];
+            let mut all = vec![consume_member(group, Some(&mut progress))];
             all.extend(others.into_iter().map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("a consumer thread panicked")))
@@ -256,31 +249,39 @@ fn consume_blocking(
     Ok(r)
 }
 
-/// One member of the group: subscribes, consumes until the group has consumed what was
-/// expected (or `done` says so), commits what it read. The member given `progress` reports the group's count.
-fn consume_member(
-    cfg: &ConsumeConfig,
-    shared: &Shared,
-    mut progress: Option<&mut dyn FnMut(u64)>,
-    announce: &(dyn Fn() + Sync),
-    done: &(dyn Fn(u64) -> bool + Sync),
-    tap: Option<&Tap>,
-) -> Result<Member> {
+/// What every member of one consuming group is given.
+#[derive(Clone, Copy)]
+struct Group<'a> {
+    cfg: &'a ConsumeConfig,
+    shared: &'a Shared,
+    /// Called once by each member when its partitions are assigned.
+    announce: &'a (dyn Fn() + Sync),
+    /// Whether the group is done, from the records it consumed.
+    done: &'a (dyn Fn(u64) -> bool + Sync),
+    tap: Option<&'a Tap>,
+}
+
+/// One member of the group: subscribes, consumes until `done` says the group is done, commits
+/// what it read. The member given `progress` reports the group's count.
+fn consume_member(group: Group<'_>, mut progress: Option<&mut dyn FnMut(u64)>) -> Result<Member> {
     let failed = |e: anyhow::Error| {
-        shared.abort.store(true, Ordering::SeqCst);
+        group.shared.abort.store(true, Ordering::SeqCst);
         e
     };
-    consume_member_inner(cfg, shared, &mut progress, announce, done, tap).map_err(failed)
+    consume_member_inner(group, &mut progress).map_err(failed)
 }
 
 fn consume_member_inner(
-    cfg: &ConsumeConfig,
-    shared: &Shared,
+    group: Group<'_>,
     progress: &mut Option<&mut dyn FnMut(u64)>,
-    announce: &(dyn Fn() + Sync),
-    done: &(dyn Fn(u64) -> bool + Sync),
-    tap: Option<&Tap>,
 ) -> Result<Member> {
+    let Group {
+        cfg,
+        shared,
+        announce,
+        done,
+        tap,
+    } = group;
     let (config, warnings) = client_config(
         &cfg.bootstrap,
         &[
