@@ -45,9 +45,9 @@ async fn producers_and_consumers_share_the_work_and_their_figures_are_merged() {
         producer["intended"]["p99_ms"].as_f64().is_some(),
         "{producer}"
     );
-    // Three consumers of one group together read every record once. (With the backlog already
-    // there, the first member assigned may drain partitions before the others join: the split
-    // between them is recorded, not promised.)
+    // Three consumers of one group together read every record once, and each read some: no
+    // member drained the backlog before the others joined (each held its partitions until the
+    // group formed), and the reading came after that.
     let per_client: Vec<u64> = m["consumer"]["per_client"]
         .as_array()
         .unwrap_or_else(|| panic!("per_client in {m}"))
@@ -56,6 +56,10 @@ async fn producers_and_consumers_share_the_work_and_their_figures_are_merged() {
         .collect();
     assert_eq!(per_client.len(), 3, "{per_client:?}");
     assert_eq!(per_client.iter().sum::<u64>(), 20_000);
+    // Records went to random partitions: every member had about a third to read.
+    assert!(per_client.iter().all(|&n| n > 3000), "{per_client:?}");
+    let consumer = &m["consumer"];
+    assert!(consumer["fetch_ms"].as_f64().unwrap() > 0.0, "{consumer}");
 
     assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
 }

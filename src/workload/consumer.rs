@@ -14,6 +14,7 @@ use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
+use rdkafka::types::RDKafkaErrorCode;
 
 use super::client::LastError;
 use super::latency::Latencies;
@@ -45,6 +46,13 @@ pub struct ConsumeConfig {
 struct Assigning {
     assigned_at: Mutex<Option<Instant>>,
     last_error: LastError,
+    /// Hold each new assignment (paused) until the member lets go: in a group of several, so
+    /// that the first member assigned does not drain partitions before the others join.
+    hold: bool,
+    /// Partitions this member owns now.
+    owned: AtomicUsize,
+    /// Its assignment is paused, waiting for the group to form.
+    held: AtomicBool,
 }
 
 impl ClientContext for Assigning {
@@ -57,8 +65,28 @@ impl ClientContext for Assigning {
 }
 
 impl ConsumerContext for Assigning {
-    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    /// Commits what this member read before its partitions go to another member of the group
+    /// (offsets are only committed by hand): else the new owner would read them again, and the
+    /// group would count records twice and leave others unread. Nothing read: nothing to commit.
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(_) = rebalance {
+            self.owned.store(0, Ordering::SeqCst);
+            match consumer.commit_consumer_state(CommitMode::Sync) {
+                Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
+                Err(e) => self
+                    .last_error
+                    .error(e, "committing offsets before a rebalance"),
+            }
+        }
+    }
+
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Assign(list) = rebalance {
+            self.owned.store(list.count(), Ordering::SeqCst);
+            // Paused here, before any of its records is returned.
+            if self.hold && list.count() > 0 && consumer.pause(list).is_ok() {
+                self.held.store(true, Ordering::SeqCst);
+            }
             if list.count() > 0 {
                 let mut at = self.assigned_at.lock().unwrap_or_else(|e| e.into_inner());
                 at.get_or_insert_with(Instant::now);
@@ -158,9 +186,18 @@ struct Shared {
     since: Instant,
     /// A member failed: the others stop.
     abort: AtomicBool,
+    /// Partitions each member owns, as it last said; the group has formed once every member
+    /// owns some (there are no more members than partitions).
+    owned: Vec<AtomicUsize>,
+    /// Nanoseconds after `since` when the group first formed (0: not yet).
+    formed_ns: AtomicU64,
 }
 
 impl Shared {
+    fn formed(&self) -> bool {
+        self.owned.iter().all(|o| o.load(Ordering::SeqCst) > 0)
+    }
+
     fn last_record(&self) -> Instant {
         self.since + Duration::from_nanos(self.last_record_ns.load(Ordering::Relaxed))
     }
@@ -193,6 +230,8 @@ fn consume_blocking(
         last_record_ns: AtomicU64::new(0),
         since: Instant::now(),
         abort: AtomicBool::new(false),
+        owned: (0..members).map(|_| AtomicUsize::new(0)).collect(),
+        formed_ns: AtomicU64::new(0),
     };
     // Called by the member whose assignment completes the group's.
     let on_assigned = Mutex::new(on_assigned);
@@ -210,13 +249,13 @@ fn consume_blocking(
         tap,
     };
     let outcomes: Vec<Result<Member>> = if members == 1 {
-        vec![consume_member(group, Some(&mut progress))]
+        vec![consume_member(group, 0, Some(&mut progress))]
     } else {
         std::thread::scope(|scope| {
             let others: Vec<_> = (1..members)
-                .map(|_| scope.spawn(move || consume_member(group, None)))
+                .map(|i| scope.spawn(move || consume_member(group, i, None)))
                 .collect();
-            let mut all = vec![consume_member(group, Some(&mut progress))];
+            let mut all = vec![consume_member(group, 0, Some(&mut progress))];
             all.extend(others.into_iter().map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("a consumer thread panicked")))
@@ -230,7 +269,11 @@ fn consume_blocking(
         .map(|m| m.start)
         .min()
         .unwrap_or(shared.since);
-    let assigned = members.iter().map(|m| m.assigned_at).max().unwrap_or(start);
+    // A group of several reads once it has formed (each member held its partitions until then).
+    let assigned = match shared.formed_ns.load(Ordering::SeqCst) {
+        0 => members.iter().map(|m| m.assigned_at).max().unwrap_or(start),
+        ns => shared.since + Duration::from_nanos(ns),
+    };
     let end = shared.last_record().max(start);
     let total = end.duration_since(start);
     let rebalance = assigned.saturating_duration_since(start).min(total);
@@ -263,16 +306,21 @@ struct Group<'a> {
 
 /// One member of the group: subscribes, consumes until `done` says the group is done, commits
 /// what it read. The member given `progress` reports the group's count.
-fn consume_member(group: Group<'_>, mut progress: Option<&mut dyn FnMut(u64)>) -> Result<Member> {
+fn consume_member(
+    group: Group<'_>,
+    index: usize,
+    mut progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<Member> {
     let failed = |e: anyhow::Error| {
         group.shared.abort.store(true, Ordering::SeqCst);
         e
     };
-    consume_member_inner(group, &mut progress).map_err(failed)
+    consume_member_inner(group, index, &mut progress).map_err(failed)
 }
 
 fn consume_member_inner(
     group: Group<'_>,
+    index: usize,
     progress: &mut Option<&mut dyn FnMut(u64)>,
 ) -> Result<Member> {
     let Group {
@@ -289,6 +337,9 @@ fn consume_member_inner(
             ("auto.offset.reset", "earliest"),
             ("enable.auto.commit", "false"),
             ("enable.partition.eof", "false"),
+            // Offsets are stored by hand as each record is counted, so what the group commits is
+            // exactly what it counted.
+            ("enable.auto.offset.store", "false"),
         ],
         &[&cfg.client],
     )?;
@@ -299,6 +350,9 @@ fn consume_member_inner(
         .create_with_context(Assigning {
             assigned_at: Mutex::new(None),
             last_error: LastError::default(),
+            hold: shared.owned.len() > 1,
+            owned: AtomicUsize::new(0),
+            held: AtomicBool::new(false),
         })
         .context("creating the Kafka consumer")?;
 
@@ -328,12 +382,28 @@ fn consume_member_inner(
             }
         }
         let polled = consumer.poll(Duration::from_millis(100));
+        let context = consumer.context();
+        shared.owned[index].store(context.owned.load(Ordering::SeqCst), Ordering::SeqCst);
+        if context.held.load(Ordering::SeqCst) && shared.formed() {
+            let assignment = consumer.assignment().context("reading the assignment")?;
+            consumer
+                .resume(&assignment)
+                .context("resuming the assignment once the group formed")?;
+            context.held.store(false, Ordering::SeqCst);
+            let now = shared.since.elapsed().as_nanos().max(1) as u64;
+            let _ = shared
+                .formed_ns
+                .compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst);
+        }
         if !announced && consumer_assigned(&consumer) {
             announced = true;
             announce();
         }
         match polled {
             Some(Ok(message)) => {
+                consumer
+                    .store_offset_from_message(&message)
+                    .context("storing the offset of a record read")?;
                 member.count += 1;
                 member.bytes += message.payload_len() as u64;
                 shared.consumed.fetch_add(1, Ordering::SeqCst);
@@ -382,16 +452,20 @@ fn consume_member_inner(
             );
         }
     }
-    // A member whose partitions held no record has no position to commit.
+    // A member whose partitions held no record, or who read records only from partitions it
+    // has since handed over (committed then), has no position to commit.
     if member.count > 0 {
-        consumer
-            .commit_consumer_state(CommitMode::Sync)
-            .with_context(|| {
-                format!(
-                    "committing the offsets of group `{}` on topic `{}`",
-                    cfg.group_id, cfg.topic
-                )
-            })?;
+        match consumer.commit_consumer_state(CommitMode::Sync) {
+            Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "committing the offsets of group `{}` on topic `{}`",
+                        cfg.group_id, cfg.topic
+                    )
+                })
+            }
+        }
     }
     member.assigned_at = consumer
         .context()
