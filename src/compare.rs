@@ -310,7 +310,7 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
         .iter()
         .zip(&decided)
         .zip(&by_run)
-        .flat_map(|((&(name, b, n), &decides), units)| {
+        .flat_map(|((&(name, b, n), &decides), &units)| {
             metrics::compared().filter_map(move |m| measure_change(name, m, (b, n), units, decides))
         })
         .unzip();
@@ -351,18 +351,18 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
 /// overstates the evidence (an A/A campaign raised a false regression that way, 2 slower runs
 /// of 3 repetitions reading as 6 of 6). Then each of that side's runs is one observation, its
 /// median. A side of one run keeps its repetitions (the not-interleaved warning covers it).
-#[derive(Debug, Clone)]
-struct Units {
+#[derive(Debug, Clone, Copy)]
+struct Units<'a> {
     /// Per side: the run of each repetition, when that side is counted by run.
-    base: Option<Vec<usize>>,
-    new: Option<Vec<usize>>,
+    base: Option<&'a [usize]>,
+    new: Option<&'a [usize]>,
 }
 
-impl Units {
-    fn of(base_runs: &[usize], new_runs: &[usize]) -> Units {
-        let by_run = |runs: &[usize]| {
+impl<'a> Units<'a> {
+    fn of(base_runs: &'a [usize], new_runs: &'a [usize]) -> Units<'a> {
+        let by_run = |runs: &'a [usize]| {
             let distinct: std::collections::BTreeSet<&usize> = runs.iter().collect();
-            (distinct.len() > 1 && distinct.len() < runs.len()).then(|| runs.to_vec())
+            (distinct.len() > 1 && distinct.len() < runs.len()).then_some(runs)
         };
         Units {
             base: by_run(base_runs),
@@ -381,11 +381,11 @@ impl Units {
         base: &[Measurement],
         new: &[Measurement],
     ) -> (Vec<f64>, Vec<f64>) {
-        let side = |reps: &[Measurement], runs: &Option<Vec<usize>>| match runs {
+        let side = |reps: &[Measurement], runs: Option<&[usize]>| match runs {
             Some(runs) => run_medians(m, reps, runs),
             None => values(m, reps),
         };
-        (side(base, &self.base), side(new, &self.new))
+        (side(base, self.base), side(new, self.new))
     }
 }
 
@@ -438,7 +438,7 @@ fn measure_change(
     scenario: &str,
     m: &Metric,
     (base, new): (&[Measurement], &[Measurement]),
-    units: &Units,
+    units: Units<'_>,
     decides: Decides,
 ) -> Option<(Row, f64)> {
     let (b, n) = units.values(m, base, new);
@@ -749,7 +749,8 @@ impl Comparison {
             .iter()
             .map(|r| r.n)
             .fold((0, 0), |acc, n| (acc.0.max(n.0), acc.1.max(n.1)));
-        let unit = if self.primary_rows().any(|r| r.by_run) {
+        let by_run = self.primary_rows().any(|r| r.by_run);
+        let unit = if by_run {
             "observations (a pooled run of several repetitions counts once, by its median)"
         } else {
             "repetitions"
@@ -779,10 +780,10 @@ impl Comparison {
                  {} {} for any change to be significant",
                 self.primary_tests,
                 stats::repetitions_for(level),
-                if unit == "repetitions" {
-                    "repetitions"
-                } else {
+                if by_run {
                     "observations"
+                } else {
+                    "repetitions"
                 }
             )
         } else {

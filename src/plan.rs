@@ -340,7 +340,10 @@ fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Pla
             settings.partitions
         );
     }
-    if let (Some(d), false) = (settings.duration, settings.mode == Mode::EndToEnd) {
+    if let Some(d) = settings
+        .duration
+        .filter(|_| settings.mode != Mode::EndToEnd)
+    {
         bail!(
             "DURATION={d} needs MODE=end-to-end: a run bounded by time keeps its producers and \
              its consumers running together (MODE={} runs them one after the other)",

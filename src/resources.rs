@@ -101,8 +101,14 @@ pub fn point(s: &ContainerStatsResponse) -> Point {
     }
 }
 
-/// Peak and mean of a series of points of one service.
-pub fn summarise(service: &str, run_wide: bool, points: &[Point]) -> ServiceResources {
+/// Peak and mean of a series of points of one service, with each point's memory when
+/// `keep_series` (a run bounded by time: a soak's growth over time).
+pub fn summarise(
+    service: &str,
+    run_wide: bool,
+    points: &[Point],
+    keep_series: bool,
+) -> ServiceResources {
     let cpu: Vec<f64> = points.iter().filter_map(|p| p.cpu_pct).collect();
     let mem: Vec<f64> = points
         .iter()
@@ -123,7 +129,7 @@ pub fn summarise(service: &str, run_wide: bool, points: &[Point]) -> ServiceReso
         mem_mib_peak: zero_if_nan(stats::min_max(&mem).1),
         net_rx_mib: delta(|p| p.rx_bytes),
         net_tx_mib: delta(|p| p.tx_bytes),
-        mem_series_mib: mem,
+        mem_series_mib: if keep_series { mem } else { Vec::new() },
     }
 }
 
@@ -225,14 +231,15 @@ impl Sampler {
         Sampler { stop, tasks }
     }
 
-    /// Stops sampling and summarises each container. A container whose stats could not be read
-    /// (it stopped, the engine refused) reports the samples it got, possibly none.
-    pub async fn finish(self) -> Vec<ServiceResources> {
+    /// Stops sampling and summarises each container (see [`summarise`]). A container whose
+    /// stats could not be read (it stopped, the engine refused) reports the samples it got,
+    /// possibly none.
+    pub async fn finish(self, keep_series: bool) -> Vec<ServiceResources> {
         let _ = self.stop.send(true);
         let mut out = Vec::new();
         for (t, handle) in self.tasks {
             let points = handle.await.unwrap_or_default();
-            out.push(summarise(&t.service, t.run_wide, &points));
+            out.push(summarise(&t.service, t.run_wide, &points, keep_series));
         }
         out
     }
@@ -348,12 +355,12 @@ mod tests {
                 tx_bytes: 8 << 20,
             },
         ];
-        let s = summarise("broker", true, &pts);
+        let s = summarise("broker", true, &pts, false);
         assert_eq!(s.samples, 3);
         assert_eq!((s.cpu_pct_mean, s.cpu_pct_peak), (40.0, 60.0));
         assert_eq!((s.mem_mib_mean, s.mem_mib_peak), (200.0, 300.0));
         assert_eq!((s.net_rx_mib, s.net_tx_mib), (10.0, 8.0));
-        let empty = summarise("gone", false, &[]);
+        let empty = summarise("gone", false, &[], false);
         assert_eq!((empty.samples, empty.cpu_pct_peak), (0, 0.0));
     }
 

@@ -426,13 +426,18 @@ impl Watcher for EngineWatcher {
 
 /// Resource sampling under way.
 trait Sampling {
-    /// Ends the sampling and returns the figures per service.
-    fn finish(self: Box<Self>) -> LocalBoxFuture<'static, Vec<ServiceResources>>;
+    /// Ends the sampling and returns the figures per service, with each sample's memory when
+    /// `keep_series`.
+    fn finish(self: Box<Self>, keep_series: bool)
+        -> LocalBoxFuture<'static, Vec<ServiceResources>>;
 }
 
 impl Sampling for resources::Sampler {
-    fn finish(self: Box<Self>) -> LocalBoxFuture<'static, Vec<ServiceResources>> {
-        Box::pin(resources::Sampler::finish(*self))
+    fn finish(
+        self: Box<Self>,
+        keep_series: bool,
+    ) -> LocalBoxFuture<'static, Vec<ServiceResources>> {
+        Box::pin(resources::Sampler::finish(*self, keep_series))
     }
 }
 
@@ -973,21 +978,16 @@ async fn measure_scenario(
     spec.warm_up_for = Duration::from_secs(settings.warm_up_seconds_pre_test);
     spec.consume_timeout = CONSUME_TIMEOUT;
     spec.mode = settings.mode;
-    spec.catch_up_limit = std::time::Duration::from_secs(settings.catch_up_seconds);
-    spec.duration = settings.duration.map(std::time::Duration::from_secs);
-    spec.duration_warm_up = std::time::Duration::from_secs(settings.duration_warm_up);
+    spec.catch_up_limit = Duration::from_secs(settings.catch_up_seconds);
+    spec.duration = settings.duration.map(Duration::from_secs);
+    spec.duration_warm_up = Duration::from_secs(settings.duration_warm_up);
     spec.partitions = settings.partitions as i32;
     spec.producers = settings.producers;
     spec.consumers = settings.consumers;
     let measure = flow::measure(session, &spec);
     let measured = guarded(watcher, "the measurement", &workload, measure).await;
-    let mut used = sampler.finish().await;
     // Only a run bounded by time keeps each sample's memory: a soak's growth over time.
-    if settings.duration.is_none() {
-        for u in &mut used {
-            u.mem_series_mib.clear();
-        }
-    }
+    let used = sampler.finish(settings.duration.is_some()).await;
     phases.workload_s = t.elapsed().as_secs_f64();
     let mut measurement = measured?;
     measurement.steps_s.extend(before);
@@ -1056,7 +1056,10 @@ mod tests {
     struct FakeSampling(Arc<Mutex<Vec<String>>>, Vec<ServiceResources>);
 
     impl Sampling for FakeSampling {
-        fn finish(self: Box<Self>) -> LocalBoxFuture<'static, Vec<ServiceResources>> {
+        fn finish(
+            self: Box<Self>,
+            _keep_series: bool,
+        ) -> LocalBoxFuture<'static, Vec<ServiceResources>> {
             self.0.lock().unwrap().push("sampled".into());
             Box::pin(async move { self.1 })
         }

@@ -72,7 +72,7 @@ async fn sample_two_brokers(engine: Engine, run_id: String) {
     let started = Instant::now();
     let sampler = Sampler::start(docker, targets);
     tokio::time::sleep(SAMPLING).await;
-    let summaries = sampler.finish().await;
+    let summaries = sampler.finish(false).await;
     let wall = started.elapsed();
     let cpu = own_cpu_time().unwrap() - cpu_before;
 

@@ -26,7 +26,7 @@ fn show(line: &str) {
 /// line is shown as it is. A producer's own summary line (every driver's ends with one) is
 /// dropped: the flow prints the summary itself, once, from the result.
 fn count(counted: &crate::progress::Records, line: &str) {
-    if line.contains(" ms 99.9th.") || line.trim() == ASSIGNED_LINE {
+    if is_summary(line) || line.trim() == ASSIGNED_LINE {
         return;
     }
     if let Some(n) = line
@@ -40,6 +40,11 @@ fn count(counted: &crate::progress::Records, line: &str) {
     } else {
         show(line);
     }
+}
+
+/// Whether `line` is a producer's summary line (the flow prints its own, once).
+fn is_summary(line: &str) -> bool {
+    line.contains(" ms 99.9th.")
 }
 
 /// Wall time of each step, in the order run.
@@ -104,13 +109,13 @@ async fn on_topic(
     crate::progress::detail("counting the topic's records at the broker (end offsets)");
     let before = session.end_offsets(spec).await.context("end offsets")?;
     steps.done("end_offsets_before");
-    match spec.mode {
-        Mode::EndToEnd if spec.duration.is_some() => {
-            return timed(session, spec, &group, before, steps).await
+    match (spec.mode, spec.duration) {
+        (Mode::EndToEnd, Some(duration)) => {
+            return timed(session, spec, duration, &group, before, steps).await
         }
-        Mode::EndToEnd => return end_to_end(session, spec, &group, before, steps).await,
-        Mode::Backlog => return backlog(session, spec, &group, before, steps).await,
-        Mode::ProduceThenConsume => {}
+        (Mode::EndToEnd, None) => return end_to_end(session, spec, &group, before, steps).await,
+        (Mode::Backlog, _) => return backlog(session, spec, &group, before, steps).await,
+        (Mode::ProduceThenConsume, _) => {}
     }
     let counted = crate::progress::records("produce", spec.num_records);
     let producer = session
@@ -200,21 +205,18 @@ async fn end_to_end(
 async fn timed(
     session: &dyn Session,
     spec: &MeasureSpec,
+    duration: Duration,
     group: &str,
     before: u64,
     steps: &mut Steps,
 ) -> Result<Measurement> {
-    let seconds = spec.duration.map_or(0, |d| d.as_secs());
     crate::progress::detail(&format!(
-        "producing and consuming for {seconds} s (the first {} s a warm-up)",
+        "producing and consuming for {} s (the first {} s a warm-up)",
+        duration.as_secs(),
         spec.duration_warm_up.as_secs()
     ));
     let r = session
-        .soak(spec, group, &|l| {
-            if !l.contains(" ms 99.9th.") {
-                show(l)
-            }
-        })
+        .soak(spec, group, &show)
         .await
         .context("produce and consume for the DURATION")?;
     steps.done("produce_and_consume");
@@ -258,14 +260,14 @@ async fn backlog(
             if let Some(n) = crate::workload::consumer::parse_progress_line(l) {
                 counted.set(n);
             }
-            if !l.contains(" ms 99.9th.") {
+            if !is_summary(l) {
                 show(l);
             }
         })
         .await
         .context("catch-up")?;
     drop(counted);
-    let Some(catch_up) = caught.consumer.catch_up.clone() else {
+    let Some(catch_up) = &caught.consumer.catch_up else {
         anyhow::bail!("the catch-up reported no catch-up figures");
     };
     show(&match catch_up.caught_up_s {

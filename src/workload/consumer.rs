@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use rdkafka::client::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::message::Message;
 use rdkafka::types::RDKafkaErrorCode;
 
@@ -71,11 +71,9 @@ impl ConsumerContext for Assigning {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(_) = rebalance {
             self.owned.store(0, Ordering::SeqCst);
-            match consumer.commit_consumer_state(CommitMode::Sync) {
-                Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
-                Err(e) => self
-                    .last_error
-                    .error(e, "committing offsets before a rebalance"),
+            if let Err(e) = commit(consumer) {
+                self.last_error
+                    .error(e, "committing offsets before a rebalance");
             }
         }
     }
@@ -92,6 +90,15 @@ impl ConsumerContext for Assigning {
                 at.get_or_insert_with(Instant::now);
             }
         }
+    }
+}
+
+/// Commits the offsets stored for the member's partitions; none stored (nothing read since they
+/// were last committed) is nothing to do, not an error.
+fn commit(consumer: &BaseConsumer<Assigning>) -> KafkaResult<()> {
+    match consumer.commit_consumer_state(CommitMode::Sync) {
+        Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => Ok(()),
+        r => r,
     }
 }
 
@@ -125,29 +132,20 @@ pub async fn consume_reporting(
     .await
 }
 
-/// What a watcher in the same process sees of a consuming group while it runs (a DURATION run's
-/// time series).
-#[derive(Default)]
-pub struct Tap {
-    /// Records consumed so far by the group.
-    pub consumed: AtomicU64,
-    /// The send-to-receipt latencies (with `end_to_end`) of the records received since the
-    /// watcher last took them.
-    pub window: Mutex<Latencies>,
-}
-
 /// [`consume_reporting`] that stops once `done(records the group consumed)` holds, asked after
-/// every poll, rather than at `cfg.expected` records; `tap`, when given, sees every record.
+/// every poll, rather than at `cfg.expected` records. With `end_to_end`, `window`, when given,
+/// also gets every record's send-to-receipt latency, for a watcher in the same process to take
+/// (a DURATION run's time series).
 pub async fn consume_until(
     cfg: &ConsumeConfig,
     progress: impl FnMut(u64) + Send + 'static,
     assigned: impl FnMut() + Send + 'static,
     done: impl Fn(u64) -> bool + Send + Sync + 'static,
-    tap: Option<Arc<Tap>>,
+    window: Option<Arc<Mutex<Latencies>>>,
 ) -> Result<ConsumerResult> {
     let cfg = cfg.clone();
     tokio::task::spawn_blocking(move || {
-        consume_blocking(&cfg, progress, assigned, &done, tap.as_deref())
+        consume_blocking(&cfg, progress, assigned, &done, window.as_deref())
     })
     .await
     .context("consumer task panicked")?
@@ -218,7 +216,7 @@ fn consume_blocking(
     mut progress: impl FnMut(u64),
     on_assigned: impl FnMut() + Send,
     done: &(dyn Fn(u64) -> bool + Sync),
-    tap: Option<&Tap>,
+    window: Option<&Mutex<Latencies>>,
 ) -> Result<ConsumerResult> {
     if done(0) {
         return Ok(result(0, 0, Duration::ZERO, Duration::ZERO));
@@ -246,7 +244,7 @@ fn consume_blocking(
         shared: &shared,
         announce: &announce,
         done,
-        tap,
+        window,
     };
     let outcomes: Vec<Result<Member>> = if members == 1 {
         vec![consume_member(group, 0, Some(&mut progress))]
@@ -301,7 +299,8 @@ struct Group<'a> {
     announce: &'a (dyn Fn() + Sync),
     /// Whether the group is done, from the records it consumed.
     done: &'a (dyn Fn(u64) -> bool + Sync),
-    tap: Option<&'a Tap>,
+    /// Also gets each send-to-receipt latency.
+    window: Option<&'a Mutex<Latencies>>,
 }
 
 /// One member of the group: subscribes, consumes until `done` says the group is done, commits
@@ -328,7 +327,7 @@ fn consume_member_inner(
         shared,
         announce,
         done,
-        tap,
+        window,
     } = group;
     let (config, warnings) = client_config(
         &cfg.bootstrap,
@@ -421,15 +420,9 @@ fn consume_member_inner(
                     let us = (now_ms() - sent).max(0) as u64 * 1000;
                     member.stamped += 1;
                     member.end_to_end.record(us);
-                    if let Some(tap) = tap {
-                        tap.window
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .record(us);
+                    if let Some(window) = window {
+                        window.lock().unwrap_or_else(|e| e.into_inner()).record(us);
                     }
-                }
-                if let Some(tap) = tap {
-                    tap.consumed.fetch_add(1, Ordering::Relaxed);
                 }
             }
             Some(Err(e)) => last_failure = Some(e.to_string()),
@@ -455,17 +448,12 @@ fn consume_member_inner(
     // A member whose partitions held no record, or who read records only from partitions it
     // has since handed over (committed then), has no position to commit.
     if member.count > 0 {
-        match consumer.commit_consumer_state(CommitMode::Sync) {
-            Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "committing the offsets of group `{}` on topic `{}`",
-                        cfg.group_id, cfg.topic
-                    )
-                })
-            }
-        }
+        commit(&consumer).with_context(|| {
+            format!(
+                "committing the offsets of group `{}` on topic `{}`",
+                cfg.group_id, cfg.topic
+            )
+        })?;
     }
     member.assigned_at = consumer
         .context()

@@ -103,10 +103,9 @@ pub struct Live {
     pub stop: AtomicBool,
     /// Records acknowledged so far, by every producer sharing it.
     pub acked: AtomicU64,
-    /// With `windowed`: the latencies (from the send call) of the records acknowledged since a
+    /// When given: the latencies (from the send call) of the records acknowledged since a
     /// watcher last took them, for a time series.
-    pub windowed: bool,
-    pub window: Mutex<Latencies>,
+    pub window: Option<Mutex<Latencies>>,
 }
 
 /// [`produce`] with `producers` producers at once, each in its own thread with its share of the
@@ -313,8 +312,8 @@ impl ProducerContext for Measuring {
                 t.acked += 1;
                 if let Some(live) = &self.live {
                     live.acked.fetch_add(1, Ordering::Relaxed);
-                    if live.windowed {
-                        live.window
+                    if let Some(window) = &live.window {
+                        window
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
                             .record(latency_us);

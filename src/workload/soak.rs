@@ -4,14 +4,14 @@
 //! the lag, the latencies of its records). The first seconds (the warm-up) are in the series but
 //! not in the run's figures, which come from the seconds after it until the time was up.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::consumer::{consume_until, ConsumeConfig, Tap};
+use super::consumer::{consume_until, ConsumeConfig};
 use super::latency::Latencies;
 use super::producer::{produce_live, Live, ProduceConfig};
 use crate::model::{ConsumerResult, LatencySummary, ProducerResult, Second};
@@ -64,47 +64,51 @@ pub async fn soak(
         bail!("the warm-up must be shorter than the run");
     }
     let live = Arc::new(Live {
-        windowed: true,
+        window: Some(Mutex::default()),
         ..Live::default()
     });
-    let tap = Arc::new(Tap::default());
+    let e2e_window = Arc::new(Mutex::new(Latencies::new()));
     let produced_all = Arc::new(AtomicBool::new(false));
+    // The group's count as of its last poll, for the series.
+    let consumed = Arc::new(AtomicU64::new(0));
     // The group stops once the producers stopped and it read every record they had acknowledged.
     let done = {
-        let (live, produced_all) = (live.clone(), produced_all.clone());
-        move |consumed: u64| {
-            produced_all.load(Ordering::SeqCst) && consumed >= live.acked.load(Ordering::SeqCst)
+        let (live, produced_all, consumed) = (live.clone(), produced_all.clone(), consumed.clone());
+        move |n: u64| {
+            consumed.store(n, Ordering::Relaxed);
+            produced_all.load(Ordering::SeqCst) && n >= live.acked.load(Ordering::SeqCst)
         }
     };
-    let start = Instant::now();
-    let stopper = {
-        let (live, duration) = (live.clone(), cfg.duration);
-        tokio::spawn(async move {
-            tokio::time::sleep(duration).await;
-            live.stop.store(true, Ordering::SeqCst);
-        })
-    };
     let finished = Arc::new(AtomicBool::new(false));
+    // Closes a second every second, and stops the producers once the time is up.
     let watcher = {
-        let (live, tap, finished) = (live.clone(), tap.clone(), finished.clone());
+        let (live, e2e_window, consumed, finished) = (
+            live.clone(),
+            e2e_window.clone(),
+            consumed.clone(),
+            finished.clone(),
+        );
         let (duration, warm_up) = (cfg.duration.as_secs(), cfg.warm_up.as_secs());
-        let seconds = Arc::new(Mutex::new(Watcher::new(warm_up, duration)));
-        let out = seconds.clone();
-        let task = tokio::spawn(async move {
-            let mut tick = tokio::time::interval_at(
-                tokio::time::Instant::from_std(start) + Duration::from_secs(1),
-                Duration::from_secs(1),
-            );
+        let start = tokio::time::Instant::now();
+        tokio::spawn(async move {
+            let mut watcher = Watcher::new(warm_up, duration);
+            let mut tick =
+                tokio::time::interval_at(start + Duration::from_secs(1), Duration::from_secs(1));
             while !finished.load(Ordering::SeqCst) {
                 tick.tick().await;
-                let second = seconds
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .observe(&live, &tap);
-                progress(&second);
+                let second = watcher.observe(
+                    live.acked.load(Ordering::SeqCst),
+                    consumed.load(Ordering::Relaxed),
+                    live.window.as_ref().map(take).unwrap_or_default(),
+                    take(&e2e_window),
+                );
+                progress(second);
+                if second.t_s == duration {
+                    live.stop.store(true, Ordering::SeqCst);
+                }
             }
-        });
-        (task, out)
+            watcher
+        })
     };
     let produce = async {
         let r = produce_live(&cfg.produce, cfg.producers, Some(live.clone()), |_| {}).await;
@@ -112,21 +116,22 @@ pub async fn soak(
         r
     };
     let consume = async {
-        let r = consume_until(&cfg.consume, |_| {}, || {}, done, Some(tap.clone())).await;
+        let r = consume_until(&cfg.consume, |_| {}, || {}, done, Some(e2e_window.clone())).await;
         // A group that failed leaves nothing to produce for.
         live.stop.store(true, Ordering::SeqCst);
         r
     };
     let (producer, consumer) = tokio::join!(produce, consume);
-    stopper.abort();
     finished.store(true, Ordering::SeqCst);
-    let _ = watcher.0.await;
-    let (producer, consumer) = (producer?, consumer?);
-    let watcher = std::mem::replace(
-        &mut *watcher.1.lock().unwrap_or_else(|e| e.into_inner()),
-        Watcher::new(0, 0),
-    );
-    Ok(watcher.result(cfg, producer, consumer))
+    let watcher = watcher
+        .await
+        .context("the watcher of the seconds panicked")?;
+    Ok(watcher.result(cfg, producer?, consumer?))
+}
+
+/// The latencies tallied into `window` since it was last taken.
+fn take(window: &Mutex<Latencies>) -> Latencies {
+    std::mem::take(&mut *window.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// The seconds seen so far, and the latencies of the measured ones (after the warm-up, until
@@ -154,36 +159,19 @@ impl Watcher {
         }
     }
 
-    /// Closes the current second.
-    fn observe(&mut self, live: &Live, tap: &Tap) -> Second {
-        let take = |w: &Mutex<Latencies>| {
-            std::mem::take(&mut *w.lock().unwrap_or_else(|e| e.into_inner()))
-        };
-        let produce = take(&live.window);
-        let end_to_end = take(&tap.window);
-        let acked = live.acked.load(Ordering::SeqCst);
-        let consumed = tap.consumed.load(Ordering::SeqCst);
-        let t_s = self.series.len() as u64 + 1;
-        let second = self.second(t_s, acked, consumed, &produce, &end_to_end);
-        if self.measured(t_s) {
-            self.produce.merge(&produce);
-            self.end_to_end.merge(&end_to_end);
-        }
-        self.series.push(second.clone());
-        second
-    }
-
-    fn second(
+    /// Closes the current second: `acked` and `consumed` so far, and the latencies of the
+    /// records acknowledged and received in it.
+    fn observe(
         &mut self,
-        t_s: u64,
         acked: u64,
         consumed: u64,
-        produce: &Latencies,
-        end_to_end: &Latencies,
-    ) -> Second {
+        produce: Latencies,
+        end_to_end: Latencies,
+    ) -> &Second {
+        let t_s = self.series.len() as u64 + 1;
         let p = produce.summary(produce.count());
         let e = end_to_end.summary(end_to_end.count());
-        let s = Second {
+        self.series.push(Second {
             t_s,
             warm_up: t_s <= self.warm_up_s,
             produced: acked - self.acked,
@@ -195,9 +183,13 @@ impl Watcher {
             e2e_p50_ms: e.p50_ms,
             e2e_p99_ms: e.p99_ms,
             e2e_max_ms: e.max_lat_ms,
-        };
+        });
         (self.acked, self.consumed) = (acked, consumed);
-        s
+        if self.measured(t_s) {
+            self.produce.merge(&produce);
+            self.end_to_end.merge(&end_to_end);
+        }
+        &self.series[self.series.len() - 1]
     }
 
     /// Whether second `t_s` counts in the figures: after the warm-up, while the producers sent.
@@ -265,25 +257,24 @@ mod tests {
 
     #[test]
     fn seconds_count_what_happened_in_them_and_the_warm_up_is_left_out_of_the_figures() {
-        let live = Live::default();
-        let tap = Tap::default();
+        let latencies = |us: u64, n: usize| {
+            let mut l = Latencies::new();
+            for _ in 0..n {
+                l.record(us);
+            }
+            l
+        };
         let mut w = Watcher::new(1, 3);
         // Second 1 (warm-up): 100 acknowledged at 50 ms, 90 consumed.
-        live.acked.store(100, Ordering::SeqCst);
-        live.window.lock().unwrap().record(50_000);
-        tap.consumed.store(90, Ordering::SeqCst);
-        let s1 = w.observe(&live, &tap);
+        let s1 = w
+            .observe(100, 90, latencies(50_000, 1), Latencies::new())
+            .clone();
         assert!(s1.warm_up);
         assert_eq!((s1.t_s, s1.produced, s1.consumed, s1.lag), (1, 100, 90, 10));
         assert!((s1.produce_p99_ms - 50.0).abs() < 0.1, "{s1:?}");
         // Seconds 2 and 3: 200 more each at 2 ms; second 4 (draining, after the time).
         for (acked, consumed) in [(300, 290), (500, 495), (500, 500)] {
-            live.acked.store(acked, Ordering::SeqCst);
-            for _ in 0..10 {
-                live.window.lock().unwrap().record(2_000);
-            }
-            tap.consumed.store(consumed, Ordering::SeqCst);
-            w.observe(&live, &tap);
+            w.observe(acked, consumed, latencies(2_000, 10), Latencies::new());
         }
         assert_eq!(w.series.len(), 4);
         assert_eq!(w.series[3].lag, 0);
