@@ -2,7 +2,7 @@
 //! finds a backlog waiting and catches up with it while a producer keeps sending.
 
 mod common;
-use common::{engine_lock, leftovers, only_run, perf_tests_run, run_id_of};
+use common::{engine_lock, leftovers, only_run, run_id_of, run_succeeds};
 
 use serde_json::Value;
 
@@ -10,19 +10,18 @@ use serde_json::Value;
 async fn a_group_catches_up_through_the_proxy_and_every_record_is_counted() {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
-    let out = perf_tests_run(results.path())
-        .env("TEST", "02-no-filters")
-        .env("MODE", "backlog")
-        .env("NUM_RECORDS", "3e4")
-        .env("RECORD_SIZE", "100")
-        .env("THROUGHPUT", "3000")
-        .env("PARTITIONS", "2")
-        .env("CONSUMERS", "2")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let stderr = run_succeeds(
+        results.path(),
+        &[
+            ("TEST", "02-no-filters"),
+            ("MODE", "backlog"),
+            ("NUM_RECORDS", "3e4"),
+            ("RECORD_SIZE", "100"),
+            ("THROUGHPUT", "3000"),
+            ("PARTITIONS", "2"),
+            ("CONSUMERS", "2"),
+        ],
+    );
     assert!(stderr.contains("caught up in "), "{stderr}");
 
     let run = only_run(results.path());
@@ -73,17 +72,16 @@ async fn a_group_that_cannot_catch_up_in_time_stops_there_and_reports_its_lag() 
     let results = tempfile::tempdir().unwrap();
     // A million 1 KiB records take the group seconds to read through the proxy (about 300000
     // a second on this kind of machine), far beyond one second.
-    let out = perf_tests_run(results.path())
-        .env("TEST", "02-no-filters")
-        .env("MODE", "backlog")
-        .env("NUM_RECORDS", "1e6")
-        .env("THROUGHPUT", "2000")
-        .env("CATCH_UP_SECONDS", "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let stderr = run_succeeds(
+        results.path(),
+        &[
+            ("TEST", "02-no-filters"),
+            ("MODE", "backlog"),
+            ("NUM_RECORDS", "1e6"),
+            ("THROUGHPUT", "2000"),
+            ("CATCH_UP_SECONDS", "1"),
+        ],
+    );
     assert!(
         stderr.contains("did not catch up within 1 s: lag "),
         "{stderr}"

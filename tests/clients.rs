@@ -2,7 +2,7 @@
 //! consumers of one group sharing the partitions, their figures merged into one row.
 
 mod common;
-use common::{engine_lock, leftovers, only_run, perf_tests_run, run_id_of};
+use common::{engine_lock, leftovers, only_run, run_id_of, run_succeeds};
 
 use serde_json::Value;
 
@@ -11,22 +11,21 @@ async fn producers_and_consumers_share_the_work_and_their_figures_are_merged() {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
     // Records spread over the 3 partitions at random, so every consumer has some to read.
-    let out = perf_tests_run(results.path())
-        .env("TEST", "02-no-filters")
-        .env("NUM_RECORDS", "2e4")
-        .env("THROUGHPUT", "4000")
-        .env("PARTITIONS", "3")
-        .env("PRODUCERS", "2")
-        .env("CONSUMERS", "3")
-        .env(
-            "PRODUCER_PROPERTIES",
-            "acks=all partitioner=random sticky.partitioning.linger.ms=0",
-        )
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    run_succeeds(
+        results.path(),
+        &[
+            ("TEST", "02-no-filters"),
+            ("NUM_RECORDS", "2e4"),
+            ("THROUGHPUT", "4000"),
+            ("PARTITIONS", "3"),
+            ("PRODUCERS", "2"),
+            ("CONSUMERS", "3"),
+            (
+                "PRODUCER_PROPERTIES",
+                "acks=all partitioner=random sticky.partitioning.linger.ms=0",
+            ),
+        ],
+    );
 
     let run = only_run(results.path());
     let result: Value =

@@ -80,6 +80,19 @@ pub fn perf_tests_run(results: &Path) -> std::process::Command {
     perf_tests_command("run", results)
 }
 
+/// Runs `perf-tests run` (see [`perf_tests_run`]) with `env` into `results`, asserts that it
+/// succeeded, and returns its stderr.
+pub fn run_succeeds(results: &Path, env: &[(&str, &str)]) -> String {
+    let out = perf_tests_run(results)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    stderr
+}
+
 /// [`perf_tests_run`] for another command that runs scenarios (`sweep`).
 pub fn perf_tests_command(command: &str, results: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_perf-tests"));
