@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::settings::{self, Settings};
 
 /// The settings that may take a list of values.
-pub const VARYING: [&str; 12] = [
+pub const VARYING: [&str; 13] = [
     "KAFKA_IMAGE",
     "KROXYLICIOUS_IMAGE",
     "VAULT_IMAGE",
@@ -22,6 +22,7 @@ pub const VARYING: [&str; 12] = [
     "THROUGHPUT",
     "PRODUCER_PROPERTIES",
     "PARTITIONS",
+    "TOPICS",
     "PRODUCERS",
     "CONSUMERS",
     "WARM_UP_NUM_RECORDS_PRE_TEST",
@@ -70,6 +71,7 @@ pub fn set(settings: &mut Settings, var: &str, value: &str) -> Result<()> {
         "THROUGHPUT" => settings.throughput = settings::parse_throughput(value)?,
         "PRODUCER_PROPERTIES" => settings.producer_properties = settings::parse_properties(value)?,
         "PARTITIONS" => settings.partitions = settings::parse_clients(var, value)?,
+        "TOPICS" => settings.topics = settings::parse_clients(var, value)?,
         "PRODUCERS" => settings.producers = settings::parse_clients(var, value)?,
         "CONSUMERS" => settings.consumers = settings::parse_clients(var, value)?,
         "WARM_UP_NUM_RECORDS_PRE_TEST" => {

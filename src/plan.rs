@@ -332,12 +332,20 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
 
 /// [`plan`] from sources already read.
 fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Plan> {
-    if settings.consumers > settings.partitions {
+    let partitions = u64::from(settings.partitions) * u64::from(settings.topics);
+    if u64::from(settings.consumers) > partitions {
+        let of = if settings.topics > 1 {
+            format!(
+                "the {partitions} partitions of TOPICS={} topics of PARTITIONS={} each",
+                settings.topics, settings.partitions
+            )
+        } else {
+            format!("PARTITIONS={}", settings.partitions)
+        };
         bail!(
-            "CONSUMERS={} is more than PARTITIONS={}: the consumers share one group, so those \
-             beyond the partitions would get none and read nothing",
+            "CONSUMERS={} is more than {of}: the consumers share one group, so those beyond the \
+             partitions would get none and read nothing",
             settings.consumers,
-            settings.partitions
         );
     }
     if let Some(d) = settings

@@ -982,6 +982,7 @@ async fn measure_scenario(
     spec.duration = settings.duration.map(Duration::from_secs);
     spec.duration_warm_up = Duration::from_secs(settings.duration_warm_up);
     spec.partitions = settings.partitions as i32;
+    spec.topics = settings.topics;
     spec.producers = settings.producers;
     spec.consumers = settings.consumers;
     let measure = flow::measure(session, &spec);

@@ -34,6 +34,8 @@ pub const DEFAULT_REPEAT: u32 = 1;
 pub const MAX_REPEAT: u32 = 1000;
 /// Largest `PARTITIONS` accepted.
 pub const MAX_PARTITIONS: u32 = 10_000;
+/// Largest `TOPICS` accepted: each is created, produced to and deleted on its own.
+pub const MAX_TOPICS: u32 = 1000;
 /// Largest `PRODUCERS` or `CONSUMERS` accepted: each is a thread of the one workload container.
 pub const MAX_CLIENTS: u32 = 64;
 /// Default `KAFKA_IMAGE`: Apache Kafka from Maven Central, built here (the suites' recipes).
@@ -168,8 +170,10 @@ pub struct Settings {
     pub throughput: i64,
     /// Times each scenario is measured, in interleaved rounds.
     pub repeat: u32,
-    /// Partitions of the measured topic.
+    /// Partitions of each measured topic.
     pub partitions: u32,
+    /// Topics the records are spread over (one consumer group reads them all).
+    pub topics: u32,
     /// Producers sharing the records and the rate.
     pub producers: u32,
     /// Consumers of the one consumer group, sharing the partitions.
@@ -238,6 +242,7 @@ impl Settings {
             throughput: DEFAULT_THROUGHPUT,
             repeat: DEFAULT_REPEAT,
             partitions: 1,
+            topics: 1,
             producers: 1,
             consumers: 1,
             p99_limit_ms: None,
@@ -284,6 +289,7 @@ impl Settings {
             ("THROUGHPUT", self.throughput.to_string()),
             ("REPEAT", self.repeat.to_string()),
             ("PARTITIONS", self.partitions.to_string()),
+            ("TOPICS", self.topics.to_string()),
             ("PRODUCERS", self.producers.to_string()),
             ("CONSUMERS", self.consumers.to_string()),
             (
@@ -466,13 +472,13 @@ pub fn parse_cpuset(var: &str, s: &str) -> Result<String> {
     Ok(t.to_string())
 }
 
-/// Parses `PARTITIONS` (up to [`MAX_PARTITIONS`]), `PRODUCERS` or `CONSUMERS` (up to
-/// [`MAX_CLIENTS`]): a count from 1.
+/// Parses `PARTITIONS` (up to [`MAX_PARTITIONS`]), `TOPICS` (up to [`MAX_TOPICS`]),
+/// `PRODUCERS` or `CONSUMERS` (up to [`MAX_CLIENTS`]): a count from 1.
 pub fn parse_clients(var: &str, s: &str) -> Result<u32> {
-    let max = if var == "PARTITIONS" {
-        MAX_PARTITIONS
-    } else {
-        MAX_CLIENTS
+    let max = match var {
+        "PARTITIONS" => MAX_PARTITIONS,
+        "TOPICS" => MAX_TOPICS,
+        _ => MAX_CLIENTS,
     };
     let n = parse_count(var, s, false)?;
     if n > u64::from(max) {
@@ -716,6 +722,7 @@ mod tests {
                 "SERVICES_CPUSET",
                 "TEST",
                 "THROUGHPUT",
+                "TOPICS",
                 "VAULT_IMAGE",
                 "WARM_UP_NUM_RECORDS_POST_BROKER_START",
                 "WARM_UP_NUM_RECORDS_PRE_TEST",

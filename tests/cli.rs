@@ -733,6 +733,25 @@ fn client_counts_are_checked_before_anything_starts() {
             ][..],
             "PARTITIONS=2 needs DRIVER=native",
         ),
+        (&[("TOPICS", "0")][..], "TOPICS=\"0\""),
+        (
+            &[("TOPICS", "1001")][..],
+            "TOPICS=\"1001\": too large (the limit is 1000)",
+        ),
+        (
+            &[("TOPICS", "3"), ("CONSUMERS", "4")][..],
+            "CONSUMERS=4 is more than the 3 partitions of TOPICS=3 topics of PARTITIONS=1 each",
+        ),
+        // Within a matrix, the combination at fault is named.
+        (&[("TOPICS", "1,2"), ("CONSUMERS", "2")][..], "at TOPICS=1"),
+        (
+            &[
+                ("DRIVER", "kafka-tools"),
+                ("TEST", "01-.*"),
+                ("TOPICS", "2"),
+            ][..],
+            "TOPICS=2 needs DRIVER=native",
+        ),
     ] {
         let out = perf_tests(root.path(), &["run", "--dry-run"], env);
         assert_eq!(out.status.code(), Some(2), "{env:?}: {}", stdout(&out));
@@ -747,6 +766,14 @@ fn client_counts_are_checked_before_anything_starts() {
     let plan = stdout(&out);
     assert_eq!(setting(&plan, "PARTITIONS"), "4");
     assert_eq!(setting(&plan, "CONSUMERS"), "4");
+    // Consumers count against the partitions of every topic together.
+    let out = perf_tests(
+        root.path(),
+        &["run", "--dry-run"],
+        &[("TOPICS", "3"), ("CONSUMERS", "3")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(setting(&stdout(&out), "TOPICS"), "3");
 }
 
 #[test]

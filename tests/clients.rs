@@ -1,5 +1,6 @@
 //! Many clients on the real engine: several producers sharing the records and the rate, several
-//! consumers of one group sharing the partitions, their figures merged into one row.
+//! consumers of one group sharing the partitions (of one topic or several), their figures merged
+//! into one row.
 
 mod common;
 use common::{engine_lock, leftovers, only_run, run_id_of, run_succeeds};
@@ -59,6 +60,45 @@ async fn producers_and_consumers_share_the_work_and_their_figures_are_merged() {
     assert!(per_client.iter().all(|&n| n > 3000), "{per_client:?}");
     let consumer = &m["consumer"];
     assert!(consumer["fetch_ms"].as_f64().unwrap() > 0.0, "{consumer}");
+
+    assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn records_spread_over_several_topics_that_one_group_reads() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    // Three topics of one partition each: three consumers are allowed only because the
+    // partitions of all topics count, and each can own one only if the group reads every topic.
+    run_succeeds(
+        results.path(),
+        &[
+            ("TEST", "02-no-filters"),
+            ("NUM_RECORDS", "6000"),
+            ("TOPICS", "3"),
+            ("PARTITIONS", "1"),
+            ("PRODUCERS", "2"),
+            ("CONSUMERS", "3"),
+        ],
+    );
+
+    let run = only_run(results.path());
+    let result: Value =
+        serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
+    let m = &result["measurement"];
+    for counter in ["requested", "acknowledged", "end_offsets", "consumed"] {
+        assert_eq!(m["integrity"][counter], 6000, "{counter}: {m}");
+    }
+    // Each producer sends its 3000 records to the topics in turn, so every topic holds exactly
+    // 2000, and each member, owning one topic's partition, read exactly those.
+    let mut per_client: Vec<u64> = m["consumer"]["per_client"]
+        .as_array()
+        .unwrap_or_else(|| panic!("per_client in {m}"))
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    per_client.sort_unstable();
+    assert_eq!(per_client, [2000, 2000, 2000], "{m}");
 
     assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
 }

@@ -972,7 +972,7 @@ async fn workload_end_offsets_counts_the_records_of_a_topic() {
     let sent = produce(
         &ProduceConfig {
             bootstrap: broker.bootstrap.clone(),
-            topic: topic.clone(),
+            topics: vec![topic.clone()],
             num_records: 1234,
             record_size: 100,
             throughput: -1,

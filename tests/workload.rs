@@ -30,13 +30,16 @@ impl Session for InProcess {
     }
     fn create_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let topic = TopicSpec {
-                name: spec.topic.clone(),
-                partitions: spec.partitions,
-                replication_factor: spec.replication_factor,
-            };
             let admin = Admin::connect(&spec.bootstrap, &[])?;
-            admin.create_topic(&topic, Duration::from_secs(30)).await
+            for name in spec.topic_names() {
+                let topic = TopicSpec {
+                    name,
+                    partitions: spec.partitions,
+                    replication_factor: spec.replication_factor,
+                };
+                admin.create_topic(&topic, Duration::from_secs(30)).await?;
+            }
+            Ok(())
         })
     }
     fn produce<'a>(
@@ -48,7 +51,7 @@ impl Session for InProcess {
     ) -> BoxFuture<'a, Result<ProducerResult>> {
         let cfg = ProduceConfig {
             bootstrap: spec.bootstrap.clone(),
-            topic: spec.topic.clone(),
+            topics: spec.topic_names(),
             num_records: records,
             record_size: spec.record_size,
             throughput,
@@ -66,7 +69,7 @@ impl Session for InProcess {
     ) -> BoxFuture<'a, Result<ConsumerResult>> {
         let cfg = ConsumeConfig {
             bootstrap: spec.bootstrap.clone(),
-            topic: spec.topic.clone(),
+            topics: spec.topic_names(),
             group_id: group.to_string(),
             expected: records,
             timeout: spec.consume_timeout,
@@ -78,16 +81,21 @@ impl Session for InProcess {
     }
     fn end_offsets<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<u64>> {
         Box::pin(async move {
-            Admin::connect(&spec.bootstrap, &[])?
-                .end_offsets(&spec.topic)
-                .await
+            let admin = Admin::connect(&spec.bootstrap, &[])?;
+            let mut records = 0;
+            for t in spec.topic_names() {
+                records += admin.end_offsets(&t).await?;
+            }
+            Ok(records)
         })
     }
     fn delete_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            Admin::connect(&spec.bootstrap, &[])?
-                .delete_topic(&spec.topic)
-                .await
+            let admin = Admin::connect(&spec.bootstrap, &[])?;
+            for t in spec.topic_names() {
+                admin.delete_topic(&t).await?;
+            }
+            Ok(())
         })
     }
     fn close(&self) -> BoxFuture<'_, Result<()>> {
@@ -127,7 +135,7 @@ fn topic(prefix: &str) -> String {
 fn produce_cfg(bootstrap: &str, topic: &str, num_records: u64, throughput: i64) -> ProduceConfig {
     ProduceConfig {
         bootstrap: bootstrap.to_string(),
-        topic: topic.to_string(),
+        topics: vec![topic.to_string()],
         num_records,
         record_size: 256,
         throughput,
@@ -145,7 +153,7 @@ fn consume_cfg(
 ) -> ConsumeConfig {
     ConsumeConfig {
         bootstrap: bootstrap.to_string(),
-        topic: topic.to_string(),
+        topics: vec![topic.to_string()],
         group_id: group.to_string(),
         expected,
         timeout: Duration::from_secs(timeout_s),
@@ -193,6 +201,41 @@ async fn measurement_counts_agree_and_skip_the_warm_up() {
         "topic {} still visible after the measurement",
         spec.topic
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_go_to_the_topics_in_turn_and_one_group_reads_them_all() {
+    let broker = Broker::start().await;
+    let b = broker.bootstrap.as_str();
+    let mut spec = MeasureSpec::new(b, topic("spread"), 1000);
+    spec.topics = 3;
+    spec.consumers = 3;
+    spec.warm_up_records = 0;
+    let names = spec.topic_names();
+    assert_eq!(names.len(), 3);
+    InProcess.create_topic(&spec).await.unwrap();
+    let mut cfg = produce_cfg(b, &names[0], 1000, -1);
+    cfg.topics = names.clone();
+    assert_eq!(produce(&cfg, |_| {}).await.unwrap().sent, 1000);
+    let admin = Admin::connect(b, &[]).unwrap();
+    let mut held = Vec::new();
+    for t in &names {
+        held.push(admin.end_offsets(t).await.unwrap());
+    }
+    assert_eq!(held, [334, 333, 333]);
+
+    // Three members, three one-partition topics: round robin gives each member one topic.
+    let mut group = consume_cfg(b, &names[0], &format!("g-{}", unique_suffix()), 1000, 20);
+    group.topics = names.clone();
+    group.consumers = 3;
+    let consumed = consume(&group).await.unwrap();
+    assert_eq!(consumed.consumed_recs, 1000);
+    let mut per_client = consumed.per_client.clone();
+    per_client.sort_unstable();
+    assert_eq!(per_client, [333, 333, 334]);
+    InProcess.delete_topic(&spec).await.unwrap();
+    let left = topic_names(b).await;
+    assert!(names.iter().all(|n| !left.contains(n)), "{left:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -167,6 +167,10 @@ fn partitions(s: &str) -> anyhow::Result<u32> {
     settings::parse_clients("PARTITIONS", s)
 }
 
+fn topics(s: &str) -> anyhow::Result<u32> {
+    settings::parse_clients("TOPICS", s)
+}
+
 fn producers(s: &str) -> anyhow::Result<u32> {
     settings::parse_clients("PRODUCERS", s)
 }
@@ -311,10 +315,15 @@ pub struct SettingsArgs {
     #[arg(long, env = "CATCH_UP_SECONDS", value_parser = catch_up_seconds, global = true)]
     pub catch_up_seconds: Option<u64>,
 
-    /// Partitions of the measured topic [default: 1] [a list measures each]
+    /// Partitions of each measured topic [default: 1] [a list measures each]
     #[arg(long, env = "PARTITIONS", value_parser = partitions, value_delimiter = ',',
           global = true)]
     pub partitions: Option<Vec<u32>>,
+
+    /// Topics the records are spread over in turn, one consumer group reading them all
+    /// [default: 1] [a list measures each]
+    #[arg(long, env = "TOPICS", value_parser = topics, value_delimiter = ',', global = true)]
+    pub topics: Option<Vec<u32>>,
 
     /// Producers sharing the records and the rate, their figures merged [default: 1]
     /// [a list measures each]
@@ -322,7 +331,7 @@ pub struct SettingsArgs {
           global = true)]
     pub producers: Option<Vec<u32>>,
 
-    /// Consumers of the one consumer group, at most PARTITIONS [default: 1]
+    /// Consumers of the one consumer group, at most PARTITIONS x TOPICS [default: 1]
     /// [a list measures each]
     #[arg(long, env = "CONSUMERS", value_parser = consumers, value_delimiter = ',',
           global = true)]
@@ -405,7 +414,7 @@ impl SettingsArgs {
             .commit_id
             .filter(|c| !c.trim().is_empty())
             .unwrap_or_else(|| settings::detect_commit_id(&self.scenarios));
-        let lists: [(&str, Option<Vec<String>>); 12] = [
+        let lists: [(&str, Option<Vec<String>>); 13] = [
             ("KAFKA_IMAGE", self.kafka_image),
             ("KROXYLICIOUS_IMAGE", self.kroxylicious_image),
             ("VAULT_IMAGE", self.vault_image),
@@ -425,6 +434,7 @@ impl SettingsArgs {
                 texts(self.warm_up_num_records_pre_test),
             ),
             ("PARTITIONS", texts(self.partitions)),
+            ("TOPICS", texts(self.topics)),
             ("PRODUCERS", texts(self.producers)),
             ("CONSUMERS", texts(self.consumers)),
             (

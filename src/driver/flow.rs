@@ -15,7 +15,7 @@ use crate::model::{Integrity, Measurement};
 use crate::settings::Mode;
 use crate::workload::consumer::ASSIGNED_LINE;
 use crate::workload::producer::summary_line;
-use crate::workload::unique_suffix;
+use crate::workload::{topics_named, unique_suffix};
 
 fn show(line: &str) {
     crate::progress::detail(line);
@@ -77,7 +77,7 @@ pub async fn measure(session: &dyn Session, spec: &MeasureSpec) -> Result<Measur
     session
         .create_topic(spec)
         .await
-        .with_context(|| format!("creating topic {}", spec.topic))?;
+        .with_context(|| format!("creating {}", topics_named(&spec.topic_names())))?;
     steps.done("create_topic");
     let mut outcome = on_topic(session, spec, &mut steps).await;
     if spec.delete_topic {
@@ -85,7 +85,7 @@ pub async fn measure(session: &dyn Session, spec: &MeasureSpec) -> Result<Measur
         let deleted = session
             .delete_topic(spec)
             .await
-            .with_context(|| format!("deleting topic {}", spec.topic));
+            .with_context(|| format!("deleting {}", topics_named(&spec.topic_names())));
         steps.done("delete_topic");
         // A failed measurement's error matters more than a failed clean-up.
         match (&outcome, deleted) {
@@ -692,7 +692,7 @@ pub(crate) mod tests {
             ..Fake::default()
         };
         let err = measure(&fake, &spec()).await.unwrap_err();
-        assert!(format!("{err:#}").contains("deleting topic t"), "{err:#}");
+        assert!(format!("{err:#}").contains("deleting topic `t`"), "{err:#}");
     }
 
     #[tokio::test]

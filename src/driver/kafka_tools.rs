@@ -430,13 +430,14 @@ fn check_settings(settings: &Settings) -> Result<()> {
     }
     for (var, n) in [
         ("PARTITIONS", settings.partitions),
+        ("TOPICS", settings.topics),
         ("PRODUCERS", settings.producers),
         ("CONSUMERS", settings.consumers),
     ] {
         if n != 1 {
             bail!(
                 "{var}={n} needs DRIVER=native: the reference's tool commands run one producer \
-                 and one consumer on one partition"
+                 and one consumer on one topic of one partition"
             );
         }
     }

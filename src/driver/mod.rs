@@ -32,7 +32,10 @@ pub use crate::workload::verify::{VerifySpec, SAMPLE_RECORDS};
 #[derive(Debug, Clone, PartialEq)]
 pub struct MeasureSpec {
     pub bootstrap: String,
+    /// The topic's name, or with several topics the stem of their names ([`Self::topic_names`]).
     pub topic: String,
+    /// Topics the records are spread over, each with `partitions` partitions.
+    pub topics: u32,
     pub num_records: u64,
     pub record_size: usize,
     /// Target records/s; any negative value is unlimited.
@@ -71,6 +74,7 @@ impl MeasureSpec {
         MeasureSpec {
             bootstrap: bootstrap.into(),
             topic: topic.into(),
+            topics: 1,
             num_records,
             record_size: 1024,
             throughput: -1,
@@ -87,6 +91,14 @@ impl MeasureSpec {
             replication_factor: 1,
             producers: 1,
             consumers: 1,
+        }
+    }
+
+    /// The topics measured: `topic` itself, or `topic-1` … `topic-N` with several.
+    pub fn topic_names(&self) -> Vec<String> {
+        match self.topics {
+            0 | 1 => vec![self.topic.clone()],
+            n => (1..=n).map(|i| format!("{}-{i}", self.topic)).collect(),
         }
     }
 }
@@ -136,7 +148,8 @@ pub trait Session: Send + Sync {
     }
     /// Waits until `endpoint` answers a Kafka metadata request.
     fn probe<'a>(&'a self, endpoint: &'a str, timeout: Duration) -> BoxFuture<'a, Result<()>>;
-    /// Creates `spec.topic` (partitions, replication factor) and waits until it is visible.
+    /// Creates the topics of `spec` (partitions, replication factor) and waits until they are
+    /// visible.
     fn create_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>>;
     /// Produces `records` records of `spec.record_size` bytes at `throughput` (negative:
     /// unlimited) with `spec.properties`, and reports them.
@@ -147,7 +160,7 @@ pub trait Session: Send + Sync {
         throughput: i64,
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ProducerResult>>;
-    /// Consumes exactly `records` records of `spec.topic` in consumer group `group` (which
+    /// Consumes exactly `records` records of the topics of `spec` in consumer group `group` (which
     /// commits what it read) and reports them.
     fn consume<'a>(
         &'a self,
@@ -179,9 +192,9 @@ pub trait Session: Send + Sync {
     ) -> BoxFuture<'a, Result<SoakResult>> {
         Box::pin(async { anyhow::bail!("this driver cannot run for a DURATION") })
     }
-    /// Records in the topic (end offsets minus start offsets).
+    /// Records in the topics (end offsets minus start offsets, summed).
     fn end_offsets<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<u64>>;
-    /// Deletes `spec.topic`.
+    /// Deletes the topics of `spec`.
     fn delete_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>>;
     /// Releases what the session holds (its containers).
     fn close(&self) -> BoxFuture<'_, Result<()>>;
@@ -200,5 +213,25 @@ pub fn for_settings(settings: &Settings) -> Box<dyn Driver> {
         settings::Driver::KafkaTools => Box::new(kafka_tools::KafkaToolsDriver {
             tool_image: settings.kafka_tool_image.clone(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_topic_keeps_its_name_and_several_are_numbered_from_it() {
+        let mut spec = MeasureSpec::new("b:9092", "perf-tests-02-proxy", 10);
+        assert_eq!(spec.topic_names(), ["perf-tests-02-proxy"]);
+        spec.topics = 3;
+        assert_eq!(
+            spec.topic_names(),
+            [
+                "perf-tests-02-proxy-1",
+                "perf-tests-02-proxy-2",
+                "perf-tests-02-proxy-3"
+            ]
+        );
     }
 }

@@ -117,7 +117,7 @@ impl NativeSession {
     fn together(&self, spec: &MeasureSpec, group: &str) -> Together {
         Together {
             endpoint: self.endpoint(&spec.bootstrap),
-            topic: spec.topic.clone(),
+            topics: spec.topic_names(),
             group: group.to_string(),
             record_size: spec.record_size,
             throughput: spec.throughput,
@@ -213,7 +213,7 @@ impl Session for NativeSession {
         Box::pin(self.call(
             WorkloadCommand::CreateTopic {
                 endpoint: self.endpoint(&spec.bootstrap),
-                topic: spec.topic.clone(),
+                topics: spec.topic_names(),
                 partitions: spec.partitions,
                 replication_factor: spec.replication_factor,
             },
@@ -232,7 +232,7 @@ impl Session for NativeSession {
             self.call(
                 WorkloadCommand::Produce {
                     endpoint: self.endpoint(&spec.bootstrap),
-                    topic: spec.topic.clone(),
+                    topics: spec.topic_names(),
                     num_records: records,
                     record_size: spec.record_size,
                     throughput,
@@ -255,7 +255,7 @@ impl Session for NativeSession {
         Box::pin(self.call(
             WorkloadCommand::Consume {
                 endpoint: self.endpoint(&spec.bootstrap),
-                topic: spec.topic.clone(),
+                topics: spec.topic_names(),
                 group: group.to_string(),
                 expected: records,
                 timeout_s: spec.consume_timeout.as_secs_f64(),
@@ -304,7 +304,7 @@ impl Session for NativeSession {
         Box::pin(async move {
             let cmd = WorkloadCommand::EndOffsets {
                 endpoint: self.endpoint(&spec.bootstrap),
-                topic: spec.topic.clone(),
+                topics: spec.topic_names(),
             };
             let mut argv = vec![IMAGE_PATH.to_string()];
             argv.extend(cmd.to_args());
@@ -314,8 +314,8 @@ impl Session for NativeSession {
                 .await?;
             if out.exit_code != 0 {
                 bail!(
-                    "counting the records of topic {} exited with {}:\n{}",
-                    spec.topic,
+                    "counting the records of {} exited with {}:\n{}",
+                    crate::workload::topics_named(&spec.topic_names()),
                     out.exit_code,
                     tail(&out.stderr)
                 );
@@ -328,7 +328,7 @@ impl Session for NativeSession {
         Box::pin(self.call(
             WorkloadCommand::DeleteTopic {
                 endpoint: self.endpoint(&spec.bootstrap),
-                topic: spec.topic.clone(),
+                topics: spec.topic_names(),
             },
             &quiet,
         ))

@@ -58,9 +58,9 @@ impl Endpoint {
 pub struct Together {
     #[command(flatten)]
     pub endpoint: Endpoint,
-    /// Topic to produce to and consume from.
-    #[arg(long)]
-    pub topic: String,
+    /// Topic to produce to (records go to the topics in turn) and consume from; repeatable.
+    #[arg(long = "topic", required = true)]
+    pub topics: Vec<String>,
     /// Consumer group.
     #[arg(long)]
     pub group: String,
@@ -87,7 +87,7 @@ pub struct Together {
 impl Together {
     fn push_args(&self, args: &mut Vec<String>) {
         self.endpoint.push_args(args);
-        push(args, "--topic", &self.topic);
+        push_each(args, "--topic", &self.topics);
         push(args, "--group", &self.group);
         push(args, "--record-size", self.record_size);
         push(args, "--throughput", self.throughput);
@@ -102,7 +102,7 @@ impl Together {
     fn configs(self, end_to_end: bool) -> Result<(ProduceConfig, u32, ConsumeConfig)> {
         let produce = ProduceConfig {
             bootstrap: self.endpoint.bootstrap.clone(),
-            topic: self.topic.clone(),
+            topics: self.topics.clone(),
             num_records: crate::settings::MAX_COUNT,
             record_size: self.record_size,
             throughput: self.throughput,
@@ -111,7 +111,7 @@ impl Together {
         };
         let consume = ConsumeConfig {
             bootstrap: self.endpoint.bootstrap,
-            topic: self.topic,
+            topics: self.topics,
             group_id: self.group,
             expected: crate::settings::MAX_COUNT,
             timeout: seconds("timeout-s", self.timeout_s)?,
@@ -140,9 +140,9 @@ pub enum WorkloadCommand {
     CreateTopic {
         #[command(flatten)]
         endpoint: Endpoint,
-        /// Topic to create.
-        #[arg(long)]
-        topic: String,
+        /// Topic to create; repeatable.
+        #[arg(long = "topic", required = true)]
+        topics: Vec<String>,
         /// Partitions of the topic.
         #[arg(long, default_value_t = 1)]
         partitions: i32,
@@ -154,9 +154,9 @@ pub enum WorkloadCommand {
     Produce {
         #[command(flatten)]
         endpoint: Endpoint,
-        /// Topic to produce to.
-        #[arg(long)]
-        topic: String,
+        /// Topic to produce to; repeatable (records go to the topics in turn).
+        #[arg(long = "topic", required = true)]
+        topics: Vec<String>,
         /// Records to produce.
         #[arg(long)]
         num_records: u64,
@@ -178,9 +178,9 @@ pub enum WorkloadCommand {
     Consume {
         #[command(flatten)]
         endpoint: Endpoint,
-        /// Topic to consume from.
-        #[arg(long)]
-        topic: String,
+        /// Topic to consume from; repeatable (the group subscribes to all).
+        #[arg(long = "topic", required = true)]
+        topics: Vec<String>,
         /// Consumer group.
         #[arg(long)]
         group: String,
@@ -225,17 +225,17 @@ pub enum WorkloadCommand {
     EndOffsets {
         #[command(flatten)]
         endpoint: Endpoint,
-        /// Topic to count.
-        #[arg(long)]
-        topic: String,
+        /// Topic to count; repeatable (their records summed).
+        #[arg(long = "topic", required = true)]
+        topics: Vec<String>,
     },
     /// Delete a topic.
     DeleteTopic {
         #[command(flatten)]
         endpoint: Endpoint,
-        /// Topic to delete.
-        #[arg(long)]
-        topic: String,
+        /// Topic to delete; repeatable.
+        #[arg(long = "topic", required = true)]
+        topics: Vec<String>,
     },
     /// Check what the path does to records: produce samples through the endpoint, read them
     /// back through it and straight from the broker, compare with the expectation.
@@ -268,6 +268,12 @@ fn push(args: &mut Vec<String>, flag: &str, value: impl ToString) {
     args.push(value.to_string());
 }
 
+fn push_each(args: &mut Vec<String>, flag: &str, values: &[String]) {
+    for v in values {
+        push(args, flag, v);
+    }
+}
+
 fn push_pairs(args: &mut Vec<String>, flag: &str, pairs: &[(String, String)]) {
     for (k, v) in pairs {
         push(args, flag, format!("{k}={v}"));
@@ -290,19 +296,19 @@ impl WorkloadCommand {
             }
             WorkloadCommand::CreateTopic {
                 endpoint,
-                topic,
+                topics,
                 partitions,
                 replication_factor,
             } => {
                 args.push("create-topic".into());
                 endpoint.push_args(&mut args);
-                push(&mut args, "--topic", topic);
+                push_each(&mut args, "--topic", topics);
                 push(&mut args, "--partitions", partitions);
                 push(&mut args, "--replication-factor", replication_factor);
             }
             WorkloadCommand::Produce {
                 endpoint,
-                topic,
+                topics,
                 num_records,
                 record_size,
                 throughput,
@@ -311,7 +317,7 @@ impl WorkloadCommand {
             } => {
                 args.push("produce".into());
                 endpoint.push_args(&mut args);
-                push(&mut args, "--topic", topic);
+                push_each(&mut args, "--topic", topics);
                 push(&mut args, "--num-records", num_records);
                 push(&mut args, "--record-size", record_size);
                 push(&mut args, "--throughput", throughput);
@@ -320,7 +326,7 @@ impl WorkloadCommand {
             }
             WorkloadCommand::Consume {
                 endpoint,
-                topic,
+                topics,
                 group,
                 expected,
                 timeout_s,
@@ -329,7 +335,7 @@ impl WorkloadCommand {
             } => {
                 args.push("consume".into());
                 endpoint.push_args(&mut args);
-                push(&mut args, "--topic", topic);
+                push_each(&mut args, "--topic", topics);
                 push(&mut args, "--group", group);
                 push(&mut args, "--expected", expected);
                 push(&mut args, "--timeout-s", timeout_s);
@@ -358,15 +364,15 @@ impl WorkloadCommand {
                 push(&mut args, "--duration-s", duration_s);
                 push(&mut args, "--warm-up-s", warm_up_s);
             }
-            WorkloadCommand::EndOffsets { endpoint, topic } => {
+            WorkloadCommand::EndOffsets { endpoint, topics } => {
                 args.push("end-offsets".into());
                 endpoint.push_args(&mut args);
-                push(&mut args, "--topic", topic);
+                push_each(&mut args, "--topic", topics);
             }
-            WorkloadCommand::DeleteTopic { endpoint, topic } => {
+            WorkloadCommand::DeleteTopic { endpoint, topics } => {
                 args.push("delete-topic".into());
                 endpoint.push_args(&mut args);
-                push(&mut args, "--topic", topic);
+                push_each(&mut args, "--topic", topics);
             }
             WorkloadCommand::Verify {
                 endpoint,
@@ -468,22 +474,24 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
         }
         WorkloadCommand::CreateTopic {
             endpoint,
-            topic,
+            topics,
             partitions,
             replication_factor,
         } => {
             let admin = Admin::connect(&endpoint.bootstrap, &endpoint.client_properties)?;
-            let spec = TopicSpec {
-                name: topic,
-                partitions,
-                replication_factor,
-            };
-            admin.create_topic(&spec, TOPIC_VISIBLE_TIMEOUT).await?;
+            for name in topics {
+                let spec = TopicSpec {
+                    name,
+                    partitions,
+                    replication_factor,
+                };
+                admin.create_topic(&spec, TOPIC_VISIBLE_TIMEOUT).await?;
+            }
             result_line(&())?
         }
         WorkloadCommand::Produce {
             endpoint,
-            topic,
+            topics,
             num_records,
             record_size,
             throughput,
@@ -492,7 +500,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
         } => {
             let cfg = ProduceConfig {
                 bootstrap: endpoint.bootstrap,
-                topic,
+                topics,
                 num_records,
                 record_size,
                 throughput,
@@ -505,7 +513,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
         }
         WorkloadCommand::Consume {
             endpoint,
-            topic,
+            topics,
             group,
             expected,
             timeout_s,
@@ -514,7 +522,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
         } => {
             let cfg = ConsumeConfig {
                 bootstrap: endpoint.bootstrap,
-                topic,
+                topics,
                 group_id: group,
                 expected,
                 timeout: seconds("timeout-s", timeout_s)?,
@@ -575,13 +583,19 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             .await?;
             result_line(&r)?
         }
-        WorkloadCommand::EndOffsets { endpoint, topic } => {
+        WorkloadCommand::EndOffsets { endpoint, topics } => {
             let admin = Admin::connect(&endpoint.bootstrap, &endpoint.client_properties)?;
-            result_line(&admin.end_offsets(&topic).await?)?
+            let mut records = 0;
+            for topic in &topics {
+                records += admin.end_offsets(topic).await?;
+            }
+            result_line(&records)?
         }
-        WorkloadCommand::DeleteTopic { endpoint, topic } => {
+        WorkloadCommand::DeleteTopic { endpoint, topics } => {
             let admin = Admin::connect(&endpoint.bootstrap, &endpoint.client_properties)?;
-            admin.delete_topic(&topic).await?;
+            for topic in &topics {
+                admin.delete_topic(topic).await?;
+            }
             result_line(&())?
         }
         WorkloadCommand::Verify {
@@ -632,13 +646,13 @@ mod tests {
         });
         round_trip(WorkloadCommand::CreateTopic {
             endpoint: endpoint.clone(),
-            topic: "t".into(),
+            topics: vec!["t1".into(), "t2".into()],
             partitions: 3,
             replication_factor: 2,
         });
         round_trip(WorkloadCommand::Produce {
             endpoint: endpoint.clone(),
-            topic: "t".into(),
+            topics: vec!["t1".into(), "t2".into(), "t3".into()],
             num_records: 20_000,
             record_size: 512,
             throughput: -1,
@@ -650,7 +664,7 @@ mod tests {
         });
         round_trip(WorkloadCommand::Consume {
             endpoint: endpoint.clone(),
-            topic: "t".into(),
+            topics: vec!["t".into()],
             group: "g".into(),
             expected: 10,
             timeout_s: 60.0,
@@ -659,7 +673,7 @@ mod tests {
         });
         round_trip(WorkloadCommand::Consume {
             endpoint: endpoint.clone(),
-            topic: "t".into(),
+            topics: vec!["t1".into(), "t2".into()],
             group: "g".into(),
             expected: 10,
             timeout_s: 60.0,
@@ -668,7 +682,7 @@ mod tests {
         });
         let clients = Together {
             endpoint: endpoint.clone(),
-            topic: "t".into(),
+            topics: vec!["t1".into(), "t2".into()],
             group: "g".into(),
             record_size: 100,
             throughput: 20_000,
@@ -689,11 +703,11 @@ mod tests {
         });
         round_trip(WorkloadCommand::EndOffsets {
             endpoint: Endpoint::new("broker:9092", &[]),
-            topic: "t".into(),
+            topics: vec!["t1".into(), "t2".into()],
         });
         round_trip(WorkloadCommand::DeleteTopic {
             endpoint: endpoint.clone(),
-            topic: "t".into(),
+            topics: vec!["t".into()],
         });
         round_trip(WorkloadCommand::Verify {
             endpoint,
@@ -704,6 +718,20 @@ mod tests {
             records: 20,
             record_size: 100,
         });
+    }
+
+    #[test]
+    fn a_step_needs_a_topic() {
+        let err = parse_from([
+            "perf-tests",
+            "workload",
+            "end-offsets",
+            "--bootstrap",
+            "b:9092",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("--topic"), "{err}");
     }
 
     #[test]

@@ -27,7 +27,8 @@ const MIB: f64 = 1024.0 * 1024.0;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsumeConfig {
     pub bootstrap: String,
-    pub topic: String,
+    /// Topics the group subscribes to; at least one.
+    pub topics: Vec<String>,
     pub group_id: String,
     /// Records to consume; consumption stops at exactly this many.
     pub expected: u64,
@@ -339,6 +340,10 @@ fn consume_member_inner(
             // Offsets are stored by hand as each record is counted, so what the group commits is
             // exactly what it counted.
             ("enable.auto.offset.store", "false"),
+            // The range assignor hands out each topic's partitions on its own, so with several
+            // one-partition topics every topic would go to the same member; round robin spreads
+            // the partitions of all topics over the members.
+            ("partition.assignment.strategy", "roundrobin"),
         ],
         &[&cfg.client],
     )?;
@@ -356,9 +361,10 @@ fn consume_member_inner(
         .context("creating the Kafka consumer")?;
 
     let start = Instant::now();
+    let topics: Vec<&str> = cfg.topics.iter().map(String::as_str).collect();
     consumer
-        .subscribe(&[&cfg.topic])
-        .with_context(|| format!("subscribing to topic `{}`", cfg.topic))?;
+        .subscribe(&topics)
+        .with_context(|| format!("subscribing to {}", super::topics_named(&cfg.topics)))?;
     let mut member = Member {
         count: 0,
         bytes: 0,
@@ -436,10 +442,10 @@ fn consume_member_inner(
                 .map(|f| format!(" (last consumer error: {f})"))
                 .unwrap_or_else(|| consumer.context().last_error.suffix());
             bail!(
-                "consumed {} of {} records from topic `{}` through {}: no record for {:.1} s{why}",
+                "consumed {} of {} records from {} through {}: no record for {:.1} s{why}",
                 shared.consumed.load(Ordering::SeqCst),
                 cfg.expected,
-                cfg.topic,
+                super::topics_named(&cfg.topics),
                 cfg.bootstrap,
                 cfg.timeout.as_secs_f64()
             );
@@ -450,8 +456,9 @@ fn consume_member_inner(
     if member.count > 0 {
         commit(&consumer).with_context(|| {
             format!(
-                "committing the offsets of group `{}` on topic `{}`",
-                cfg.group_id, cfg.topic
+                "committing the offsets of group `{}` on {}",
+                cfg.group_id,
+                super::topics_named(&cfg.topics)
             )
         })?;
     }

@@ -37,3 +37,12 @@ pub fn unique_suffix() -> String {
             .wrapping_mul(0x9E37_79B9_7F4A_7C15);
     format!("{mixed:016x}")
 }
+
+/// "topic `a`" or "topics `a`, `b`", for messages about the topics a step uses.
+pub fn topics_named(topics: &[String]) -> String {
+    let quoted: Vec<String> = topics.iter().map(|t| format!("`{t}`")).collect();
+    match quoted.as_slice() {
+        [one] => format!("topic {one}"),
+        many => format!("topics {}", many.join(", ")),
+    }
+}

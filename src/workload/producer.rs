@@ -31,7 +31,8 @@ pub const REPORT_INTERVAL: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProduceConfig {
     pub bootstrap: String,
-    pub topic: String,
+    /// Topics the records go to, in turn (record i to topic i mod n); at least one.
+    pub topics: Vec<String>,
     pub num_records: u64,
     pub record_size: usize,
     /// Target records/s; any negative value is unlimited.
@@ -524,7 +525,6 @@ fn produce_blocking(
         .create_with_context(context)
         .context("creating the Kafka producer")?;
     let payload = payload(cfg.record_size);
-    let topic = cfg.topic.as_str();
 
     let start = Instant::now();
     producer.context().tally.lock().unwrap().window = Window::new(start);
@@ -542,7 +542,15 @@ fn produce_blocking(
         }
     };
 
-    let handle = TopicHandle::new(&producer, topic)?;
+    let handles = cfg
+        .topics
+        .iter()
+        .map(|t| TopicHandle::new(&producer, t))
+        .collect::<Result<Vec<_>>>()?;
+    if handles.is_empty() {
+        bail!("no topic to produce to");
+    }
+    let mut next_topic = 0;
     let mut sent = 0;
     for i in 0..cfg.num_records {
         if live
@@ -560,8 +568,15 @@ fn produce_blocking(
             0
         };
         let opaque = stamp(sent_ns / 1000, late_ms);
+        // Records go to the topics in turn, so each gets an even share.
+        let topic = next_topic;
+        next_topic = if next_topic + 1 == handles.len() {
+            0
+        } else {
+            next_topic + 1
+        };
         loop {
-            match handle.produce(&payload, opaque) {
+            match handles[topic].produce(&payload, opaque) {
                 Ok(()) => break,
                 Err(RDKafkaErrorCode::QueueFull) => {
                     // The local queue is full: serve delivery reports, then retry.
@@ -572,7 +587,7 @@ fn produce_blocking(
                         "sending record {} of {} to topic `{}` through {}: {e}{}",
                         i + 1,
                         cfg.num_records,
-                        topic,
+                        cfg.topics[topic],
                         cfg.bootstrap,
                         producer.context().last_error.suffix()
                     ))
@@ -606,9 +621,9 @@ fn produce_blocking(
         .unwrap_or_else(|e| e.into_inner());
     if t.acked == 0 && t.failed > 0 {
         bail!(
-            "no record of {} was delivered to topic `{}` through {}: {}{}",
+            "no record of {} was delivered to {} through {}: {}{}",
             cfg.num_records,
-            topic,
+            super::topics_named(&cfg.topics),
             cfg.bootstrap,
             t.first_failure.clone().unwrap_or_default(),
             producer.context().last_error.suffix()
@@ -673,7 +688,7 @@ mod tests {
     fn config(num_records: u64, throughput: i64) -> ProduceConfig {
         ProduceConfig {
             bootstrap: "broker:9092".into(),
-            topic: "t".into(),
+            topics: vec!["t".into()],
             num_records,
             record_size: 1024,
             throughput,

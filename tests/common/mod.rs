@@ -8,7 +8,7 @@ use bollard::query_parameters::{ListContainersOptionsBuilder, ListNetworksOption
 
 /// Every setting's environment variable; tests clear them so the caller's environment cannot
 /// leak into the binary they run.
-pub const SETTING_VARS: [&str; 27] = [
+pub const SETTING_VARS: [&str; 28] = [
     "TEST",
     "NUM_RECORDS",
     "RECORD_SIZE",
@@ -28,6 +28,7 @@ pub const SETTING_VARS: [&str; 27] = [
     "MODE",
     "REPEAT",
     "PARTITIONS",
+    "TOPICS",
     "PRODUCERS",
     "CONSUMERS",
     "P99_LIMIT_MS",
