@@ -7,6 +7,23 @@ use common::{engine_lock, leftovers, only_run, run_id_of, run_succeeds};
 
 use serde_json::Value;
 
+/// The measurement of `02-no-filters` in the run's results.
+fn measurement(run: &std::path::Path) -> Value {
+    let result: Value =
+        serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
+    result["measurement"].clone()
+}
+
+/// The records each member of the group read.
+fn per_client(m: &Value) -> Vec<u64> {
+    m["consumer"]["per_client"]
+        .as_array()
+        .unwrap_or_else(|| panic!("per_client in {m}"))
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn producers_and_consumers_share_the_work_and_their_figures_are_merged() {
     let _lock = engine_lock(false);
@@ -29,9 +46,7 @@ async fn producers_and_consumers_share_the_work_and_their_figures_are_merged() {
     );
 
     let run = only_run(results.path());
-    let result: Value =
-        serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
-    let m = &result["measurement"];
+    let m = &measurement(&run);
     for counter in ["requested", "acknowledged", "end_offsets", "consumed"] {
         assert_eq!(m["integrity"][counter], 20_000, "{counter}: {m}");
     }
@@ -48,12 +63,7 @@ async fn producers_and_consumers_share_the_work_and_their_figures_are_merged() {
     // Three consumers of one group together read every record once, and each read some: no
     // member drained the backlog before the others joined (each held its partitions until the
     // group formed), and the reading came after that.
-    let per_client: Vec<u64> = m["consumer"]["per_client"]
-        .as_array()
-        .unwrap_or_else(|| panic!("per_client in {m}"))
-        .iter()
-        .map(|n| n.as_u64().unwrap())
-        .collect();
+    let per_client = per_client(m);
     assert_eq!(per_client.len(), 3, "{per_client:?}");
     assert_eq!(per_client.iter().sum::<u64>(), 20_000);
     // Records went to random partitions: every member had about a third to read.
@@ -83,20 +93,13 @@ async fn records_spread_over_several_topics_that_one_group_reads() {
     );
 
     let run = only_run(results.path());
-    let result: Value =
-        serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
-    let m = &result["measurement"];
+    let m = &measurement(&run);
     for counter in ["requested", "acknowledged", "end_offsets", "consumed"] {
         assert_eq!(m["integrity"][counter], 6000, "{counter}: {m}");
     }
     // Each producer sends its 3000 records to the topics in turn, so every topic holds exactly
     // 2000, and each member, owning one topic's partition, read exactly those.
-    let mut per_client: Vec<u64> = m["consumer"]["per_client"]
-        .as_array()
-        .unwrap_or_else(|| panic!("per_client in {m}"))
-        .iter()
-        .map(|n| n.as_u64().unwrap())
-        .collect();
+    let mut per_client = per_client(m);
     per_client.sort_unstable();
     assert_eq!(per_client, [2000, 2000, 2000], "{m}");
 
