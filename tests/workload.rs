@@ -30,16 +30,18 @@ impl Session for InProcess {
     }
     fn create_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let admin = Admin::connect(&spec.bootstrap, &[])?;
-            for name in spec.topic_names() {
-                let topic = TopicSpec {
+            let topics: Vec<TopicSpec> = spec
+                .topic_names()
+                .into_iter()
+                .map(|name| TopicSpec {
                     name,
                     partitions: spec.partitions,
                     replication_factor: spec.replication_factor,
-                };
-                admin.create_topic(&topic, Duration::from_secs(30)).await?;
-            }
-            Ok(())
+                })
+                .collect();
+            Admin::connect(&spec.bootstrap, &[])?
+                .create_topics(&topics, Duration::from_secs(30))
+                .await
         })
     }
     fn produce<'a>(
@@ -91,11 +93,9 @@ impl Session for InProcess {
     }
     fn delete_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let admin = Admin::connect(&spec.bootstrap, &[])?;
-            for t in spec.topic_names() {
-                admin.delete_topic(&t).await?;
-            }
-            Ok(())
+            Admin::connect(&spec.bootstrap, &[])?
+                .delete_topics(&spec.topic_names())
+                .await
         })
     }
     fn close(&self) -> BoxFuture<'_, Result<()>> {

@@ -64,29 +64,47 @@ impl Admin {
 
     /// Creates the topic unless it exists, then waits until its metadata is visible.
     pub async fn create_topic(&self, spec: &TopicSpec, timeout: Duration) -> Result<()> {
-        let new = NewTopic::new(
-            &spec.name,
-            spec.partitions,
-            TopicReplication::Fixed(spec.replication_factor),
-        );
+        self.create_topics(std::slice::from_ref(spec), timeout)
+            .await
+    }
+
+    /// Creates the topics that do not exist, in one request, then waits until each is visible.
+    pub async fn create_topics(&self, specs: &[TopicSpec], timeout: Duration) -> Result<()> {
+        let new: Vec<NewTopic> = specs
+            .iter()
+            .map(|spec| {
+                NewTopic::new(
+                    &spec.name,
+                    spec.partitions,
+                    TopicReplication::Fixed(spec.replication_factor),
+                )
+            })
+            .collect();
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         let options = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
         let results = self
             .admin
-            .create_topics([&new], &options)
+            .create_topics(&new, &options)
             .await
-            .with_context(|| self.failure(&format!("creating topic `{}`", spec.name)))?;
+            .with_context(|| self.failure(&format!("creating topics `{}`", names.join("`, `"))))?;
         for r in results {
             match r {
                 Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-                Err((name, code)) => bail!(
-                    "creating topic `{name}` ({} partitions, replication factor {}) through {}: {code}",
-                    spec.partitions,
-                    spec.replication_factor,
-                    self.bootstrap
-                ),
+                Err((name, code)) => {
+                    let spec = specs.iter().find(|s| s.name == name).unwrap_or(&specs[0]);
+                    bail!(
+                        "creating topic `{name}` ({} partitions, replication factor {}) through {}: {code}",
+                        spec.partitions,
+                        spec.replication_factor,
+                        self.bootstrap
+                    )
+                }
             }
         }
-        self.wait_visible(&spec.name, timeout).await
+        for name in names {
+            self.wait_visible(name, timeout).await?;
+        }
+        Ok(())
     }
 
     /// Waits until the topic's metadata shows its partitions without error.
@@ -111,12 +129,18 @@ impl Admin {
 
     /// Deletes the topic; a topic that does not exist is not an error.
     pub async fn delete_topic(&self, topic: &str) -> Result<()> {
+        self.delete_topics(&[topic.to_string()]).await
+    }
+
+    /// Deletes the topics in one request; a topic that does not exist is not an error.
+    pub async fn delete_topics(&self, topics: &[String]) -> Result<()> {
+        let names: Vec<&str> = topics.iter().map(String::as_str).collect();
         let options = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
         let results = self
             .admin
-            .delete_topics(&[topic], &options)
+            .delete_topics(&names, &options)
             .await
-            .with_context(|| self.failure(&format!("deleting topic `{topic}`")))?;
+            .with_context(|| self.failure(&format!("deleting topics `{}`", names.join("`, `"))))?;
         for r in results {
             match r {
                 Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}

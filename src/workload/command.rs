@@ -479,14 +479,15 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             replication_factor,
         } => {
             let admin = Admin::connect(&endpoint.bootstrap, &endpoint.client_properties)?;
-            for name in topics {
-                let spec = TopicSpec {
+            let specs: Vec<TopicSpec> = topics
+                .into_iter()
+                .map(|name| TopicSpec {
                     name,
                     partitions,
                     replication_factor,
-                };
-                admin.create_topic(&spec, TOPIC_VISIBLE_TIMEOUT).await?;
-            }
+                })
+                .collect();
+            admin.create_topics(&specs, TOPIC_VISIBLE_TIMEOUT).await?;
             result_line(&())?
         }
         WorkloadCommand::Produce {
@@ -593,9 +594,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
         }
         WorkloadCommand::DeleteTopic { endpoint, topics } => {
             let admin = Admin::connect(&endpoint.bootstrap, &endpoint.client_properties)?;
-            for topic in &topics {
-                admin.delete_topic(topic).await?;
-            }
+            admin.delete_topics(&topics).await?;
             result_line(&())?
         }
         WorkloadCommand::Verify {
