@@ -1,6 +1,5 @@
 //! Topic administration the measurement needs: create, wait until visible, count, delete.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -153,31 +152,53 @@ impl Admin {
     }
 
     /// Records in the topic: sum over partitions of end offset minus low watermark.
+    pub async fn end_offsets(&self, topic: &str) -> Result<u64> {
+        self.end_offsets_sum(&[topic.to_string()]).await
+    }
+
+    /// Records in all the topics, counted with one metadata request and one reader.
     ///
     /// The end offset is the listed high watermark, confirmed by reading from just before it
     /// to the partition end: some brokers (Tansu 0.6) list the last batch's base offset + 1,
     /// which would undercount; a correct broker answers the read with a single record.
-    pub async fn end_offsets(&self, topic: &str) -> Result<u64> {
+    pub async fn end_offsets_sum(&self, topics: &[String]) -> Result<u64> {
         let client = self.metadata.clone();
         let config = self.config.clone();
-        let topic_owned = topic.to_string();
+        let owned = topics.to_vec();
         let result = tokio::task::spawn_blocking(move || -> Result<u64> {
             let mut marks = Vec::new();
-            for p in partition_ids(&client, &topic_owned)? {
-                let (low, high) = client
-                    .fetch_watermarks(&topic_owned, p, REQUEST_TIMEOUT)
-                    .with_context(|| format!("watermarks of partition {p}"))?;
-                marks.push((p, low, high));
+            for (topic, partitions) in partition_ids_of(&client, &owned)? {
+                for p in partitions {
+                    let (low, high) = client
+                        .fetch_watermarks(&topic, p, REQUEST_TIMEOUT)
+                        .with_context(|| format!("watermarks of partition {p} of `{topic}`"))?;
+                    marks.push(Mark {
+                        topic: topic.clone(),
+                        partition: p,
+                        low,
+                        high,
+                    });
+                }
             }
-            let ends = read_to_end(&config, &topic_owned, &marks)?;
+            let ends = read_to_end(&config, &marks)?;
             Ok(marks
                 .iter()
-                .map(|(p, low, _)| (ends[p] - low).max(0) as u64)
+                .zip(ends)
+                .map(|(m, end)| (end - m.low).max(0) as u64)
                 .sum())
         })
         .await
         .context("watermark task panicked")?;
-        result.with_context(|| self.failure(&format!("counting the records of topic `{topic}`")))
+        result.with_context(|| {
+            let which = match topics {
+                [one] => format!("topic `{one}`"),
+                [first, .., last] if topics.len() > 3 => {
+                    format!("the {} topics `{first}` … `{last}`", topics.len())
+                }
+                _ => format!("topics `{}`", topics.join("`, `")),
+            };
+            self.failure(&format!("counting the records of {which}"))
+        })
     }
 
     async fn partitions(&self, topic: &str) -> Result<usize> {
@@ -197,21 +218,26 @@ impl Admin {
     }
 }
 
-/// End offset per partition: the larger of the listed high watermark and the offset after
-/// the last record found reading from just before it until the partition's end.
-fn read_to_end(
-    config: &ClientConfig,
-    topic: &str,
-    marks: &[(i32, i64, i64)],
-) -> Result<HashMap<i32, i64>> {
-    let mut ends: HashMap<i32, i64> = marks.iter().map(|(p, _, high)| (*p, *high)).collect();
-    let mut list = TopicPartitionList::new();
-    for (p, low, high) in marks {
-        if high > low {
-            list.add_partition_offset(topic, *p, Offset::Offset(high - 1))?;
-        }
-    }
-    if list.count() == 0 {
+/// One partition's listed watermarks.
+struct Mark {
+    topic: String,
+    partition: i32,
+    low: i64,
+    high: i64,
+}
+
+/// End offset per mark, in order: the larger of the listed high watermark and the offset
+/// after the last record found reading from just before it until the partition's end.
+///
+/// One reader serves every partition. Its end-of-partition event names only the partition
+/// number, so each partition gets its own queue (split before the assignment, which keeps
+/// every fetched message and event of that partition on it) and the queue names the topic.
+fn read_to_end(config: &ClientConfig, marks: &[Mark]) -> Result<Vec<i64>> {
+    let mut ends: Vec<i64> = marks.iter().map(|m| m.high).collect();
+    let to_read: Vec<usize> = (0..marks.len())
+        .filter(|&i| marks[i].high > marks[i].low)
+        .collect();
+    if to_read.is_empty() {
         return Ok(ends);
     }
     let mut config = config.clone();
@@ -225,41 +251,88 @@ fn read_to_end(
         // The end is reported by an empty fetch; do not let the broker hold it for long.
         .set("fetch.wait.max.ms", "10")
         .set("enable.auto.commit", "false");
-    let reader: BaseConsumer<Quiet> = config
-        .create_with_context(Quiet::default())
-        .context("creating the end-offset reader")?;
+    let reader: Arc<BaseConsumer<Quiet>> = Arc::new(
+        config
+            .create_with_context(Quiet::default())
+            .context("creating the end-offset reader")?,
+    );
+    let mut list = TopicPartitionList::new();
+    let mut pending = Vec::new();
+    for &i in &to_read {
+        let m = &marks[i];
+        let queue = reader
+            .split_partition_queue(&m.topic, m.partition)
+            .ok_or_else(|| {
+                anyhow!(
+                    "no queue for partition {} of `{}` on the end-offset reader",
+                    m.partition,
+                    m.topic
+                )
+            })?;
+        list.add_partition_offset(&m.topic, m.partition, Offset::Offset(m.high - 1))?;
+        pending.push((i, queue));
+    }
     reader.assign(&list)?;
-    let mut pending: HashSet<i32> = list.elements().iter().map(|e| e.partition()).collect();
     let deadline = Instant::now() + REQUEST_TIMEOUT;
     let mut last_error = String::from("no answer");
     while !pending.is_empty() {
-        match reader.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => {
-                let end = ends.entry(m.partition()).or_insert(0);
-                *end = (*end).max(m.offset() + 1);
-            }
-            Some(Err(KafkaError::PartitionEOF(p))) => {
-                pending.remove(&p);
-            }
-            Some(Err(e)) => last_error = e.to_string(),
-            None => {}
+        // The reader's own queue serves its callbacks; its messages went to the split queues.
+        if let Some(Err(e)) = reader.poll(Duration::from_millis(10)) {
+            last_error = e.to_string();
         }
-        if Instant::now() >= deadline {
-            bail!("reading partitions {pending:?} of topic `{topic}` to their end: {last_error}");
+        pending.retain(|(i, queue)| loop {
+            match queue.poll(Duration::ZERO) {
+                Some(Ok(message)) => ends[*i] = ends[*i].max(message.offset() + 1),
+                Some(Err(KafkaError::PartitionEOF(_))) => return false,
+                Some(Err(e)) => last_error = e.to_string(),
+                None => return true,
+            }
+        });
+        if !pending.is_empty() && Instant::now() >= deadline {
+            let left: Vec<String> = pending
+                .iter()
+                .map(|(i, _)| format!("{}/{}", marks[*i].topic, marks[*i].partition))
+                .collect();
+            bail!(
+                "reading partitions {} to their end: {last_error}",
+                left.join(", ")
+            );
         }
     }
     Ok(ends)
 }
 
-fn partition_ids(client: &BaseConsumer<Quiet>, topic: &str) -> Result<Vec<i32>> {
-    let metadata = client.fetch_metadata(Some(topic), REQUEST_TIMEOUT)?;
-    let t = metadata
-        .topics()
+/// Partition ids of each topic, from one metadata request.
+fn partition_ids_of(
+    client: &BaseConsumer<Quiet>,
+    topics: &[String],
+) -> Result<Vec<(String, Vec<i32>)>> {
+    // One topic asks for its own metadata only; several ask for all of the cluster's.
+    let only = match topics {
+        [topic] => Some(topic.as_str()),
+        _ => None,
+    };
+    let metadata = client.fetch_metadata(only, REQUEST_TIMEOUT)?;
+    topics
         .iter()
-        .find(|t| t.name() == topic)
-        .ok_or_else(|| anyhow!("topic `{topic}` missing from the metadata"))?;
-    if let Some(e) = t.error() {
-        bail!("topic `{topic}`: {}", RDKafkaErrorCode::from(e));
-    }
-    Ok(t.partitions().iter().map(|p| p.id()).collect())
+        .map(|topic| {
+            let t = metadata
+                .topics()
+                .iter()
+                .find(|t| t.name() == topic)
+                .ok_or_else(|| anyhow!("topic `{topic}` missing from the metadata"))?;
+            if let Some(e) = t.error() {
+                bail!("topic `{topic}`: {}", RDKafkaErrorCode::from(e));
+            }
+            Ok((
+                topic.clone(),
+                t.partitions().iter().map(|p| p.id()).collect(),
+            ))
+        })
+        .collect()
+}
+
+fn partition_ids(client: &BaseConsumer<Quiet>, topic: &str) -> Result<Vec<i32>> {
+    let mut found = partition_ids_of(client, &[topic.to_string()])?;
+    Ok(found.pop().map(|(_, ids)| ids).unwrap_or_default())
 }

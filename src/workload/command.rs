@@ -586,11 +586,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
         }
         WorkloadCommand::EndOffsets { endpoint, topics } => {
             let admin = Admin::connect(&endpoint.bootstrap, &endpoint.client_properties)?;
-            let mut records = 0;
-            for topic in &topics {
-                records += admin.end_offsets(topic).await?;
-            }
-            result_line(&records)?
+            result_line(&admin.end_offsets_sum(&topics).await?)?
         }
         WorkloadCommand::DeleteTopic { endpoint, topics } => {
             let admin = Admin::connect(&endpoint.bootstrap, &endpoint.client_properties)?;
