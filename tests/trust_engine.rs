@@ -5,6 +5,11 @@
 //! found (the comparison states the change it could have detected). A run whose producer is limited
 //! to 1000 rec/s (THROUGHPUT) really is slower; against the pooled base it must be a
 //! significant regression, and the comparison must say that the sides were not interleaved.
+//!
+//! Identical sides still give a regression by chance: with 5 a side and Holm over the two
+//! primary rates, one rate's sides must not overlap but for one pair (U ≤ 1, one-sided
+//! 2/252), so at most 1.6% of runs when the noise hits both sides alike. The test runs alone
+//! (`.config/nextest.toml`) so that other tests' load does not fall on one side.
 
 mod common;
 use common::{engine_lock, repo};
