@@ -85,7 +85,7 @@ impl Admin {
             .admin
             .create_topics(&new, &options)
             .await
-            .with_context(|| self.failure(&format!("creating topics `{}`", names.join("`, `"))))?;
+            .with_context(|| self.failure(&format!("creating {}", topics_phrase(&names))))?;
         for r in results {
             match r {
                 Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
@@ -100,24 +100,36 @@ impl Admin {
                 }
             }
         }
-        for name in names {
-            self.wait_visible(name, timeout).await?;
-        }
-        Ok(())
+        self.wait_all_visible(&names, timeout).await
     }
 
     /// Waits until the topic's metadata shows its partitions without error.
     pub async fn wait_visible(&self, topic: &str, timeout: Duration) -> Result<()> {
+        self.wait_all_visible(&[topic], timeout).await
+    }
+
+    /// Waits until every topic's metadata shows its partitions, asking for all in one request
+    /// per try.
+    async fn wait_all_visible(&self, topics: &[&str], timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
+        let owned: Vec<String> = topics.iter().map(|t| t.to_string()).collect();
         loop {
-            let last = match self.partitions(topic).await {
-                Ok(n) if n > 0 => return Ok(()),
-                Ok(_) => "no partitions yet".to_string(),
+            let client = self.metadata.clone();
+            let asked = owned.clone();
+            let found = tokio::task::spawn_blocking(move || partition_ids_of(&client, &asked))
+                .await
+                .context("metadata task panicked")?;
+            let last = match found {
+                Ok(found) => match found.iter().find(|(_, ids)| ids.is_empty()) {
+                    None => return Ok(()),
+                    Some((topic, _)) => format!("topic `{topic}` has no partitions yet"),
+                },
                 Err(e) => format!("{e:#}"),
             };
             if Instant::now() >= deadline {
                 bail!(
-                    "topic `{topic}` not visible through {} after {:.1} s: {last}",
+                    "{} not visible through {} after {:.1} s: {last}",
+                    topics_phrase(topics),
                     self.bootstrap,
                     timeout.as_secs_f64()
                 );
@@ -139,7 +151,7 @@ impl Admin {
             .admin
             .delete_topics(&names, &options)
             .await
-            .with_context(|| self.failure(&format!("deleting topics `{}`", names.join("`, `"))))?;
+            .with_context(|| self.failure(&format!("deleting {}", topics_phrase(&names))))?;
         for r in results {
             match r {
                 Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
@@ -190,23 +202,12 @@ impl Admin {
         .await
         .context("watermark task panicked")?;
         result.with_context(|| {
-            let which = match topics {
-                [one] => format!("topic `{one}`"),
-                [first, .., last] if topics.len() > 3 => {
-                    format!("the {} topics `{first}` … `{last}`", topics.len())
-                }
-                _ => format!("topics `{}`", topics.join("`, `")),
-            };
-            self.failure(&format!("counting the records of {which}"))
+            let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+            self.failure(&format!(
+                "counting the records of {}",
+                topics_phrase(&names)
+            ))
         })
-    }
-
-    async fn partitions(&self, topic: &str) -> Result<usize> {
-        let client = self.metadata.clone();
-        let topic = topic.to_string();
-        tokio::task::spawn_blocking(move || partition_ids(&client, &topic).map(|p| p.len()))
-            .await
-            .context("metadata task panicked")?
     }
 
     fn failure(&self, what: &str) -> String {
@@ -332,7 +333,28 @@ fn partition_ids_of(
         .collect()
 }
 
-fn partition_ids(client: &BaseConsumer<Quiet>, topic: &str) -> Result<Vec<i32>> {
-    let mut found = partition_ids_of(client, &[topic.to_string()])?;
-    Ok(found.pop().map(|(_, ids)| ids).unwrap_or_default())
+/// The topics named for a message: all of a few, the first and last of many.
+fn topics_phrase(topics: &[&str]) -> String {
+    match topics {
+        [one] => format!("topic `{one}`"),
+        [first, .., last] if topics.len() > 3 => {
+            format!("the {} topics `{first}` … `{last}`", topics.len())
+        }
+        _ => format!("topics `{}`", topics.join("`, `")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::topics_phrase;
+
+    #[test]
+    fn a_message_names_a_few_topics_and_the_ends_of_many() {
+        assert_eq!(topics_phrase(&["a"]), "topic `a`");
+        assert_eq!(topics_phrase(&["a", "b", "c"]), "topics `a`, `b`, `c`");
+        assert_eq!(
+            topics_phrase(&["t-1", "t-2", "t-3", "t-4"]),
+            "the 4 topics `t-1` … `t-4`"
+        );
+    }
 }
