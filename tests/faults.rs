@@ -397,9 +397,14 @@ async fn a_second_scenario_that_fails_keeps_the_first_ones_results_marked_incomp
         ],
         results.path(),
     );
-    let started = Running::start(cmd, |l| l.starts_with("==> 02-"));
+    // The first workload line of `02` comes after its bring-up: the proxy's death is then the
+    // watch's to find, not the bring-up's (which reports a death in its own words).
+    let in_02 = std::cell::Cell::new(false);
+    let started = Running::start(cmd, |l| {
+        in_02.set(in_02.get() || l.starts_with("==> 02-"));
+        in_02.get() && l.starts_with("    ")
+    });
     let run_id = started.run_id();
-    // Up and healthy: its death is the watch's to find, not the bring-up's.
     wait_for("the proxy to be healthy", Duration::from_secs(60), || {
         running_container(&run_id, "kroxylicious-no-filters").is_some_and(|id| {
             docker(&["inspect", "-f", "{{.State.Health.Status}}", &id]).trim() == "healthy"
