@@ -141,6 +141,56 @@ fn a_clear_slowdown_over_five_repetitions_is_a_regression() {
     assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
 }
 
+/// Consumer-like spread (CV near 10%) of two sides of identical code, their runs interleaved.
+const NOISY_A: [f64; 5] = [1.00, 0.91, 1.08, 0.97, 1.12];
+const NOISY_B: [f64; 5] = [0.95, 1.05, 0.89, 1.10, 1.01];
+
+#[test]
+fn overlapping_noisy_sides_are_no_regression_and_the_same_shifted_by_a_third_is_one() {
+    let root = tempfile::tempdir().unwrap();
+    let a = write_run(root.path(), "a", &NOISY_A, 5000);
+    let b = write_run(root.path(), "b", &NOISY_B, 5000);
+    let args = |x: &Path, y: &Path| {
+        compare(
+            &[
+                x.to_str().unwrap(),
+                y.to_str().unwrap(),
+                "--format",
+                "plain",
+            ],
+            root.path(),
+        )
+    };
+    let out = args(&a, &b);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.starts_with("no significant regression beyond 5%"),
+        "{stdout}"
+    );
+    // Each primary rate states what change five noisy runs a side could have found.
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("01-no-proxy-baseline") && l.contains("Rate rec/s"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("primary") && row.contains('%'), "{row}");
+
+    // The same spread a third slower: no run of the new side reaches the base's slowest.
+    let slow: Vec<f64> = NOISY_B.iter().map(|s| s * 0.67).collect();
+    let c = write_run(root.path(), "c", &slow, 5000);
+    let out = args(&a, &c);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout
+            .lines()
+            .next()
+            .unwrap()
+            .contains("01-no-proxy-baseline Rate rec/s -"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn latest_and_previous_are_the_last_runs_by_name() {
     let root = tempfile::tempdir().unwrap();

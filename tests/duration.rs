@@ -3,7 +3,7 @@
 //! happened (acknowledgements stop, the end-to-end latency jumps), and the path is calm after.
 
 mod common;
-use common::{engine_lock, leftovers, only_run, perf_tests_run, run_with_a_stall};
+use common::{engine_lock, leftovers, only_run, perf_tests_run, run_with_a_stall, StallAt};
 
 use serde_json::Value;
 
@@ -18,7 +18,9 @@ async fn every_second_is_recorded_and_a_stall_shows_where_it_happened() {
         .env("DURATION_WARM_UP", "1s")
         .env("THROUGHPUT", "2000")
         .env_remove("NUM_RECORDS");
-    let (status, stderr, run_id) = run_with_a_stall(cmd, "kroxylicious-no-filters");
+    // The stall starts once the second second is recorded, so it falls in seconds 3 and 4.
+    let at = StallAt::Line("t=2 s: produced ");
+    let (status, stderr, run_id) = run_with_a_stall(cmd, "kroxylicious-no-filters", at);
     assert!(status.success(), "{stderr}");
     assert!(stderr.contains("t=10 s: produced "), "{stderr}");
 
@@ -47,7 +49,7 @@ async fn every_second_is_recorded_and_a_stall_shows_where_it_happened() {
             "{m}"
         );
     }
-    // The stall (1.5 s, some two seconds in): no acknowledgement came through the paused proxy
+    // The stall (1.5 s, two seconds in): no acknowledgement came through the paused proxy
     // for a second or more, and the end-to-end latency of that time's records jumped; the
     // path was calm again after.
     let peak = series
@@ -64,7 +66,8 @@ async fn every_second_is_recorded_and_a_stall_shows_where_it_happened() {
         .iter()
         .map(|s| get(s, "e2e_p99_ms"))
         .fold(0.0, f64::max);
-    assert!(calm < 500.0, "{series:?}");
+    // Calm: the stall's lateness is gone, whatever else a loaded machine adds to a second.
+    assert!(calm < peak / 2.0, "{series:?}");
     // The figures cover the 9 s after the warm-up, at about the target rate.
     assert_eq!(m["consumer"]["fetch_ms"], 9000.0);
     let rate = m["producer"]["rate_rec_s"].as_f64().unwrap();

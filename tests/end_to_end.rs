@@ -3,7 +3,7 @@
 //! the records sent during the stall arrive late.
 
 mod common;
-use common::{engine_lock, leftovers, only_run, perf_tests_run, run_with_a_stall};
+use common::{engine_lock, leftovers, only_run, perf_tests_run, run_with_a_stall, StallAt};
 
 use serde_json::Value;
 
@@ -12,19 +12,27 @@ async fn a_stall_shows_in_the_end_to_end_latencies() {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
     let mut cmd = perf_tests_run(results.path());
-    // 5 s of sends at 4000 rec/s through the Kroxylicious proxy, received as they are sent.
+    // 8 s of sends at 1000 rec/s through the Kroxylicious proxy, received as they are sent: a
+    // rate far below what the path carries even on a loaded machine, so the records held back
+    // by the stall are soon through and the ones after it are not queued behind them.
     cmd.env("TEST", "02-no-filters")
-        .env("NUM_RECORDS", "2e4")
-        .env("THROUGHPUT", "4000")
+        .env("NUM_RECORDS", "8000")
+        .env("THROUGHPUT", "1000")
         .env("MODE", "end-to-end");
-    let (status, stderr, run_id) = run_with_a_stall(cmd, "kroxylicious-no-filters");
+    // The stall starts as the measured producer does (its command line names the 8000
+    // records; the warm-up's names its own count): the records it sends in the next 1.5 s wait.
+    let at = StallAt::Step {
+        step: "produce",
+        with: "--num-records 8000",
+    };
+    let (status, stderr, run_id) = run_with_a_stall(cmd, "kroxylicious-no-filters", at);
     assert!(status.success(), "{stderr}");
     let run = only_run(results.path());
     let result: Value =
         serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
     let m = &result["measurement"];
     for counter in ["requested", "acknowledged", "end_offsets", "consumed"] {
-        assert_eq!(m["integrity"][counter], 20_000, "{counter}: {m}");
+        assert_eq!(m["integrity"][counter], 8000, "{counter}: {m}");
     }
     assert!(
         m["steps_s"]["produce_and_consume"].as_f64().unwrap() > 0.0,
@@ -38,12 +46,18 @@ async fn a_stall_shows_in_the_end_to_end_latencies() {
         get("p9999_ms"),
         get("max_lat_ms"),
     );
-    assert!(p50 <= p99 && p99 <= p9999 && p9999 <= max + 1.0, "{e2e}");
-    // About 6000 of the 20000 records were sent during the stall or queued behind it: more
-    // than 1% waited for most of it, while the median record did not.
+    // A percentile is its histogram bucket's top, up to 0.1% above the largest value recorded.
+    assert!(
+        p50 <= p99 && p99 <= p9999 && p9999 <= max * 1.001 + 1.0,
+        "{e2e}"
+    );
+    // About 1500 of the 8000 records were sent during the stall: more than 1% waited for most
+    // of it, while the median record did not.
     assert!(max >= 1200.0, "{e2e}");
     assert!(p99 >= 700.0, "{e2e}");
-    assert!(p50 < 500.0, "{e2e}");
+    // How soon the path clears the stall's backlog depends on the machine's load; the median
+    // waited far less than the 1% that waited longest, however loaded.
+    assert!(p50 < p99 / 2.0, "{e2e}");
     let tables = std::fs::read_to_string(run.join("tables.txt")).unwrap();
     assert!(
         tables.contains("End-to-End Latency (send to receipt)"),

@@ -5,7 +5,10 @@
 //! scenarios that completed.
 
 mod common;
-use common::{engine_lock, leftovers, perf_tests_run, running_container, start_run, Started};
+use common::{
+    docker_cli, engine_lock, leftovers, perf_tests_run, running_container, start_run, wait_for,
+    workload_runs, Started,
+};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -24,41 +27,10 @@ fn perf_tests(env: &[(&str, &str)], results: &Path) -> Command {
     cmd
 }
 
-/// `docker` with `args` on the local engine; its stdout.
-fn docker(args: &[&str]) -> String {
-    let out = Command::new("docker")
-        .args(args)
-        .env_remove("DOCKER_HOST")
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Whether the run's load generator is running workload step `step` (`produce`, `consume`)
-/// whose command line contains `with`.
-fn workload_runs(run_id: &str, step: &str, with: &str) -> bool {
-    let Some(id) = running_container(run_id, "workload") else {
-        return false;
-    };
-    let step = format!("workload {step} ");
-    docker(&["top", &id, "-eo", "pid,args"])
-        .lines()
-        .any(|l| l.contains(&step) && l.contains(with))
-}
-
-/// Waits up to `within` for `done`, failing the test naming `what`.
-fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what} within {within:?}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 /// Kills the running container of `service` in the run.
 fn kill(run_id: &str, service: &str) {
     let id = running_container(run_id, service).unwrap_or_else(|| panic!("{service} is running"));
-    docker(&["kill", &id]);
+    docker_cli(&["kill", &id]);
 }
 
 /// A run started in the background; one the test gives up on (a failed assertion) is stopped
@@ -407,7 +379,7 @@ async fn a_second_scenario_that_fails_keeps_the_first_ones_results_marked_incomp
     let run_id = started.run_id();
     wait_for("the proxy to be healthy", Duration::from_secs(60), || {
         running_container(&run_id, "kroxylicious-no-filters").is_some_and(|id| {
-            docker(&["inspect", "-f", "{{.State.Health.Status}}", &id]).trim() == "healthy"
+            docker_cli(&["inspect", "-f", "{{.State.Health.Status}}", &id]).trim() == "healthy"
         })
     });
     kill(&run_id, "kroxylicious-no-filters");
@@ -472,14 +444,19 @@ async fn a_second_scenario_that_fails_keeps_the_first_ones_results_marked_incomp
 async fn sigterm_in_a_second_scenario_keeps_the_first_ones_results_marked_incomplete() {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
+    // Paced: six seconds of producing in each scenario, and the signal in 02's.
     let cmd = perf_tests(
-        &[("TEST", "0[12].*"), ("NUM_RECORDS", "3000")],
+        &[
+            ("TEST", "0[12].*"),
+            ("NUM_RECORDS", "3000"),
+            ("THROUGHPUT", "500"),
+        ],
         results.path(),
     );
     let started = Running::start(cmd, |l| l.starts_with("==> 02-"));
     let run_id = started.run_id();
-    wait_for("the proxy", Duration::from_secs(60), || {
-        running_container(&run_id, "kroxylicious-no-filters").is_some()
+    wait_for("02's measured produce", Duration::from_secs(120), || {
+        workload_runs(&run_id, "produce", "--num-records 3000")
     });
     let pid = started.0.as_ref().unwrap().child.id().to_string();
     assert!(Command::new("kill")
@@ -506,7 +483,8 @@ async fn sigterm_in_a_second_scenario_keeps_the_first_ones_results_marked_incomp
         serde_json::from_slice(&std::fs::read(runs[0].join("run.json")).unwrap()).unwrap();
     assert_eq!(
         info["incomplete"],
-        "interrupted by SIGTERM; this run's containers and networks were removed"
+        "scenario 02-no-filters: interrupted by SIGTERM; this run's containers and networks were \
+         removed"
     );
     assert!(runs[0].join("01-no-proxy-baseline.json").is_file());
     assert!(!runs[0].join("02-no-filters.json").exists());

@@ -4,7 +4,7 @@
 //! Timed from their intended send times they show the stall.
 
 mod common;
-use common::{engine_lock, leftovers, only_run, perf_tests_run, run_with_a_stall};
+use common::{engine_lock, leftovers, only_run, perf_tests_run, run_with_a_stall, StallAt};
 
 use serde_json::Value;
 
@@ -22,7 +22,12 @@ async fn a_stall_shows_in_the_latency_from_intended_send_times_only() {
             "PRODUCER_PROPERTIES",
             "acks=all queue.buffering.max.messages=50",
         );
-    let (status, stderr, run_id) = run_with_a_stall(cmd, "proxy");
+    // The stall starts as the measured producer does (the warm-up's names its own count).
+    let at = StallAt::Step {
+        step: "produce",
+        with: "--num-records 40000",
+    };
+    let (status, stderr, run_id) = run_with_a_stall(cmd, "proxy", at);
     assert!(status.success(), "{stderr}");
     let run = only_run(results.path());
     let result: Value =

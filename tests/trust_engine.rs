@@ -6,10 +6,14 @@
 //! to 1000 rec/s (THROUGHPUT) really is slower; against the pooled base it must be a
 //! significant regression, and the comparison must say that the sides were not interleaved.
 //!
-//! Identical sides still give a regression by chance: with 5 a side and Holm over the two
-//! primary rates, one rate's sides must not overlap but for one pair (U ≤ 1, one-sided
-//! 2/252), so at most 1.6% of runs when the noise hits both sides alike. The test runs alone
-//! (`.config/nextest.toml`) so that other tests' load does not fall on one side.
+//! Identical sides still give a significant difference by chance: with 5 a side and Holm over
+//! the two primary rates, one rate's sides must not overlap but for one pair (U ≤ 1, one-sided
+//! 2/252), at most 1.6% of pairs of sides when the noise hits both alike. So the A/A here is
+//! judged with `--threshold 50`: a regression must also be a change of the median by more than
+//! half, which identical code on an idle machine does not make (the campaigns in PERFORMANCE.md
+//! measure the false-alarm rate at the default threshold; `tests/compare.rs` checks the
+//! statistics on fixed samples). The test runs alone (`.config/nextest.toml`) so that other
+//! tests' load does not fall on one side.
 
 mod common;
 use common::{engine_lock, repo};
@@ -125,7 +129,7 @@ fn same_runs_agree_and_a_throttled_producer_is_a_regression() {
         .unwrap()
         .contains("](charts.svg)"));
 
-    // A/A: no regression, though one could have been found.
+    // A/A: no regression beyond half the median, though a smaller change could have been found.
     let out = perf_tests(
         root.path(),
         &[],
@@ -135,12 +139,14 @@ fn same_runs_agree_and_a_throttled_producer_is_a_regression() {
             b.to_str().unwrap(),
             "--format",
             "plain",
+            "--threshold",
+            "50",
         ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.starts_with("no significant regression beyond 5%"),
+        stdout.starts_with("no significant regression beyond 50%"),
         "{stdout}"
     );
     assert!(

@@ -110,12 +110,21 @@ fn own_cpu_time() -> Option<std::time::Duration> {
 
 #[test]
 fn own_cpu_time_grows_with_work() {
+    // Work until the counter shows 100 ms more: on a loaded machine the thread gets less of a
+    // core, so the wall time it takes varies, but a counter that does not count this process's
+    // work never gets there.
     let before = own_cpu_time().unwrap();
     let t = std::time::Instant::now();
     let mut x = 0u64;
-    while t.elapsed() < std::time::Duration::from_millis(200) {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+    let target = before + std::time::Duration::from_millis(100);
+    while own_cpu_time().unwrap() < target {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(60),
+            "60 s of busy work did not add 100 ms to {before:?}"
+        );
+        for _ in 0..100_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
     }
-    std::hint::black_box(x);
-    assert!(own_cpu_time().unwrap() >= before + std::time::Duration::from_millis(100));
 }

@@ -197,24 +197,77 @@ pub fn only_run(results: &Path) -> std::path::PathBuf {
     runs[0].clone()
 }
 
+/// `docker` with `args` on the local engine; its stdout.
+pub fn docker_cli(args: &[&str]) -> String {
+    let out = std::process::Command::new("docker")
+        .args(args)
+        .env_remove("DOCKER_HOST")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Whether the run's load generator is running workload step `step` (`produce`, `consume`,
+/// `soak`) whose command line contains `with`: the event a fault or signal in a measured
+/// phase waits for (its command line names the measured count, which no warm-up uses).
+pub fn workload_runs(run_id: &str, step: &str, with: &str) -> bool {
+    let Some(id) = running_container(run_id, "workload") else {
+        return false;
+    };
+    let step = format!("workload {step} ");
+    docker_cli(&["top", &id, "-eo", "pid,args"])
+        .lines()
+        .any(|l| l.contains(&step) && l.contains(with))
+}
+
+/// Waits up to `within` for `done`, failing the test naming `what`.
+pub fn wait_for(what: &str, within: std::time::Duration, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + within;
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} within {within:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// The moment of a measurement a stall is put at: each an event of the run, never a time.
+pub enum StallAt<'a> {
+    /// Once the measured step `step` of the load generator runs with `with` in its command
+    /// line (see [`workload_runs`]).
+    Step { step: &'a str, with: &'a str },
+    /// Once the run prints a line containing this, after the scenario started.
+    Line(&'a str),
+}
+
 /// Runs `cmd` (a `perf-tests run` of one scenario whose `service` is on the path) and stalls
-/// that service for 1.5 s two seconds into the measurement (`docker pause`); returns whether
-/// the run succeeded, its stderr after the stall, and its id.
+/// that service for 1.5 s (`docker pause`) at `at`; returns whether the run succeeded, its
+/// stderr after the stall, and its id.
 pub fn run_with_a_stall(
     cmd: std::process::Command,
     service: &str,
+    at: StallAt,
 ) -> (std::process::ExitStatus, String, String) {
     let Started {
         mut child,
         mut lines,
         run_id,
     } = start_run(cmd, |l| l.starts_with("==> 0"));
-    // The topic's records are counted just before the measured produce starts.
-    let counted = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .any(|l| l.contains("counting the topic's records"));
-    assert!(counted, "the run ended before measuring");
+    match at {
+        StallAt::Step { step, with } => wait_for(
+            &format!("the measured `{step}` step"),
+            std::time::Duration::from_secs(120),
+            || workload_runs(&run_id, step, with),
+        ),
+        StallAt::Line(line) => {
+            let seen = lines
+                .by_ref()
+                .map_while(Result::ok)
+                .any(|l| l.contains(line));
+            assert!(seen, "the run ended before printing {line:?}");
+        }
+    }
     let container = running_container(&run_id, service).expect("the service runs");
     let docker = |args: &[&str]| {
         let status = std::process::Command::new("docker")
@@ -223,7 +276,6 @@ pub fn run_with_a_stall(
             .unwrap();
         assert!(status.success(), "docker {args:?}");
     };
-    std::thread::sleep(std::time::Duration::from_secs(2));
     docker(&["pause", &container]);
     std::thread::sleep(std::time::Duration::from_millis(1500));
     docker(&["unpause", &container]);
