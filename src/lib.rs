@@ -9,7 +9,8 @@
 //! - `runner` realises the plan on the `engine` (the Docker Engine API), builds what `images`
 //!   says, and measures each scenario through the `driver` chosen for the run, whose one
 //!   measurement flow orders the primitive steps a driver supplies (the native driver runs them
-//!   with the in-container `workload`); `resources` samples the containers meanwhile;
+//!   with the in-container `workload`); `resources` samples the containers meanwhile, and
+//!   `cost` turns their counters read at each measured phase's edges into what the path costs;
 //! - the plain `model` records it returns go to `export` (JSON, text and Markdown tables from
 //!   `report` and `table`, SVG charts), written into a `results` directory, which `compare`
 //!   reads back through the same types; `metrics` names every metric once for all of them.
@@ -18,6 +19,7 @@ pub mod cli;
 pub mod compare;
 
 pub mod compose;
+pub mod cost;
 pub mod cpuset;
 pub mod driver;
 pub mod engine;

@@ -232,6 +232,9 @@ pub struct Measurement {
     /// With DURATION: what happened in each second of the run, warm-up included.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<Second>,
+    /// What each sampled service used over exactly each measured phase (see `crate::cost`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cost: Vec<crate::cost::PhaseCost>,
 }
 
 /// One second of a DURATION run: what the producers had acknowledged and the group had
@@ -314,6 +317,7 @@ impl Measurement {
                 .collect(),
             // A series is one repetition's story; each repetition keeps its own.
             series: worst.series.clone(),
+            cost: crate::cost::summary(&reps.iter().map(|m| m.cost.as_slice()).collect::<Vec<_>>()),
         }
     }
 }
@@ -608,6 +612,7 @@ mod tests {
         let m = |rate: f64, consumed: u64| Measurement {
             steps_s: Default::default(),
             series: Vec::new(),
+            cost: Vec::new(),
             producer: producer(rate, -1.0, 1.0, 1.0, 2.0),
             consumer: ConsumerResult {
                 consumed_mib: 1.0,

@@ -170,6 +170,55 @@ pub fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
     })
 }
 
+/// Columns of the cost table.
+pub const COST_COLUMNS: [&str; 9] = [
+    "Name",
+    "Phase",
+    "Service",
+    "CPU s",
+    "CPU µs/record",
+    "Millicores per MB/s",
+    "Cores",
+    "Net rx MiB",
+    "Net tx MiB",
+];
+
+/// What each service used over exactly each measured phase (counters read at the phase's
+/// edges), with the path's own services summed in a row of their own; `None` when no cost was
+/// measured. A scenario that ran at a THROUGHPUT target compares with another at that rate only.
+pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
+    const MIB: f64 = 1024.0 * 1024.0;
+    let mut rows = Vec::new();
+    for r in results {
+        for phase in &r.measurement.cost {
+            let mut services: Vec<crate::cost::ServiceCost> = phase.services.clone();
+            services.extend(phase.path());
+            for s in &services {
+                let service = match s.role {
+                    crate::cost::Role::RunWide => format!("{} (run-wide)", s.service),
+                    _ => s.service.clone(),
+                };
+                rows.push(vec![
+                    r.label(),
+                    phase.phase.replace('_', " "),
+                    service,
+                    format!("{:.2}", s.cpu_s),
+                    format!("{:.2}", phase.us_per_record(s)),
+                    format!("{:.1}", phase.millicores_per_mb_s(s)),
+                    format!("{:.2}", phase.cores(s)),
+                    format!("{:.2}", s.rx_bytes as f64 / MIB),
+                    format!("{:.2}", s.tx_bytes as f64 / MIB),
+                ]);
+            }
+        }
+    }
+    (!rows.is_empty()).then(|| TableData {
+        title: "Cost",
+        columns: strings(&COST_COLUMNS),
+        rows,
+    })
+}
+
 /// Header cells as the table holds them.
 pub fn strings(columns: &[&str]) -> Vec<String> {
     columns.iter().map(|c| c.to_string()).collect()
@@ -261,6 +310,7 @@ pub fn tables(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<Tabl
     all.extend(catch_up_table(results));
     all.extend(crate::sweep::table(results, p99_limit_ms));
     all.extend(resources_table(results));
+    all.extend(cost_table(results));
     all.extend(integrity_table(results));
     all.extend(path_check_table(results));
     all
@@ -290,6 +340,7 @@ pub(crate) mod tests {
             measurement: Measurement {
                 steps_s: Default::default(),
                 series: Vec::new(),
+                cost: Vec::new(),
                 producer: ProducerResult {
                     sent: 10_000_000,
                     failed: 0,
@@ -528,6 +579,44 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
         let md = render_markdown(&results);
         assert!(md.contains("**Resources**"));
         assert!(md.contains("- 02-no-filters: latency is dominated"));
+    }
+
+    #[test]
+    fn the_cost_table_has_each_service_and_the_path_per_phase() {
+        use crate::cost::{PhaseCost, Role, ServiceCost};
+        let mut results = sample();
+        assert!(cost_table(&results).is_none());
+        let service = |name: &str, role, cpu_s| ServiceCost {
+            service: name.into(),
+            role,
+            cpu_s,
+            rx_bytes: 1024 * 1024,
+            tx_bytes: 0,
+        };
+        // 1e6 records of 1000 bytes (1000 MB) in 20 s.
+        results[1].measurement.cost = vec![PhaseCost {
+            phase: "produce".into(),
+            records: 1_000_000,
+            record_bytes: 1_000_000_000,
+            seconds: 20.0,
+            services: vec![
+                service("broker", Role::RunWide, 4.0),
+                service("proxy", Role::Path, 5.0),
+                service("kms", Role::Path, 1.0),
+            ],
+        }];
+        let table = cost_table(&results).unwrap();
+        let rows: Vec<String> = table.rows.iter().map(|r| r.join("|")).collect();
+        assert_eq!(
+            rows,
+            [
+                "02-no-filters|produce|broker (run-wide)|4.00|4.00|4.0|0.20|1.00|0.00",
+                "02-no-filters|produce|proxy|5.00|5.00|5.0|0.25|1.00|0.00",
+                "02-no-filters|produce|kms|1.00|1.00|1.0|0.05|1.00|0.00",
+                "02-no-filters|produce|path (own services)|6.00|6.00|6.0|0.30|2.00|0.00",
+            ]
+        );
+        assert!(render_markdown(&results).contains("**Cost**"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use anyhow::{bail, Context, Result};
 use futures_util::future::LocalBoxFuture;
 
 use crate::compose::Project;
+use crate::cost;
 use crate::driver::{self, flow, Driver, MeasureSpec, Place, Session, VerifySpec, SAMPLE_RECORDS};
 use crate::engine::{self, is_engine_gone, Deployment, Engine, EngineGone, ExecOutput};
 use crate::images::{self, recipe};
@@ -72,18 +73,35 @@ pub struct RunOutput {
 
 /// The results of the scenarios whose every repetition has completed, in plan order once taken.
 /// Kept outside the run's future, so an interruption, which drops that future, keeps them.
+/// It also knows the scenario being measured, so that an interruption can name it.
 #[derive(Default)]
-struct Completed(RefCell<Vec<(usize, ScenarioResult)>>);
+struct Completed {
+    done: RefCell<Vec<(usize, ScenarioResult)>>,
+    current: RefCell<Option<String>>,
+}
 
 impl Completed {
     fn push(&self, index: usize, result: ScenarioResult) {
-        self.0.borrow_mut().push((index, result));
+        self.done.borrow_mut().push((index, result));
     }
 
     fn take(&self) -> Vec<ScenarioResult> {
-        let mut done = self.0.take();
+        let mut done = self.done.take();
         done.sort_by_key(|(i, _)| *i);
         done.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// The scenario (row label) now measured, if any.
+    fn measuring(&self, row: Option<String>) {
+        *self.current.borrow_mut() = row;
+    }
+
+    /// `e`, naming the scenario it interrupted when it is an interruption during one.
+    fn name_interrupted(&self, e: anyhow::Error) -> anyhow::Error {
+        match self.current.borrow().as_ref() {
+            Some(row) if e.is::<engine::Interrupted>() => e.context(format!("scenario {row}")),
+            _ => e,
+        }
     }
 }
 
@@ -104,7 +122,7 @@ pub async fn run(run: &RunPlan) -> Result<RunOutput> {
         run_id,
         engine_version,
         results: completed.take(),
-        failure: outcome.err(),
+        failure: outcome.err().map(|e| completed.name_interrupted(e)),
     })
 }
 
@@ -430,14 +448,86 @@ trait Sampling {
     /// `keep_series`.
     fn finish(self: Box<Self>, keep_series: bool)
         -> LocalBoxFuture<'static, Vec<ServiceResources>>;
+    /// The cumulative counters of every sampled container, read now (a phase's edge); one
+    /// that cannot be read is left out.
+    fn counters(&self) -> LocalBoxFuture<'_, cost::Readings> {
+        Box::pin(async { Vec::new() })
+    }
 }
 
-impl Sampling for resources::Sampler {
+/// The engine's sampling: its stats streams, and its containers' counters read on demand.
+struct EngineSampling {
+    sampler: resources::Sampler,
+    engine: Engine,
+    targets: Vec<resources::Target>,
+}
+
+impl Sampling for EngineSampling {
     fn finish(
         self: Box<Self>,
         keep_series: bool,
     ) -> LocalBoxFuture<'static, Vec<ServiceResources>> {
-        Box::pin(resources::Sampler::finish(*self, keep_series))
+        Box::pin(resources::Sampler::finish(self.sampler, keep_series))
+    }
+
+    fn counters(&self) -> LocalBoxFuture<'_, cost::Readings> {
+        Box::pin(async move {
+            let reads = self.targets.iter().map(|t| async move {
+                let role = if t.run_wide {
+                    cost::Role::RunWide
+                } else if t.service == resources::LOAD_GENERATOR {
+                    cost::Role::LoadGenerator
+                } else {
+                    cost::Role::Path
+                };
+                let c = self.engine.counters(&t.container).await.ok()?;
+                Some((t.service.clone(), role, c))
+            });
+            futures_util::future::join_all(reads)
+                .await
+                .into_iter()
+                .flatten()
+                .collect()
+        })
+    }
+}
+
+/// The measured phases' edges, at which the sampled containers' counters are read: what each
+/// service used over exactly each phase.
+struct CostMarks<'a> {
+    sampling: &'a dyn Sampling,
+    record_size: u64,
+    started: RefCell<Option<(Instant, cost::Readings)>>,
+    phases: RefCell<Vec<cost::PhaseCost>>,
+}
+
+impl flow::Marks for CostMarks<'_> {
+    fn start(&self, _: flow::Phase) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async move {
+            let counters = self.sampling.counters().await;
+            *self.started.borrow_mut() = Some((Instant::now(), counters));
+        })
+    }
+
+    fn end(&self, phase: flow::Phase, records: u64) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async move {
+            let end = self.sampling.counters().await;
+            let Some((at, start)) = self.started.borrow_mut().take() else {
+                return;
+            };
+            if start.is_empty() {
+                return;
+            }
+            let seconds = at.elapsed().as_secs_f64();
+            self.phases.borrow_mut().push(cost::PhaseCost::between(
+                phase.name(),
+                records,
+                self.record_size,
+                seconds,
+                &start,
+                &end,
+            ));
+        })
     }
 }
 
@@ -488,7 +578,11 @@ impl Site for EngineSite<'_> {
     ) -> Box<dyn Sampling> {
         let mut targets = sampling_targets(&self.deployment, run_wide, own_broker);
         targets.extend(workload_targets(workload));
-        Box::new(resources::Sampler::start(self.engine.docker(), targets))
+        Box::new(EngineSampling {
+            sampler: resources::Sampler::start(self.engine.docker(), targets.clone()),
+            engine: self.engine.clone(),
+            targets,
+        })
     }
 
     fn cpus(&self) -> usize {
@@ -596,7 +690,12 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
                 if run.sweep && ceiling.get(&line).is_some_and(|&max| rate > max) {
                     continue;
                 }
+                completed.measuring(Some(crate::model::row_label(
+                    &planned.scenario.name,
+                    &cell.combination,
+                )));
                 let rep = run_scenario(site, &*watcher, cell, planned).await?;
+                completed.measuring(None);
                 if let Some(why) = run
                     .sweep
                     .then(|| sweep::shortfall(&rep.measurement, cell.settings.p99_limit_ms))
@@ -985,12 +1084,20 @@ async fn measure_scenario(
     spec.topics = settings.topics;
     spec.producers = settings.producers;
     spec.consumers = settings.consumers;
-    let measure = flow::measure(session, &spec);
+    let marks = CostMarks {
+        sampling: sampler.as_ref(),
+        record_size: settings.record_size,
+        started: RefCell::new(None),
+        phases: RefCell::new(Vec::new()),
+    };
+    let measure = flow::measure_marked(session, &spec, &marks);
     let measured = guarded(watcher, "the measurement", &workload, measure).await;
+    let costs = marks.phases.take();
     // Only a run bounded by time keeps each sample's memory: a soak's growth over time.
     let used = sampler.finish(settings.duration.is_some()).await;
     phases.workload_s = t.elapsed().as_secs_f64();
     let mut measurement = measured?;
+    measurement.cost = costs;
     measurement.steps_s.extend(before);
     Ok((measurement, used))
 }

@@ -6,8 +6,8 @@
 
 mod common;
 use common::{
-    engine_lock, leftovers, perf_tests_run, repo, running_container, start_run, Started,
-    SETTING_VARS,
+    engine_lock, leftovers, perf_tests_run, repo, running_container, start_run, wait_for,
+    workload_runs, Started, SETTING_VARS,
 };
 
 use std::path::{Path, PathBuf};
@@ -527,15 +527,12 @@ async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
         lines,
         run_id,
     } = start_run(cmd, |line| line.starts_with("==> 02-"));
-    // The proxy comes up, answers, the path is warmed; then the measured produce runs.
-    let mut proxy = None;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while proxy.is_none() && Instant::now() < deadline {
-        proxy = running_container(&run_id, "kroxylicious-no-filters");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    let proxy = proxy.expect("the proxy container starts");
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    // The proxy comes up, answers, the path is warmed; then the measured produce runs, and
+    // the proxy dies in it.
+    wait_for("the measured produce", Duration::from_secs(180), || {
+        workload_runs(&run_id, "produce", "--num-records 50000000")
+    });
+    let proxy = running_container(&run_id, "kroxylicious-no-filters").expect("the proxy runs");
     let killed = Command::new("docker")
         .args(["kill", &proxy])
         .status()
@@ -555,4 +552,87 @@ async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
         "{stderr}"
     );
     assert_eq!(leftovers(&run_id).await, (0, 0), "{stderr}");
+}
+
+/// The cost of each measured phase comes from counters read at its edges: the records crossed
+/// the proxy within the phase, and the warm-up before it (as many records again) is not in it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cost_of_each_phase_is_exact_to_it() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let n: u64 = 20_000;
+    let size: u64 = 1024;
+    let ran = Ran::of(run(
+        &[
+            ("TEST", "0[12].*"),
+            ("NUM_RECORDS", "2e4"),
+            ("WARM_UP_NUM_RECORDS_PRE_TEST", "2e4"),
+            ("THROUGHPUT", "1e4"),
+        ],
+        results.path(),
+    ));
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let dir = ran.results_dir();
+    let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+    for (scenario, proxy) in [
+        ("01-no-proxy-baseline", None),
+        ("02-no-filters", Some("kroxylicious-no-filters")),
+    ] {
+        let result = json(&dir.join(format!("{scenario}.json")));
+        let cost = result["measurement"]["cost"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{result}"));
+        let phases: Vec<&str> = cost.iter().map(|p| p["phase"].as_str().unwrap()).collect();
+        assert_eq!(phases, ["produce", "consume"], "{scenario}");
+        for p in cost {
+            assert_eq!(p["records"], n, "{p}");
+            assert_eq!(p["record_bytes"], n * size, "{p}");
+            let seconds = p["seconds"].as_f64().unwrap();
+            // 2e4 records at 1e4 rec/s: two seconds of producing at least.
+            if p["phase"] == "produce" {
+                assert!(seconds >= 2.0, "{p}");
+            }
+            let service = |name: &str| {
+                p["services"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|s| s["service"] == name)
+                    .unwrap_or_else(|| panic!("{name} in {p}"))
+                    .clone()
+            };
+            let load = service("workload (load generator)");
+            assert_eq!(load["role"], "load-generator");
+            let broker = service("broker1");
+            assert_eq!(broker["role"], "run-wide");
+            for s in [&load, &broker] {
+                let cpu = s["cpu_s"].as_f64().unwrap();
+                // No container uses more CPU than the machine has over the phase.
+                assert!(cpu > 0.0 && cpu <= seconds * cpus, "{s} in {p}");
+            }
+            let Some(proxy) = proxy else { continue };
+            let proxy = service(proxy);
+            assert_eq!(proxy["role"], "path");
+            // Every record crossed the proxy once in the phase (received from the producer
+            // and sent to the consumer); the warm-up's as many records are not counted.
+            let bytes = (n * size) as f64;
+            let crossed = if p["phase"] == "produce" {
+                proxy["rx_bytes"].as_f64().unwrap()
+            } else {
+                proxy["tx_bytes"].as_f64().unwrap()
+            };
+            assert!(
+                (bytes..1.5 * bytes).contains(&crossed),
+                "{crossed} bytes for {bytes} in {p}"
+            );
+        }
+    }
+    let tables = std::fs::read_to_string(dir.join("tables.txt")).unwrap();
+    let row = tables
+        .lines()
+        .skip_while(|l| *l != "Cost")
+        .find(|l| l.starts_with("02-no-filters") && l.contains("path (own services)"))
+        .unwrap_or_else(|| panic!("no path cost row in\n{tables}"));
+    assert!(row.contains("produce"), "{row}");
+    assert_nothing_left(&ran).await;
 }

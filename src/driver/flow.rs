@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use futures_util::future::LocalBoxFuture;
 
 use super::{MeasureSpec, Session};
 use crate::model::{Integrity, Measurement};
@@ -69,8 +70,57 @@ impl Steps {
     }
 }
 
+/// A measured phase whose edges are told to [`Marks`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Produce,
+    Consume,
+    /// The end-to-end mode's producer and consumer, running at once.
+    ProduceAndConsume,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Produce => "produce",
+            Phase::Consume => "consume",
+            Phase::ProduceAndConsume => "produce_and_consume",
+        }
+    }
+}
+
+/// Told as each measured phase starts and ends (and awaited, so that the teller can read
+/// counters exactly there): the cost accounting's edges. Warm-ups and counting at the broker
+/// lie outside every phase.
+pub trait Marks {
+    fn start(&self, phase: Phase) -> LocalBoxFuture<'_, ()>;
+    /// The phase ended, having moved `records` records.
+    fn end(&self, phase: Phase, records: u64) -> LocalBoxFuture<'_, ()>;
+}
+
+/// Marks that nobody reads.
+pub struct NoMarks;
+
+impl Marks for NoMarks {
+    fn start(&self, _: Phase) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+    fn end(&self, _: Phase, _: u64) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
 /// Runs one measurement through `session`.
 pub async fn measure(session: &dyn Session, spec: &MeasureSpec) -> Result<Measurement> {
+    measure_marked(session, spec, &NoMarks).await
+}
+
+/// Runs one measurement through `session`, telling `marks` the edges of its measured phases.
+pub async fn measure_marked(
+    session: &dyn Session,
+    spec: &MeasureSpec,
+    marks: &dyn Marks,
+) -> Result<Measurement> {
     // Refuse what cannot work before touching the broker.
     session.check(spec)?;
     let mut steps = Steps::new();
@@ -79,7 +129,7 @@ pub async fn measure(session: &dyn Session, spec: &MeasureSpec) -> Result<Measur
         .await
         .with_context(|| format!("creating {}", topics_named(&spec.topic_names())))?;
     steps.done("create_topic");
-    let mut outcome = on_topic(session, spec, &mut steps).await;
+    let mut outcome = on_topic(session, spec, marks, &mut steps).await;
     if spec.delete_topic {
         steps.since = Instant::now();
         let deleted = session
@@ -102,6 +152,7 @@ pub async fn measure(session: &dyn Session, spec: &MeasureSpec) -> Result<Measur
 async fn on_topic(
     session: &dyn Session,
     spec: &MeasureSpec,
+    marks: &dyn Marks,
     steps: &mut Steps,
 ) -> Result<Measurement> {
     let group = format!("perf-tests-{}-{}", spec.topic, unique_suffix());
@@ -113,17 +164,21 @@ async fn on_topic(
         (Mode::EndToEnd, Some(duration)) => {
             return timed(session, spec, duration, &group, before, steps).await
         }
-        (Mode::EndToEnd, None) => return end_to_end(session, spec, &group, before, steps).await,
+        (Mode::EndToEnd, None) => {
+            return end_to_end(session, spec, marks, &group, before, steps).await
+        }
         (Mode::Backlog, _) => return backlog(session, spec, &group, before, steps).await,
         (Mode::ProduceThenConsume, _) => {}
     }
     let counted = crate::progress::records("produce", spec.num_records);
+    marks.start(Phase::Produce).await;
     let producer = session
         .produce(spec, spec.num_records, spec.throughput, &|l| {
             count(&counted, l)
         })
         .await
         .context("produce")?;
+    marks.end(Phase::Produce, producer.sent).await;
     drop(counted);
     show(&summary_line(&producer));
     steps.done("produce");
@@ -131,10 +186,12 @@ async fn on_topic(
     let after = session.end_offsets(spec).await.context("end offsets")?;
     steps.done("end_offsets_after");
     let counted = crate::progress::records("consume", producer.sent);
+    marks.start(Phase::Consume).await;
     let consumer = session
         .consume(spec, producer.sent, &group, &|l| count(&counted, l))
         .await
         .context("consume")?;
+    marks.end(Phase::Consume, consumer.consumed_recs).await;
     drop(counted);
     steps.done("consume");
     Ok(checked(
@@ -155,6 +212,7 @@ const ASSIGNMENT_WAIT: Duration = Duration::from_secs(30);
 async fn end_to_end(
     session: &dyn Session,
     spec: &MeasureSpec,
+    marks: &dyn Marks,
     group: &str,
     before: u64,
     steps: &mut Steps,
@@ -184,7 +242,9 @@ async fn end_to_end(
             .await
             .context("produce")
     };
+    marks.start(Phase::ProduceAndConsume).await;
     let (producer, consumer) = futures_util::future::try_join(produce, consume).await?;
+    marks.end(Phase::ProduceAndConsume, producer.sent).await;
     drop((produced, consumed));
     show(&summary_line(&producer));
     steps.done("produce_and_consume");
@@ -336,6 +396,7 @@ fn with_integrity(
     Measurement {
         steps_s: BTreeMap::new(),
         series: Vec::new(),
+        cost: Vec::new(),
         integrity,
         producer,
         consumer,

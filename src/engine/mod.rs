@@ -6,12 +6,14 @@
 //! what the runner made, and the host, pid and process start time of the process that made it
 //! ([`liveness`]), so `perf-tests clean` leaves live runs alone.
 
+mod counters;
 mod deployment;
 mod interrupt;
 pub mod liveness;
 mod oneoff;
 mod watch;
 
+pub use counters::Counters;
 pub use deployment::Deployment;
 pub use interrupt::{interruptible, Interrupted};
 pub use oneoff::{ExecOutput, OneOff};

@@ -1,0 +1,253 @@
+//! What a path costs, exact to the measured phase: each sampled container's CPU time and
+//! network bytes between the counters read at a phase's start and at its end, and from them
+//! CPU µs per record and millicores per MB/s of records, per service and for the path's own
+//! services together (the scenario's services, apart from the run-wide broker and the load
+//! generator). CPU per record depends on batching, so two figures compare only at one rate.
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Counters;
+
+/// Each sampled service's counters at one moment, with what the service is to the measurement.
+pub type Readings = Vec<(String, Role, Counters)>;
+
+/// What a sampled service is to the measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// A service of the scenario itself (a proxy, a KMS, a scenario's own broker).
+    Path,
+    /// A service shared by every scenario of the run (the run-wide broker).
+    RunWide,
+    /// The workload's container.
+    LoadGenerator,
+}
+
+/// One service's use over one phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceCost {
+    pub service: String,
+    pub role: Role,
+    /// CPU seconds (user + system) between the phase's edges.
+    pub cpu_s: f64,
+    /// Bytes received and sent between the phase's edges.
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+}
+
+/// The cost of one measured phase (`produce`, `consume`, or `produce_and_consume` when both
+/// run at once).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseCost {
+    pub phase: String,
+    /// Records the phase moved.
+    pub records: u64,
+    /// Record bytes the phase moved (records x record size).
+    pub record_bytes: u64,
+    /// Wall seconds between the phase's edges.
+    pub seconds: f64,
+    pub services: Vec<ServiceCost>,
+}
+
+/// The path's own services together, as one row.
+pub const PATH: &str = "path (own services)";
+
+impl PhaseCost {
+    /// From the counters read at the phase's `start` and `end`, keyed by service; a service
+    /// missing at either edge (it was not running) is left out.
+    pub fn between(
+        phase: &str,
+        records: u64,
+        record_size: u64,
+        seconds: f64,
+        start: &[(String, Role, Counters)],
+        end: &[(String, Role, Counters)],
+    ) -> PhaseCost {
+        let services = end
+            .iter()
+            .filter_map(|(service, role, after)| {
+                let (_, _, before) = start.iter().find(|(s, _, _)| s == service)?;
+                let d = after.since(before);
+                Some(ServiceCost {
+                    service: service.clone(),
+                    role: *role,
+                    cpu_s: d.cpu_ns as f64 / 1e9,
+                    rx_bytes: d.rx_bytes,
+                    tx_bytes: d.tx_bytes,
+                })
+            })
+            .collect();
+        PhaseCost {
+            phase: phase.to_string(),
+            records,
+            record_bytes: records * record_size,
+            seconds,
+            services,
+        }
+    }
+
+    /// The path's own services summed (`None` when the scenario has none: the baseline).
+    pub fn path(&self) -> Option<ServiceCost> {
+        let own: Vec<&ServiceCost> = self
+            .services
+            .iter()
+            .filter(|s| s.role == Role::Path)
+            .collect();
+        (!own.is_empty()).then(|| ServiceCost {
+            service: PATH.to_string(),
+            role: Role::Path,
+            cpu_s: own.iter().map(|s| s.cpu_s).sum(),
+            rx_bytes: own.iter().map(|s| s.rx_bytes).sum(),
+            tx_bytes: own.iter().map(|s| s.tx_bytes).sum(),
+        })
+    }
+
+    /// CPU microseconds per record of `s` in this phase.
+    pub fn us_per_record(&self, s: &ServiceCost) -> f64 {
+        if self.records == 0 {
+            return 0.0;
+        }
+        s.cpu_s * 1e6 / self.records as f64
+    }
+
+    /// Millicores of `s` per MB/s (10^6 bytes) of records, as a sizing guide counts: its CPU
+    /// rate over the records' rate, in which the phase's duration cancels out.
+    pub fn millicores_per_mb_s(&self, s: &ServiceCost) -> f64 {
+        if self.record_bytes == 0 {
+            return 0.0;
+        }
+        s.cpu_s * 1000.0 / (self.record_bytes as f64 / 1e6)
+    }
+
+    /// Cores `s` used on average over the phase.
+    pub fn cores(&self, s: &ServiceCost) -> f64 {
+        if self.seconds <= 0.0 {
+            return 0.0;
+        }
+        s.cpu_s / self.seconds
+    }
+}
+
+/// The median cost of repetitions, phase by phase and service by service (CPU and bytes are
+/// medians of their own; records and bytes moved are the first repetition's, the same in each).
+pub fn summary(reps: &[&[PhaseCost]]) -> Vec<PhaseCost> {
+    let Some(first) = reps.first() else {
+        return Vec::new();
+    };
+    let median = |v: Vec<f64>| crate::stats::median(&v);
+    first
+        .iter()
+        .map(|phase| {
+            let same: Vec<&PhaseCost> = reps
+                .iter()
+                .filter_map(|r| r.iter().find(|p| p.phase == phase.phase))
+                .collect();
+            let services = phase
+                .services
+                .iter()
+                .map(|s| {
+                    let of: Vec<&ServiceCost> = same
+                        .iter()
+                        .filter_map(|p| p.services.iter().find(|x| x.service == s.service))
+                        .collect();
+                    ServiceCost {
+                        service: s.service.clone(),
+                        role: s.role,
+                        cpu_s: median(of.iter().map(|x| x.cpu_s).collect()),
+                        rx_bytes: median(of.iter().map(|x| x.rx_bytes as f64).collect()) as u64,
+                        tx_bytes: median(of.iter().map(|x| x.tx_bytes as f64).collect()) as u64,
+                    }
+                })
+                .collect();
+            PhaseCost {
+                phase: phase.phase.clone(),
+                records: phase.records,
+                record_bytes: phase.record_bytes,
+                seconds: median(same.iter().map(|p| p.seconds).collect()),
+                services,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counters(cpu_ms: u64, rx: u64, tx: u64) -> Counters {
+        Counters {
+            cpu_ns: cpu_ms * 1_000_000,
+            rx_bytes: rx,
+            tx_bytes: tx,
+        }
+    }
+
+    fn phase() -> PhaseCost {
+        let start = vec![
+            ("proxy".to_string(), Role::Path, counters(1000, 0, 0)),
+            ("kms".to_string(), Role::Path, counters(50, 0, 0)),
+            ("broker".to_string(), Role::RunWide, counters(9000, 0, 0)),
+            ("load".to_string(), Role::LoadGenerator, counters(10, 5, 5)),
+        ];
+        // 100000 records of 1000 bytes (100 MB) in 10 s.
+        let end = vec![
+            ("proxy".to_string(), Role::Path, counters(1500, 200, 100)),
+            ("kms".to_string(), Role::Path, counters(70, 10, 10)),
+            ("broker".to_string(), Role::RunWide, counters(9400, 0, 0)),
+            (
+                "load".to_string(),
+                Role::LoadGenerator,
+                counters(1010, 5, 105),
+            ),
+            ("late".to_string(), Role::Path, counters(5, 0, 0)),
+        ];
+        PhaseCost::between("produce", 100_000, 1000, 10.0, &start, &end)
+    }
+
+    #[test]
+    fn the_difference_of_the_edges_per_record_and_per_mb_s() {
+        let p = phase();
+        // A service not running at the start has no difference to take.
+        let names: Vec<&str> = p.services.iter().map(|s| s.service.as_str()).collect();
+        assert_eq!(names, ["proxy", "kms", "broker", "load"]);
+        let proxy = &p.services[0];
+        assert_eq!(
+            (proxy.cpu_s, proxy.rx_bytes, proxy.tx_bytes),
+            (0.5, 200, 100)
+        );
+        // 0.5 s of CPU for 100000 records: 5 µs each; 500 ms of CPU per 100 MB is 5 millicores
+        // per MB/s (0.05 cores at 10 MB/s); over 10 s, 0.05 cores.
+        assert!((p.us_per_record(proxy) - 5.0).abs() < 1e-9);
+        assert!((p.millicores_per_mb_s(proxy) - 5.0).abs() < 1e-9);
+        assert!((p.cores(proxy) - 0.05).abs() < 1e-9);
+        // The path: the proxy and the KMS, not the run-wide broker nor the load generator.
+        let path = p.path().unwrap();
+        assert!((path.cpu_s - 0.52).abs() < 1e-9, "{path:?}");
+        assert_eq!(path.rx_bytes, 210);
+    }
+
+    #[test]
+    fn a_baseline_has_no_path_of_its_own() {
+        let mut p = phase();
+        p.services.retain(|s| s.role != Role::Path);
+        assert_eq!(p.path(), None);
+    }
+
+    #[test]
+    fn the_summary_is_the_median_service_by_service() {
+        let mut a = phase();
+        let mut b = phase();
+        let mut c = phase();
+        a.services[0].cpu_s = 0.4;
+        b.services[0].cpu_s = 0.9;
+        c.services[0].cpu_s = 0.5;
+        c.seconds = 12.0;
+        let (a, b, c) = (vec![a], vec![b], vec![c]);
+        let s = summary(&[&a, &b, &c]);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].services[0].cpu_s, 0.5);
+        assert_eq!(s[0].seconds, 10.0);
+        assert_eq!(s[0].records, 100_000);
+        assert!(summary(&[]).is_empty());
+    }
+}
