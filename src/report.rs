@@ -170,6 +170,62 @@ pub fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
     })
 }
 
+/// Each scenario's latency at a fixed THROUGHPUT next to its suite's reference scenario's at
+/// the same combination of settings in the same run, and the difference: what the path adds at
+/// that rate. From the intended send times (so a stall cannot hide) and, in the end-to-end mode,
+/// from send to receipt. `None` when no scenario has a reference to stand against.
+pub fn added_latency_table(results: &[ScenarioResult]) -> Option<TableData> {
+    type Get = fn(&ScenarioResult) -> Option<&crate::model::LatencySummary>;
+    let kinds: [(&str, Get); 2] = [
+        ("intended send to acknowledgement", |r| {
+            r.measurement.producer.intended.as_ref()
+        }),
+        ("end to end", |r| r.measurement.consumer.end_to_end.as_ref()),
+    ];
+    let mut rows = Vec::new();
+    for r in results.iter().filter(|r| !r.reference) {
+        let Some(base) = results
+            .iter()
+            .find(|b| b.reference && b.combination == r.combination)
+        else {
+            continue;
+        };
+        for (kind, get) in kinds {
+            let (Some(l), Some(b)) = (get(r), get(base)) else {
+                continue;
+            };
+            let mut row = vec![r.label(), base.name.clone(), kind.to_string()];
+            for (v, w) in [
+                (l.p50_ms, b.p50_ms),
+                (l.p99_ms, b.p99_ms),
+                (l.p999_ms, b.p999_ms),
+            ] {
+                row.push(format!("{v:.2}"));
+                row.push(format!("{:+.2}", v - w));
+            }
+            rows.push(row);
+        }
+    }
+    (!rows.is_empty()).then(|| TableData {
+        title: "Added Latency",
+        columns: strings(&ADDED_LATENCY_COLUMNS),
+        rows,
+    })
+}
+
+/// Columns of the added latency table.
+pub const ADDED_LATENCY_COLUMNS: [&str; 9] = [
+    "Name",
+    "Against",
+    "Latency",
+    "P50 ms",
+    "+P50 ms",
+    "P99 ms",
+    "+P99 ms",
+    "P99.9 ms",
+    "+P99.9 ms",
+];
+
 /// Columns of the cost table.
 pub const COST_COLUMNS: [&str; 9] = [
     "Name",
@@ -188,8 +244,10 @@ pub const COST_COLUMNS: [&str; 9] = [
 /// measured. A scenario that ran at a THROUGHPUT target compares with another at that rate only.
 pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
     const MIB: f64 = 1024.0 * 1024.0;
+    let repeated = results.iter().any(|r| r.repetitions.len() > 1);
     let mut rows = Vec::new();
     for r in results {
+        let reps = r.all_measurements();
         for phase in &r.measurement.cost {
             let mut services: Vec<crate::cost::ServiceCost> = phase.services.clone();
             services.extend(phase.path());
@@ -198,7 +256,7 @@ pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
                     crate::cost::Role::RunWide => format!("{} (run-wide)", s.service),
                     _ => s.service.clone(),
                 };
-                rows.push(vec![
+                let mut row = vec![
                     r.label(),
                     phase.phase.replace('_', " "),
                     service,
@@ -208,13 +266,36 @@ pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
                     format!("{:.2}", phase.cores(s)),
                     format!("{:.2}", s.rx_bytes as f64 / MIB),
                     format!("{:.2}", s.tx_bytes as f64 / MIB),
-                ]);
+                ];
+                if repeated {
+                    // The spread of the CPU per record over the repetitions (each moved the
+                    // same records, so the CPU seconds' spread is the per-record figure's).
+                    let cpu: Vec<f64> = reps
+                        .iter()
+                        .filter_map(|m| m.cost.iter().find(|p| p.phase == phase.phase))
+                        .filter_map(|p| {
+                            if s.service == crate::cost::PATH {
+                                p.path()
+                            } else {
+                                p.services.iter().find(|x| x.service == s.service).cloned()
+                            }
+                        })
+                        .map(|x| x.cpu_s)
+                        .collect();
+                    row.push(cpu.len().to_string());
+                    row.push(format!("±{:.1}%", stats::cv_percent(&cpu)));
+                }
+                rows.push(row);
             }
         }
     }
-    (!rows.is_empty()).then(|| TableData {
+    let mut columns = strings(&COST_COLUMNS);
+    if repeated {
+        columns.extend(["Runs".to_string(), "CPU ±CV%".to_string()]);
+    }
+    (!rows.is_empty()).then_some(TableData {
         title: "Cost",
-        columns: strings(&COST_COLUMNS),
+        columns,
         rows,
     })
 }
@@ -310,6 +391,7 @@ pub fn tables(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<Tabl
     all.extend(catch_up_table(results));
     all.extend(crate::sweep::table(results, p99_limit_ms));
     all.extend(resources_table(results));
+    all.extend(added_latency_table(results));
     all.extend(cost_table(results));
     all.extend(integrity_table(results));
     all.extend(path_check_table(results));
@@ -617,6 +699,36 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             ]
         );
         assert!(render_markdown(&results).contains("**Cost**"));
+    }
+
+    #[test]
+    fn added_latency_is_each_path_against_the_reference_at_the_same_settings() {
+        let mut results = sample();
+        assert!(added_latency_table(&results).is_none());
+        let lat = |p50: f64, p99: f64, p999: f64| crate::model::LatencySummary {
+            avg_lat_ms: p50,
+            max_lat_ms: p999 * 2.0,
+            p50_ms: p50,
+            p95_ms: p99,
+            p99_ms: p99,
+            p999_ms: p999,
+            p9999_ms: p999,
+        };
+        results[0].measurement.producer.intended = Some(lat(2.0, 5.0, 9.0));
+        results[1].measurement.producer.intended = Some(lat(3.5, 8.0, 20.0));
+        results[1].measurement.consumer.end_to_end = Some(lat(4.0, 9.0, 30.0));
+        let table = added_latency_table(&results).unwrap();
+        let rows: Vec<String> = table.rows.iter().map(|r| r.join("|")).collect();
+        // The reference measured no end-to-end latency: nothing to stand that against.
+        assert_eq!(
+            rows,
+            ["02-no-filters|01-no-proxy-baseline|intended send to acknowledgement|3.50|+1.50|8.00|+3.00|20.00|+11.00"]
+        );
+        // Another combination of settings has no reference to stand against.
+        results[1]
+            .combination
+            .insert("THROUGHPUT".into(), "1000".into());
+        assert!(added_latency_table(&results).is_none());
     }
 
     #[test]
