@@ -480,8 +480,17 @@ impl Sampling for EngineSampling {
                 } else {
                     cost::Role::Path
                 };
-                let c = self.engine.counters(&t.container).await.ok()?;
-                Some((t.service.clone(), role, c))
+                match self.engine.counters(&t.container).await {
+                    Ok(c) => Some((t.service.clone(), role, c)),
+                    Err(e) => {
+                        // Its cost is left out, said so rather than shown as nothing.
+                        crate::progress::println(&format!(
+                            "warning: no cost for service \"{}\": {e:#}",
+                            t.service
+                        ));
+                        None
+                    }
+                }
             });
             futures_util::future::join_all(reads)
                 .await
