@@ -19,8 +19,9 @@ async fn a_stall_shows_in_the_end_to_end_latencies() {
         .env("NUM_RECORDS", "8000")
         .env("THROUGHPUT", "1000")
         .env("MODE", "end-to-end");
-    // The stall starts as the measured producer does (its command line names the 8000
-    // records; the warm-up's names its own count): the records it sends in the next 1.5 s wait.
+    // The stall starts a second into the measured producer's 8 s (its command line names the
+    // 8000 records; the warm-up's names its own count): the records it sends in the next 1.5 s
+    // wait.
     let at = StallAt::Step {
         step: "produce",
         with: "--num-records 8000",

@@ -22,7 +22,8 @@ async fn a_stall_shows_in_the_latency_from_intended_send_times_only() {
             "PRODUCER_PROPERTIES",
             "acks=all queue.buffering.max.messages=50",
         );
-    // The stall starts as the measured producer does (the warm-up's names its own count).
+    // The stall starts a second into the measured producer's 8 s (the warm-up's names its own
+    // count).
     let at = StallAt::Step {
         step: "produce",
         with: "--num-records 40000",

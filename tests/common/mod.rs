@@ -234,8 +234,10 @@ pub fn wait_for(what: &str, within: std::time::Duration, mut done: impl FnMut() 
 
 /// The moment of a measurement a stall is put at: each an event of the run, never a time.
 pub enum StallAt<'a> {
-    /// Once the measured step `step` of the load generator runs with `with` in its command
-    /// line (see [`workload_runs`]).
+    /// A second after the measured step `step` of the load generator is seen running with
+    /// `with` in its command line (see [`workload_runs`]): its clients have connected by then.
+    /// A pause during a client's connection set-up was seen to stall it for about 10 s (as long
+    /// as librdkafka's API-version request timeout), not for the pause.
     Step { step: &'a str, with: &'a str },
     /// Once the run prints a line containing this, after the scenario started.
     Line(&'a str),
@@ -255,11 +257,14 @@ pub fn run_with_a_stall(
         run_id,
     } = start_run(cmd, |l| l.starts_with("==> 0"));
     match at {
-        StallAt::Step { step, with } => wait_for(
-            &format!("the measured `{step}` step"),
-            std::time::Duration::from_secs(120),
-            || workload_runs(&run_id, step, with),
-        ),
+        StallAt::Step { step, with } => {
+            wait_for(
+                &format!("the measured `{step}` step"),
+                std::time::Duration::from_secs(120),
+                || workload_runs(&run_id, step, with),
+            );
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
         StallAt::Line(line) => {
             let seen = lines
                 .by_ref()
