@@ -23,6 +23,19 @@ pub enum Role {
     LoadGenerator,
 }
 
+impl Role {
+    /// What the sampled `target` is: run-wide, the load generator, or the path's own.
+    pub fn of(target: &crate::resources::Target) -> Role {
+        if target.run_wide {
+            Role::RunWide
+        } else if target.service == crate::resources::LOAD_GENERATOR {
+            Role::LoadGenerator
+        } else {
+            Role::Path
+        }
+    }
+}
+
 /// One service's use over one phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServiceCost {
@@ -100,6 +113,14 @@ impl PhaseCost {
             rx_bytes: own.iter().map(|s| s.rx_bytes).sum(),
             tx_bytes: own.iter().map(|s| s.tx_bytes).sum(),
         })
+    }
+
+    /// Every service's use, then the path's own services summed (when it has any): the rows a
+    /// table shows.
+    pub fn rows(&self) -> Vec<ServiceCost> {
+        let mut rows = self.services.clone();
+        rows.extend(self.path());
+        rows
     }
 
     /// CPU microseconds per record of `s` in this phase.

@@ -249,9 +249,7 @@ pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
     for r in results {
         let reps = r.all_measurements();
         for phase in &r.measurement.cost {
-            let mut services: Vec<crate::cost::ServiceCost> = phase.services.clone();
-            services.extend(phase.path());
-            for s in &services {
+            for s in &phase.rows() {
                 let service = match s.role {
                     crate::cost::Role::RunWide => format!("{} (run-wide)", s.service),
                     _ => s.service.clone(),
@@ -273,13 +271,7 @@ pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
                     let cpu: Vec<f64> = reps
                         .iter()
                         .filter_map(|m| m.cost.iter().find(|p| p.phase == phase.phase))
-                        .filter_map(|p| {
-                            if s.service == crate::cost::PATH {
-                                p.path()
-                            } else {
-                                p.services.iter().find(|x| x.service == s.service).cloned()
-                            }
-                        })
+                        .filter_map(|p| p.rows().into_iter().find(|x| x.service == s.service))
                         .map(|x| x.cpu_s)
                         .collect();
                     row.push(cpu.len().to_string());

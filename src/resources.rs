@@ -84,15 +84,7 @@ pub fn point(s: &ContainerStatsResponse) -> Point {
         });
         Some(usage.saturating_sub(cache.unwrap_or(0)))
     });
-    let (rx_bytes, tx_bytes) = s
-        .networks
-        .as_ref()
-        .map(|nets| {
-            nets.values().fold((0, 0), |(rx, tx), n| {
-                (rx + n.rx_bytes.unwrap_or(0), tx + n.tx_bytes.unwrap_or(0))
-            })
-        })
-        .unwrap_or((0, 0));
+    let (rx_bytes, tx_bytes) = crate::engine::network_bytes(s);
     Point {
         cpu_pct,
         mem_bytes,

@@ -473,15 +473,8 @@ impl Sampling for EngineSampling {
     fn counters(&self) -> LocalBoxFuture<'_, cost::Readings> {
         Box::pin(async move {
             let reads = self.targets.iter().map(|t| async move {
-                let role = if t.run_wide {
-                    cost::Role::RunWide
-                } else if t.service == resources::LOAD_GENERATOR {
-                    cost::Role::LoadGenerator
-                } else {
-                    cost::Role::Path
-                };
                 match self.engine.counters(&t.container).await {
-                    Ok(c) => Some((t.service.clone(), role, c)),
+                    Ok(c) => Some((t.service.clone(), cost::Role::of(t), c)),
                     Err(e) => {
                         // Its cost is left out, said so rather than shown as nothing.
                         crate::progress::println(&format!(

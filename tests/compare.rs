@@ -150,7 +150,7 @@ fn overlapping_noisy_sides_are_no_regression_and_the_same_shifted_by_a_third_is_
     let root = tempfile::tempdir().unwrap();
     let a = write_run(root.path(), "a", &NOISY_A, 5000);
     let b = write_run(root.path(), "b", &NOISY_B, 5000);
-    let args = |x: &Path, y: &Path| {
+    let compare_plain = |x: &Path, y: &Path| {
         compare(
             &[
                 x.to_str().unwrap(),
@@ -161,7 +161,7 @@ fn overlapping_noisy_sides_are_no_regression_and_the_same_shifted_by_a_third_is_
             root.path(),
         )
     };
-    let out = args(&a, &b);
+    let out = compare_plain(&a, &b);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     assert!(
@@ -178,7 +178,7 @@ fn overlapping_noisy_sides_are_no_regression_and_the_same_shifted_by_a_third_is_
     // The same spread a third slower: no run of the new side reaches the base's slowest.
     let slow: Vec<f64> = NOISY_B.iter().map(|s| s * 0.67).collect();
     let c = write_run(root.path(), "c", &slow, 5000);
-    let out = args(&a, &c);
+    let out = compare_plain(&a, &c);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(

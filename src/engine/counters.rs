@@ -3,6 +3,7 @@
 //! figures cover exactly that phase, not the one-second samples around it.
 
 use anyhow::{Context, Result};
+use bollard::models::ContainerStatsResponse;
 use bollard::query_parameters::StatsOptionsBuilder;
 use futures_util::StreamExt;
 
@@ -52,21 +53,26 @@ impl Engine {
             .and_then(|c| c.cpu_usage.as_ref())
             .and_then(|u| u.total_usage)
             .with_context(|| format!("container {container} reports no CPU counter"))?;
-        let (rx_bytes, tx_bytes) = stats
-            .networks
-            .as_ref()
-            .map(|nets| {
-                nets.values().fold((0, 0), |(rx, tx), n| {
-                    (rx + n.rx_bytes.unwrap_or(0), tx + n.tx_bytes.unwrap_or(0))
-                })
-            })
-            .unwrap_or((0, 0));
+        let (rx_bytes, tx_bytes) = network_bytes(&stats);
         Ok(Counters {
             cpu_ns,
             rx_bytes,
             tx_bytes,
         })
     }
+}
+
+/// Bytes received and sent over every network interface, as one stats document counts them.
+pub fn network_bytes(stats: &ContainerStatsResponse) -> (u64, u64) {
+    stats
+        .networks
+        .as_ref()
+        .map(|nets| {
+            nets.values().fold((0, 0), |(rx, tx), n| {
+                (rx + n.rx_bytes.unwrap_or(0), tx + n.tx_bytes.unwrap_or(0))
+            })
+        })
+        .unwrap_or((0, 0))
 }
 
 #[cfg(test)]

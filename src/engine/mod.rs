@@ -13,7 +13,7 @@ pub mod liveness;
 mod oneoff;
 mod watch;
 
-pub use counters::Counters;
+pub use counters::{network_bytes, Counters};
 pub use deployment::Deployment;
 pub use interrupt::{interruptible, Interrupted};
 pub use oneoff::{ExecOutput, OneOff};
