@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use crate::metrics::{self, Better, Metric};
 use crate::model::Measurement;
 use crate::results::{read_run_info, read_scenarios, HostFacts, RunInfo, RUN_FILE};
-use crate::settings::Settings;
+use crate::settings::SETTINGS;
 use crate::stats::{self, SIGNIFICANCE as ALPHA};
 use crate::table::{markdown_body, plain_body, TableData};
 use anyhow::{bail, Context, Result};
@@ -618,41 +618,12 @@ fn drift(
 }
 
 /// A property list as `k=v k=v`.
-fn pairs(props: &[(String, String)]) -> String {
-    props
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn or_unset<T: ToString>(v: &Option<T>) -> String {
     v.as_ref().map_or("unset".to_string(), T::to_string)
 }
 
 /// A named fact of a run record, as a person reads it.
 type Fact<T> = (&'static str, fn(&T) -> String);
-
-/// Settings that change what is measured, by their variable names.
-const COMPARED_SETTINGS: [Fact<Settings>; 11] = [
-    ("NUM_RECORDS", |s| s.num_records.to_string()),
-    ("RECORD_SIZE", |s| s.record_size.to_string()),
-    ("PRODUCER_PROPERTIES", |s| pairs(&s.producer_properties)),
-    ("THROUGHPUT", |s| s.throughput.to_string()),
-    ("WARM_UP_NUM_RECORDS_POST_BROKER_START", |s| {
-        s.warm_up_post_broker_start.to_string()
-    }),
-    ("WARM_UP_NUM_RECORDS_PRE_TEST", |s| {
-        s.warm_up_pre_test.to_string()
-    }),
-    ("WARM_UP_SECONDS_PRE_TEST", |s| {
-        s.warm_up_seconds_pre_test.to_string()
-    }),
-    ("SERVICES_CPUSET", |s| s.services_cpuset.clone()),
-    ("WORKLOAD_CPUSET", |s| s.workload_cpuset.clone()),
-    ("KAFKA_IMAGE", |s| s.kafka_image.clone()),
-    ("KROXYLICIOUS_IMAGE", |s| s.kroxylicious_image.clone()),
-];
 
 /// Host facts that change what is measured.
 const COMPARED_HOST: [Fact<HostFacts>; 5] = [
@@ -690,8 +661,10 @@ fn differences(base: &Side, new: &Side) -> Vec<String> {
         v.dedup();
         v
     };
-    for (var, get) in COMPARED_SETTINGS {
-        let f = |i: &RunInfo| get(&i.settings);
+    // Every setting that changes what is measured (the one table says which).
+    for setting in SETTINGS.iter().filter(|s| s.measured) {
+        let var = setting.var;
+        let f = |i: &RunInfo| setting.value(&i.settings);
         let (b, n) = (all(base, &f), all(new, &f));
         if b != n {
             out.push(format!(
@@ -1003,6 +976,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::Settings;
 
     fn side(scale: &[f64]) -> Side {
         let base = crate::report::tests::sample();

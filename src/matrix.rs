@@ -3,43 +3,18 @@
 //! A setting given as a list (`RECORD_SIZE=100,1024`, a repeated flag, or an entry of
 //! `matrix:` in suite.yaml) is an axis; a run measures every selected scenario at every
 //! combination of the axes' values. Only the settings a scenario's measurement reads may vary
-//! ([`VARYING`]); the others (REPEAT, DRIVER, the cpusets, ...) hold for the whole run.
+//! ([`table::varying`]); the others (REPEAT, DRIVER, the cpusets, ...) hold for the whole run.
 
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
-use serde::{Deserialize, Serialize};
 
-use crate::settings::{self, Settings};
-
-/// The settings that may take a list of values.
-pub const VARYING: [&str; 13] = [
-    "KAFKA_IMAGE",
-    "KROXYLICIOUS_IMAGE",
-    "VAULT_IMAGE",
-    "NUM_RECORDS",
-    "RECORD_SIZE",
-    "THROUGHPUT",
-    "PRODUCER_PROPERTIES",
-    "PARTITIONS",
-    "TOPICS",
-    "PRODUCERS",
-    "CONSUMERS",
-    "WARM_UP_NUM_RECORDS_PRE_TEST",
-    "WARM_UP_SECONDS_PRE_TEST",
-];
+pub use crate::settings::Axis;
+use crate::settings::{table, Settings};
 
 /// Most combinations one run may have: far beyond a sensible run, and a guard against a
 /// mistyped list multiplying into days of measurement.
 pub const MAX_COMBINATIONS: usize = 1000;
-
-/// One setting that varies over a run, and its values in the order they were given (each in
-/// the setting's canonical form: `1e3` is `1000`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Axis {
-    pub var: String,
-    pub values: Vec<String>,
-}
 
 /// One combination of the axes' values: setting name -> value. Empty without a matrix.
 pub type Combination = BTreeMap<String, String>;
@@ -55,59 +30,25 @@ pub fn label(combination: &Combination) -> String {
 
 /// Sets one varying setting from its text, with the same parsing and errors as the flag.
 pub fn set(settings: &mut Settings, var: &str, value: &str) -> Result<()> {
-    let image = |value: &str| -> Result<String> {
-        let v = value.trim();
-        if v.is_empty() || v.contains(char::is_whitespace) {
-            bail!("{var}={value:?}: expected an image reference such as name:tag");
-        }
-        Ok(v.to_string())
-    };
-    match var {
-        "KAFKA_IMAGE" => settings.kafka_image = image(value)?,
-        "KROXYLICIOUS_IMAGE" => settings.kroxylicious_image = image(value)?,
-        "VAULT_IMAGE" => settings.vault_image = image(value)?,
-        "NUM_RECORDS" => settings.num_records = settings::parse_count(var, value, false)?,
-        "RECORD_SIZE" => settings.record_size = settings::parse_count(var, value, false)?,
-        "THROUGHPUT" => settings.throughput = settings::parse_throughput(value)?,
-        "PRODUCER_PROPERTIES" => settings.producer_properties = settings::parse_properties(value)?,
-        "PARTITIONS" => settings.partitions = settings::parse_clients(var, value)?,
-        "TOPICS" => settings.topics = settings::parse_clients(var, value)?,
-        "PRODUCERS" => settings.producers = settings::parse_clients(var, value)?,
-        "CONSUMERS" => settings.consumers = settings::parse_clients(var, value)?,
-        "WARM_UP_NUM_RECORDS_PRE_TEST" => {
-            settings.warm_up_pre_test = settings::parse_count(var, value, true)?
-        }
-        "WARM_UP_SECONDS_PRE_TEST" => {
-            settings.warm_up_seconds_pre_test = settings::parse_warm_up_seconds(value)?
-        }
-        other => bail!("{}", cannot_vary(other)),
+    match table::find(var) {
+        Some(setting) if setting.varies() => setting.set(settings, value),
+        _ => bail!("{}", table::cannot_vary(var)),
     }
-    Ok(())
-}
-
-/// The message for a list given to a setting that holds for the whole run.
-pub fn cannot_vary(var: &str) -> String {
-    format!(
-        "{var} cannot take a list of values: it holds for the whole run (settings that may \
-         vary: {})",
-        VARYING.join(", ")
-    )
 }
 
 /// An axis of `var` over `values`: each value parsed as the setting parses it and kept in its
 /// canonical form; a repeated value, an empty list or a setting that cannot vary is refused.
 pub fn axis(var: &str, values: &[String]) -> Result<Axis> {
-    if !VARYING.contains(&var) {
-        bail!("{}", cannot_vary(var));
-    }
+    let setting = match table::find(var) {
+        Some(setting) if setting.varies() => setting,
+        _ => bail!("{}", table::cannot_vary(var)),
+    };
     if values.is_empty() {
         bail!("{var}: an empty list of values");
     }
     let mut canonical: Vec<String> = Vec::with_capacity(values.len());
     for value in values {
-        let mut s = Settings::without_commit();
-        set(&mut s, var, value)?;
-        let c = s.variables()[var].clone();
+        let c = setting.canonical(value)?;
         if canonical.contains(&c) {
             bail!("{var} lists the value {c:?} twice");
         }

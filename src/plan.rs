@@ -13,7 +13,7 @@ use crate::compose::{self, Project};
 use crate::images::recipe::{self, ImageRecipe};
 use crate::matrix::{self, Axis, Combination};
 use crate::scenario::{self, Scenario, Step, Suite};
-use crate::settings::{Mode, Settings};
+use crate::settings::Settings;
 
 /// Topic names are this prefix plus the scenario name.
 pub const TOPIC_PREFIX: &str = "perf-tests-";
@@ -332,40 +332,8 @@ pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
 
 /// [`plan`] from sources already read.
 fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Plan> {
-    let partitions = u64::from(settings.partitions) * u64::from(settings.topics);
-    if u64::from(settings.consumers) > partitions {
-        let of = if settings.topics > 1 {
-            format!(
-                "the {partitions} partitions of TOPICS={} topics of PARTITIONS={} each",
-                settings.topics, settings.partitions
-            )
-        } else {
-            format!("PARTITIONS={}", settings.partitions)
-        };
-        bail!(
-            "CONSUMERS={} is more than {of}: the consumers share one group, so those beyond the \
-             partitions would get none and read nothing",
-            settings.consumers,
-        );
-    }
-    if let Some(d) = settings
-        .duration
-        .filter(|_| settings.mode != Mode::EndToEnd)
-    {
-        bail!(
-            "DURATION={d} needs MODE=end-to-end: a run bounded by time keeps its producers and \
-             its consumers running together (MODE={} runs them one after the other)",
-            settings.mode
-        );
-    }
-    if settings.mode == Mode::Backlog && settings.throughput <= 0 {
-        bail!(
-            "MODE=backlog needs THROUGHPUT: the rate a producer keeps sending at while the group \
-             catches up with the backlog (THROUGHPUT={} is unlimited, and an unlimited producer \
-             never lets a group catch up)",
-            settings.throughput
-        );
-    }
+    // Every check across settings, then the suite's own bound on them.
+    settings.validate()?;
     let suite = &sources.suite;
     suite.check_record_size(settings.record_size)?;
     let base_vars = settings.variables();
@@ -374,6 +342,9 @@ fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Pla
         .iter()
         .map(|s| resolve_scenario(suite, s.clone(), &base_vars))
         .collect::<Result<Vec<_>>>()?;
+    // The driver refuses what it cannot run faithfully, with the rest of the checks.
+    let selected: Vec<&Scenario> = scenarios.iter().map(|p| &p.scenario).collect();
+    crate::driver::for_settings(settings).check(settings, suite, &selected)?;
 
     let tls_dir = std::env::temp_dir()
         .join(format!("perf-tests-{run_id}"))

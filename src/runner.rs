@@ -211,9 +211,6 @@ fn phase(what: &str) {
 async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> {
     let plan = run.first();
     let driver = driver::for_settings(&run.cells[0].settings);
-    for cell in &run.cells {
-        driver.check(cell)?;
-    }
     let tls_dir = &plan.tls_dir;
     std::fs::create_dir_all(tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
     if !plan.tls_hosts.is_empty() {

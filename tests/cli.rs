@@ -2,18 +2,14 @@
 //! and exit codes, against suites created in temporary directories.
 
 mod common;
-use common::SETTING_VARS;
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn perf_tests(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    let mut cmd = common::bin();
     cmd.args(args).current_dir(dir);
-    for var in SETTING_VARS {
-        cmd.env_remove(var);
-    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -99,7 +95,7 @@ fn help_shows_every_setting_with_env_name_and_default() {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    for var in SETTING_VARS {
+    for var in common::setting_vars() {
         assert!(help.contains(&format!("[env: {var}=")), "{var} in\n{help}");
     }
     for default in [

@@ -1,7 +1,8 @@
 //! `perf-tests compare` on synthetic results directories, through the binary.
+mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{json, Value};
 
@@ -53,7 +54,7 @@ fn write_run(root: &Path, name: &str, speeds: &[f64], num_records: u64) -> PathB
 }
 
 fn compare(args: &[&str], results_dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+    common::bin()
         .arg("compare")
         .args(args)
         .env("RESULTS_DIR", results_dir)

@@ -13,7 +13,7 @@ const RECORDS: u64 = 20_000;
 async fn offline_suite_runs_end_to_end_and_leaves_nothing() {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+    let out = common::bin()
         .current_dir(repo())
         .env("NUM_RECORDS", "2e4")
         .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "500")

@@ -584,7 +584,7 @@ async fn clean_removes_only_what_dead_runs_left() {
         for (run_id, owner) in &runs {
             owned_resources(&engine, run_id, owner).await;
         }
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+        let out = common::bin()
             .arg("clean")
             .output()
             .unwrap();
@@ -761,7 +761,7 @@ async fn sighup_under_nohup_is_ignored() {
 
 #[test]
 fn unreachable_engine_gives_one_clear_error() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+    let out = common::bin()
         .args(["compose", "down", "--run-id", "nothing"])
         .env("DOCKER_HOST", "tcp://127.0.0.1:1")
         .output()

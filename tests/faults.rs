@@ -346,7 +346,7 @@ async fn the_engine_going_away_ends_the_run_and_clean_removes_what_it_left() {
     );
 
     // The engine answers again (the real socket): clean removes the dead run's resources.
-    let cleaned = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+    let cleaned = common::bin()
         .arg("clean")
         .env_remove("DOCKER_HOST")
         .output()
@@ -429,7 +429,7 @@ async fn a_second_scenario_that_fails_keeps_the_first_ones_results_marked_incomp
     assert!(!tables.contains("02-no-filters"), "{tables}");
 
     // Comparing against it warns, once, naming the run and the reason.
-    let compared = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+    let compared = common::bin()
         .args(["compare", "--format", "plain"])
         .arg(run)
         .arg(run)

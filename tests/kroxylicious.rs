@@ -6,13 +6,13 @@
 //! real broker).
 
 mod common;
-use common::{engine_lock, leftovers, repo, SETTING_VARS};
+use common::{engine_lock, leftovers, repo};
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use perf_tests::compose::{self, Condition};
 use perf_tests::images::recipe::{self, Recipe};
@@ -129,11 +129,8 @@ const TOPIC_04: &str = "perf-tests-04-envelope-encryption-filter";
 const TOPIC_05: &str = "perf-tests-05-envelope-encryption-filter-no-encrypt";
 
 fn perf_tests(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    let mut cmd = common::bin();
     cmd.args(args).current_dir(repo());
-    for var in SETTING_VARS {
-        cmd.env_remove(var);
-    }
     cmd.envs(env.iter().copied());
     cmd.output().expect("perf-tests starts")
 }
@@ -960,7 +957,7 @@ async fn workload_end_offsets_counts_the_records_of_a_topic() {
         .await
         .unwrap();
     let count = |what: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+        let out = common::bin()
             .args(["workload", "end-offsets", "--bootstrap", &broker.bootstrap])
             .args(["--topic", &topic])
             .output()
@@ -986,7 +983,7 @@ async fn workload_end_offsets_counts_the_records_of_a_topic() {
     assert_eq!(sent.sent, 1234);
     assert_eq!(count("after producing"), 1234);
 
-    let out = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+    let out = common::bin()
         .args(["workload", "end-offsets", "--bootstrap", &broker.bootstrap])
         .args(["--topic", "no-such-topic-here"])
         .output()

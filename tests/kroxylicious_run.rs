@@ -7,7 +7,7 @@
 mod common;
 use common::{
     engine_lock, leftovers, perf_tests_run, repo, running_container, start_run, wait_for,
-    workload_runs, Started, SETTING_VARS,
+    workload_runs, Started,
 };
 
 use std::path::{Path, PathBuf};
@@ -40,11 +40,8 @@ const SAMPLE: u64 = 20;
 /// Runs `perf-tests run` from the repository with only `env` set among the settings, small
 /// counts (unless `env` sets them) and results under `results`.
 fn run(env: &[(&str, &str)], results: &Path) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    let mut cmd = common::bin();
     cmd.arg("run").current_dir(repo());
-    for var in SETTING_VARS {
-        cmd.env_remove(var);
-    }
     let records = RECORDS.to_string();
     cmd.env("NUM_RECORDS", &records)
         .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", WARM_UP)

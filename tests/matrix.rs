@@ -116,7 +116,7 @@ async fn a_matrix_over_record_size_and_the_proxy_image_measures_every_combinatio
     assert!(svg.contains("by RECORD_SIZE") && svg.contains("by KROXYLICIOUS_IMAGE"));
 
     // The run's two images compared with each other, rows matched by scenario and record size.
-    let cmp = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+    let cmp = common::bin()
         .arg("compare")
         .arg(&run)
         .arg(&run)
@@ -136,7 +136,7 @@ async fn a_matrix_over_record_size_and_the_proxy_image_measures_every_combinatio
         assert!(cmp_out.contains(row), "{row} in\n{cmp_out}");
     }
     assert!(!cmp_out.contains("only in the"), "{cmp_out}");
-    let bad = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+    let bad = common::bin()
         .arg("compare")
         .arg(&run)
         .arg(&run)

@@ -6,7 +6,7 @@ use common::{engine_lock, repo};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
 use std::time::Duration;
 
 use perf_tests::compose;
@@ -127,7 +127,7 @@ async fn debian_recipe_builds_runs_and_is_not_rebuilt() {
 
 #[test]
 fn offline_suite_plan_resolves() {
-    let out = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+    let out = common::bin()
         .current_dir(repo())
         .args(["run", "--dry-run"])
         .env_remove("TEST")
@@ -252,10 +252,7 @@ async fn clean_images_removes_other_builds_workload_images_only() {
     )
     .await
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
-        .args(["clean", "--images"])
-        .output()
-        .unwrap();
+    let out = common::bin().args(["clean", "--images"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(

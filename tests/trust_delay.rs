@@ -5,12 +5,12 @@
 //! for a network delay), and `perf-tests compare` must exit 1.
 
 mod common;
-use common::{engine_lock, repo, SETTING_VARS};
+use common::{engine_lock, repo};
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,10 +21,7 @@ use bollard::query_parameters::ListContainersOptionsBuilder;
 /// Runs the proxy scenario into `results`; returns the run directory. The run's id is put in
 /// `run_id` as soon as the run announces it.
 fn run(results: &Path, run_id: Arc<Mutex<Option<String>>>) -> PathBuf {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
-    for var in SETTING_VARS {
-        cmd.env_remove(var);
-    }
+    let mut cmd = common::bin();
     let mut child = cmd
         .current_dir(repo())
         .env("SCENARIOS", "scenarios/offline")
@@ -141,7 +138,7 @@ async fn a_throttled_proxy_is_a_significant_regression() {
         "one proxy container per repetition was slowed"
     );
 
-    let out = Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+    let out = common::bin()
         .args(["compare", base.to_str().unwrap(), slow.to_str().unwrap()])
         .args(["--format", "plain"])
         .output()

@@ -19,14 +19,14 @@ mod common;
 use common::{engine_lock, repo};
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 const SCENARIO: &str = "01-no-proxy-baseline";
 
 fn perf_tests(results: &Path, envs: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    let mut cmd = common::bin();
     cmd.current_dir(repo())
         .args(args)
         .env("TEST", "01.*")

@@ -1,8 +1,8 @@
 //! The workload against a real Kafka-compatible broker (Tansu, in memory).
+mod common;
 
 mod support;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -399,7 +399,7 @@ async fn warm_broker_leaves_no_topic_behind() {
 /// Runs `perf-tests workload <args>` to completion: (success, stdout, stderr).
 async fn workload_process(args: Vec<String>) -> (bool, String, String) {
     let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+        common::bin()
             .args(args)
             .output()
             .expect("running perf-tests workload")
@@ -499,7 +499,7 @@ async fn workload_process_result_line_round_trips() {
 async fn workload_process_fails_with_a_message_on_a_closed_port() {
     let bootstrap = format!("127.0.0.1:{}", free_port());
     let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_perf-tests"))
+        common::bin()
             .args([
                 "workload",
                 "probe",

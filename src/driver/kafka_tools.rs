@@ -21,7 +21,7 @@ use super::native::NativeSession;
 use super::{Driver, MeasureSpec, Place, Progress, Session};
 use crate::engine::{Engine, OneOff};
 use crate::model::{ConsumerResult, ProducerResult};
-use crate::plan::{Cell, Plan};
+use crate::scenario::{Scenario, Suite};
 use crate::settings::{Mode, Settings};
 
 /// Where the scripts live in the Strimzi Kafka image.
@@ -389,14 +389,14 @@ pub fn consumer_command(
 
 /// Refuses a plan this driver cannot run faithfully: client properties (TLS and the like) are
 /// librdkafka settings the Java tools do not understand.
-pub fn check_plan(plan: &Plan) -> Result<()> {
+fn check_clients(suite: &Suite, scenarios: &[&Scenario]) -> Result<()> {
     let mut offenders = Vec::new();
-    if !plan.suite.client.is_empty() {
-        offenders.push(format!("{} (client)", plan.suite.file.display()));
+    if !suite.client.is_empty() {
+        offenders.push(format!("{} (client)", suite.file.display()));
     }
-    for p in &plan.scenarios {
-        if !p.scenario.client.is_empty() {
-            offenders.push(format!("{} (client)", p.scenario.file.display()));
+    for scenario in scenarios {
+        if !scenario.client.is_empty() {
+            offenders.push(format!("{} (client)", scenario.file.display()));
         }
     }
     if !offenders.is_empty() {
@@ -445,9 +445,9 @@ fn check_settings(settings: &Settings) -> Result<()> {
 }
 
 impl Driver for KafkaToolsDriver {
-    fn check(&self, cell: &Cell) -> Result<()> {
-        check_settings(&cell.settings)?;
-        check_plan(&cell.plan)
+    fn check(&self, settings: &Settings, suite: &Suite, scenarios: &[&Scenario]) -> Result<()> {
+        check_settings(settings)?;
+        check_clients(suite, scenarios)
     }
 
     fn images(&self) -> Vec<String> {

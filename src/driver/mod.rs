@@ -21,7 +21,7 @@ use futures_util::future::BoxFuture;
 
 use crate::engine::Engine;
 use crate::model::{ConsumerResult, ProducerResult};
-use crate::plan::Cell;
+use crate::scenario::{Scenario, Suite};
 use crate::settings::{self, Mode, Settings};
 
 pub use crate::workload::catch_up::CatchUpResult;
@@ -84,7 +84,7 @@ impl MeasureSpec {
             consume_timeout: Duration::from_secs(60),
             delete_topic: true,
             mode: Mode::ProduceThenConsume,
-            catch_up_limit: Duration::from_secs(settings::DEFAULT_CATCH_UP_SECONDS),
+            catch_up_limit: Duration::from_secs(Settings::without_commit().catch_up_seconds),
             duration: None,
             duration_warm_up: Duration::ZERO,
             partitions: 1,
@@ -124,9 +124,9 @@ pub type Progress<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
 /// A way to produce and consume, chosen once per run.
 pub trait Driver: Send + Sync {
-    /// Refuses a combination of the run (its plan and settings) it cannot run faithfully,
-    /// before anything starts.
-    fn check(&self, _cell: &Cell) -> Result<()> {
+    /// Refuses a combination of the run's settings, with the suite and the scenarios it
+    /// selected, that it cannot run faithfully; called by the plan, before anything starts.
+    fn check(&self, _settings: &Settings, _suite: &Suite, _scenarios: &[&Scenario]) -> Result<()> {
         Ok(())
     }
     /// Images it runs besides the workload image and the Compose services' (had before the

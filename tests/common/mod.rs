@@ -6,38 +6,22 @@ use std::path::Path;
 
 use bollard::query_parameters::{ListContainersOptionsBuilder, ListNetworksOptionsBuilder};
 
-/// Every setting's environment variable; tests clear them so the caller's environment cannot
-/// leak into the binary they run.
-pub const SETTING_VARS: [&str; 28] = [
-    "TEST",
-    "NUM_RECORDS",
-    "RECORD_SIZE",
-    "WARM_UP_NUM_RECORDS_POST_BROKER_START",
-    "WARM_UP_NUM_RECORDS_PRE_TEST",
-    "WARM_UP_SECONDS_PRE_TEST",
-    "SERVICES_CPUSET",
-    "WORKLOAD_CPUSET",
-    "PRODUCER_PROPERTIES",
-    "THROUGHPUT",
-    "COMMIT_ID",
-    "KAFKA_IMAGE",
-    "KROXYLICIOUS_IMAGE",
-    "KAFKA_TOOL_IMAGE",
-    "VAULT_IMAGE",
-    "DRIVER",
-    "MODE",
-    "REPEAT",
-    "PARTITIONS",
-    "TOPICS",
-    "PRODUCERS",
-    "CONSUMERS",
-    "P99_LIMIT_MS",
-    "CATCH_UP_SECONDS",
-    "DURATION",
-    "DURATION_WARM_UP",
-    "SCENARIOS",
-    "RESULTS_DIR",
-];
+/// Every setting's environment variable, from the one settings table.
+pub fn setting_vars() -> impl Iterator<Item = &'static str> {
+    perf_tests::settings::SETTINGS.iter().map(|s| s.var)
+}
+
+/// The `perf-tests` executable, run from the repository, with none of the caller's settings in
+/// its environment (a user's `NUM_RECORDS` must not reach a test's run). Every test runs the
+/// executable through this.
+pub fn bin() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_perf-tests"));
+    for var in setting_vars() {
+        cmd.env_remove(var);
+    }
+    cmd.current_dir(repo());
+    cmd
+}
 
 /// Connects to the Docker engine for `run_id`; without one the test fails with one line that
 /// says so (not a backtrace of an unwrap).
@@ -96,12 +80,8 @@ pub fn run_succeeds(results: &Path, env: &[(&str, &str)]) -> String {
 
 /// [`perf_tests_run`] for another command that runs scenarios (`sweep`).
 pub fn perf_tests_command(command: &str, results: &Path) -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_perf-tests"));
-    for var in SETTING_VARS {
-        cmd.env_remove(var);
-    }
+    let mut cmd = bin();
     cmd.arg(command)
-        .current_dir(repo())
         .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
         .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
         .env("RESULTS_DIR", results)

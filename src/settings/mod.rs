@@ -1,0 +1,390 @@
+//! Run settings: plain data, independent of how they were given (flags, environment, defaults).
+//!
+//! The names, meanings and defaults follow the reference perf-test script so that a command line
+//! such as `TEST=03.* NUM_RECORDS=1e6 perf-tests` means the same thing here. Every setting is
+//! one entry of [`table::SETTINGS`]: its variable, help, default, whether it may vary and
+//! whether it changes what is measured; the command line, the Compose variables, the matrix and
+//! compare all read that one list.
+
+mod parse;
+pub mod table;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+pub use parse::*;
+pub use table::{Lists, Setting, SETTINGS};
+
+/// Largest `WARM_UP_SECONDS_PRE_TEST` accepted: an hour of warm-up per scenario is a mistake.
+pub const MAX_WARM_UP_SECONDS_PRE_TEST: u64 = 3600;
+/// Largest `REPEAT` accepted.
+pub const MAX_REPEAT: u32 = 1000;
+/// Largest `PARTITIONS` accepted.
+pub const MAX_PARTITIONS: u32 = 10_000;
+/// Largest `TOPICS` accepted: each is created, produced to and deleted on its own.
+pub const MAX_TOPICS: u32 = 1000;
+/// Largest `PRODUCERS` or `CONSUMERS` accepted: each is a thread of the one workload container.
+pub const MAX_CLIENTS: u32 = 64;
+/// Longest DURATION accepted: 30 days.
+pub const MAX_DURATION_S: u64 = 30 * 24 * 3600;
+/// `COMMIT_ID` when the suite is not inside a git checkout.
+pub const UNKNOWN_COMMIT: &str = "unknown";
+
+/// Largest count accepted: far beyond any sensible run, small enough that products such as
+/// records x record size cannot overflow a u64.
+pub const MAX_COUNT: u64 = 1_000_000_000_000_000;
+
+/// What produces and consumes the measured records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Driver {
+    /// The built-in librdkafka workload (`perf-tests workload`).
+    #[default]
+    Native,
+    /// Apache Kafka's kafka-producer-perf-test.sh and kafka-consumer-perf-test.sh from
+    /// `KAFKA_TOOL_IMAGE`, as the reference script ran them.
+    KafkaTools,
+}
+
+impl Driver {
+    /// The value as written in `DRIVER`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Driver::Native => "native",
+            Driver::KafkaTools => "kafka-tools",
+        }
+    }
+}
+
+impl std::fmt::Display for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a measurement's producer and consumer run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// The producer sends every record, then the consumer reads them (the reference's way).
+    #[default]
+    ProduceThenConsume,
+    /// Producer and consumer run at once, and the consumer measures each record's latency from
+    /// its send to its receipt.
+    EndToEnd,
+    /// The group finds a backlog waiting and catches up with it while a producer keeps sending
+    /// at `THROUGHPUT`.
+    Backlog,
+}
+
+impl Mode {
+    /// The value as written in `MODE`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Mode::ProduceThenConsume => "produce-then-consume",
+            Mode::EndToEnd => "end-to-end",
+            Mode::Backlog => "backlog",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parses `MODE`: `produce-then-consume`, `end-to-end` or `backlog`.
+pub fn parse_mode(s: &str) -> Result<Mode> {
+    match s.trim() {
+        "produce-then-consume" => Ok(Mode::ProduceThenConsume),
+        "end-to-end" => Ok(Mode::EndToEnd),
+        "backlog" => Ok(Mode::Backlog),
+        other => bail!(
+            "MODE={other:?}: unknown mode (expected produce-then-consume, end-to-end or backlog)"
+        ),
+    }
+}
+
+/// Parses `DRIVER`: `native` or `kafka-tools`.
+pub fn parse_driver(s: &str) -> Result<Driver> {
+    match s.trim() {
+        "native" => Ok(Driver::Native),
+        "kafka-tools" => Ok(Driver::KafkaTools),
+        other => bail!("DRIVER={other:?}: unknown driver (expected native or kafka-tools)"),
+    }
+}
+
+/// One setting that varies over a run, and its values in the order they were given (each in
+/// the setting's canonical form: `1e3` is `1000`). See `crate::matrix`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Axis {
+    pub var: String,
+    pub values: Vec<String>,
+}
+
+/// Everything a run is parameterised by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default = "Settings::without_commit")]
+pub struct Settings {
+    /// Regular expression selecting scenario directories by their whole name.
+    pub test: String,
+    /// Records produced and consumed per measurement.
+    pub num_records: u64,
+    /// Record value size in bytes.
+    pub record_size: u64,
+    /// Warm-up records sent once the run-wide broker is up.
+    pub warm_up_post_broker_start: u64,
+    /// Warm-up records sent through each scenario's endpoint before it is measured.
+    pub warm_up_pre_test: u64,
+    /// The pre-test warm-up goes on, in rounds, for at least this many seconds.
+    pub warm_up_seconds_pre_test: u64,
+    /// CPUs every service container may run on (a CPU list); empty: not pinned.
+    pub services_cpuset: String,
+    /// CPUs the load generator's containers may run on; empty: not pinned.
+    pub workload_cpuset: String,
+    /// Extra producer properties, in the order given.
+    pub producer_properties: Vec<(String, String)>,
+    /// Producer throughput limit in records/s; -1 is unlimited.
+    pub throughput: i64,
+    /// Times each scenario is measured, in interleaved rounds.
+    pub repeat: u32,
+    /// Partitions of each measured topic.
+    pub partitions: u32,
+    /// Topics the records are spread over (one consumer group reads them all).
+    pub topics: u32,
+    /// Producers sharing the records and the rate.
+    pub producers: u32,
+    /// Consumers of the one consumer group, sharing the partitions.
+    pub consumers: u32,
+    /// A rate is sustained (sweeps) only while the producer's p99 stays within this many ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_limit_ms: Option<u64>,
+    /// How long a group may take to catch up with its backlog (MODE=backlog), seconds.
+    pub catch_up_seconds: u64,
+    /// With MODE=end-to-end: produce for this many seconds instead of NUM_RECORDS records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<u64>,
+    /// The first seconds of a DURATION run, in its series but not in its figures.
+    #[serde(default)]
+    pub duration_warm_up: u64,
+    /// Commit the measured code is at; names the results directory.
+    pub commit_id: String,
+    /// Apache Kafka (native) broker image.
+    pub kafka_image: String,
+    /// Kroxylicious proxy image.
+    pub kroxylicious_image: String,
+    /// Kafka tooling image.
+    pub kafka_tool_image: String,
+    /// HashiCorp Vault image.
+    pub vault_image: String,
+    /// What produces and consumes the measured records.
+    pub driver: Driver,
+    /// Whether the producer and the consumer run one after the other or at once.
+    pub mode: Mode,
+    /// Suite directory holding `suite.yaml` and the numbered scenario directories.
+    pub scenarios: PathBuf,
+    /// Directory the run's results directory is created in.
+    pub results_dir: PathBuf,
+    /// Settings measured at several values (see `crate::matrix`); the fields above hold each
+    /// one's first value. Empty: every setting has one value.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub matrix: Vec<Axis>,
+}
+
+impl Default for Settings {
+    /// The documented defaults; `commit_id` is detected from the default suite directory.
+    fn default() -> Self {
+        let defaults = Settings::without_commit();
+        Settings {
+            commit_id: detect_commit_id(&defaults.scenarios),
+            ..defaults
+        }
+    }
+}
+
+impl Settings {
+    /// The documented defaults (each entry's default in [`SETTINGS`]) with the commit id
+    /// [`UNKNOWN_COMMIT`] (nothing is run to find it).
+    pub fn without_commit() -> Self {
+        let mut s = Settings::blank();
+        for setting in SETTINGS {
+            setting
+                .set(&mut s, setting.default)
+                .unwrap_or_else(|e| panic!("the default of {}: {e:#}", setting.var));
+        }
+        s.commit_id = UNKNOWN_COMMIT.to_string();
+        s
+    }
+
+    /// Every field empty or zero: only what the table's defaults are written over.
+    fn blank() -> Self {
+        Settings {
+            test: String::new(),
+            num_records: 0,
+            record_size: 0,
+            warm_up_post_broker_start: 0,
+            warm_up_pre_test: 0,
+            warm_up_seconds_pre_test: 0,
+            services_cpuset: String::new(),
+            workload_cpuset: String::new(),
+            producer_properties: Vec::new(),
+            throughput: 0,
+            repeat: 0,
+            partitions: 0,
+            topics: 0,
+            producers: 0,
+            consumers: 0,
+            p99_limit_ms: None,
+            catch_up_seconds: 0,
+            duration: None,
+            duration_warm_up: 0,
+            commit_id: String::new(),
+            kafka_image: String::new(),
+            kroxylicious_image: String::new(),
+            kafka_tool_image: String::new(),
+            vault_image: String::new(),
+            driver: Driver::default(),
+            mode: Mode::default(),
+            scenarios: PathBuf::new(),
+            results_dir: PathBuf::new(),
+            matrix: Vec::new(),
+        }
+    }
+
+    /// Every setting under its environment-variable name, as Compose interpolation sees them.
+    pub fn variables(&self) -> BTreeMap<String, String> {
+        SETTINGS
+            .iter()
+            .map(|s| (s.var.to_string(), s.value(self)))
+            .collect()
+    }
+
+    /// The value of setting `var` as text, as [`Self::variables`] has it.
+    pub fn value(&self, var: &str) -> Option<String> {
+        table::find(var).map(|s| s.value(self))
+    }
+}
+
+/// `git rev-parse --short HEAD` in `dir` when it is inside a git checkout, else `unknown`.
+pub fn detect_commit_id(dir: &Path) -> String {
+    // A relative suite directory that does not exist yet still belongs to the current checkout.
+    let dir = if dir.is_dir() { dir } else { Path::new(".") };
+    let output = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .output();
+    match output {
+        Ok(out) if out.status.success() => {
+            let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if id.is_empty() {
+                UNKNOWN_COMMIT.to_string()
+            } else {
+                id
+            }
+        }
+        _ => UNKNOWN_COMMIT.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_name_every_setting() {
+        let s = Settings {
+            commit_id: "abc1234".into(),
+            producer_properties: parse_properties("acks=1 linger.ms=5").unwrap(),
+            ..Settings::default()
+        };
+        let v = s.variables();
+        let keys: Vec<&str> = v.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "CATCH_UP_SECONDS",
+                "COMMIT_ID",
+                "CONSUMERS",
+                "DRIVER",
+                "DURATION",
+                "DURATION_WARM_UP",
+                "KAFKA_IMAGE",
+                "KAFKA_TOOL_IMAGE",
+                "KROXYLICIOUS_IMAGE",
+                "MODE",
+                "NUM_RECORDS",
+                "P99_LIMIT_MS",
+                "PARTITIONS",
+                "PRODUCERS",
+                "PRODUCER_PROPERTIES",
+                "RECORD_SIZE",
+                "REPEAT",
+                "RESULTS_DIR",
+                "SCENARIOS",
+                "SERVICES_CPUSET",
+                "TEST",
+                "THROUGHPUT",
+                "TOPICS",
+                "VAULT_IMAGE",
+                "WARM_UP_NUM_RECORDS_POST_BROKER_START",
+                "WARM_UP_NUM_RECORDS_PRE_TEST",
+                "WARM_UP_SECONDS_PRE_TEST",
+                "WORKLOAD_CPUSET",
+            ]
+        );
+        assert_eq!(v["PRODUCER_PROPERTIES"], "acks=1 linger.ms=5");
+        assert_eq!(v["NUM_RECORDS"], "10000000");
+        assert_eq!(v["THROUGHPUT"], "-1");
+        assert_eq!(v["COMMIT_ID"], "abc1234");
+        assert_eq!(v["SCENARIOS"], "scenarios/kroxylicious");
+        assert_eq!(v["DRIVER"], "native");
+    }
+
+    #[test]
+    fn driver_is_native_or_kafka_tools() {
+        assert_eq!(parse_driver("native").unwrap(), Driver::Native);
+        assert_eq!(parse_driver("kafka-tools").unwrap(), Driver::KafkaTools);
+        assert_eq!(Driver::KafkaTools.to_string(), "kafka-tools");
+        let err = parse_driver("rdkafka").unwrap_err().to_string();
+        assert!(
+            err.contains("DRIVER=\"rdkafka\"") && err.contains("kafka-tools"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn commit_id_outside_a_checkout_is_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(detect_commit_id(dir.path()), UNKNOWN_COMMIT);
+    }
+
+    #[test]
+    fn commit_id_inside_a_checkout_is_the_short_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let ok = Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@example.com")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@example.com")
+                .output()
+                .unwrap();
+            assert!(ok.status.success(), "git {args:?}: {ok:?}");
+            String::from_utf8(ok.stdout).unwrap()
+        };
+        git(&["init", "-q"]);
+        git(&["commit", "-q", "--allow-empty", "-m", "x"]);
+        let head = git(&["rev-parse", "--short", "HEAD"]);
+        std::fs::create_dir(dir.path().join("suite")).unwrap();
+        assert_eq!(detect_commit_id(&dir.path().join("suite")), head.trim());
+    }
+}

@@ -1,0 +1,351 @@
+//! Parsers of settings' texts: each error names the variable and the value.
+
+use anyhow::{bail, Result};
+
+use super::{
+    MAX_CLIENTS, MAX_COUNT, MAX_DURATION_S, MAX_PARTITIONS, MAX_REPEAT, MAX_TOPICS,
+    MAX_WARM_UP_SECONDS_PRE_TEST,
+};
+
+/// Parses a time in whole seconds: `90`, `90s`, `10m`, `2h`, `1h30m`, `3d`. Errors name the
+/// variable and the value.
+pub fn parse_duration(var: &str, s: &str) -> Result<u64> {
+    let fail = |why: &str| -> anyhow::Error {
+        anyhow::anyhow!("{var}={s:?}: {why} (expected a time such as 90s, 10m, 2h, 1h30m or 3d)")
+    };
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(fail("empty value"));
+    }
+    if let Ok(n) = t.parse::<u64>() {
+        return (n <= MAX_DURATION_S)
+            .then_some(n)
+            .ok_or_else(|| fail("longer than 30 days"));
+    }
+    let mut total: u64 = 0;
+    let mut digits = String::new();
+    for c in t.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86400,
+            _ => return Err(fail(&format!("unknown unit `{c}`"))),
+        };
+        let n: u64 = digits
+            .parse()
+            .map_err(|_| fail(&format!("no number before `{c}`")))?;
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(|| fail("longer than 30 days"))?;
+        digits.clear();
+    }
+    if !digits.is_empty() {
+        return Err(fail("a number without a unit after another"));
+    }
+    if total > MAX_DURATION_S {
+        return Err(fail("longer than 30 days"));
+    }
+    Ok(total)
+}
+
+/// Parses a record count: `10000000`, `1_000_000`, `1e6`, `1E6` or `2.5e5`.
+///
+/// The value must be a whole number no larger than [`MAX_COUNT`]; zero only if `allow_zero`.
+/// Errors name the variable and the value.
+pub fn parse_count(var: &str, s: &str, allow_zero: bool) -> Result<u64> {
+    let fail = |why: &str| -> anyhow::Error {
+        anyhow::anyhow!(
+            "{var}={s:?}: {why} (expected a whole number such as 10000000, 1_000_000 or 1e6)"
+        )
+    };
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(fail("empty value"));
+    }
+    if t.starts_with('-') {
+        return Err(fail("negative values are not allowed"));
+    }
+    let (mantissa, exponent) = match t.find(['e', 'E']) {
+        Some(i) => (&t[..i], Some(&t[i + 1..])),
+        None => (t, None),
+    };
+    let (int_part, frac_part) = match mantissa.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (mantissa, ""),
+    };
+    let int_digits = digits(int_part).ok_or_else(|| fail("not a number"))?;
+    let frac_digits = if frac_part.is_empty() && !mantissa.contains('.') {
+        String::new()
+    } else {
+        digits(frac_part).ok_or_else(|| fail("not a number"))?
+    };
+    let exp: u32 = match exponent {
+        None => 0,
+        Some(e) => {
+            let e = digits(e).ok_or_else(|| fail("bad exponent"))?;
+            // Anything with an exponent this large is far beyond MAX_COUNT anyway.
+            if e.len() > 3 {
+                return Err(fail("too large"));
+            }
+            e.parse().map_err(|_| fail("bad exponent"))?
+        }
+    };
+    // value = int_part.frac_part x 10^exp, computed exactly on integers.
+    let frac_len = frac_digits.len() as u32;
+    if frac_len > exp {
+        let dropped = &frac_digits[exp as usize..];
+        if dropped.bytes().any(|b| b != b'0') {
+            return Err(fail("not a whole number"));
+        }
+    }
+    let kept_frac = &frac_digits[..frac_len.min(exp) as usize];
+    let all_digits = format!("{int_digits}{kept_frac}");
+    let scale = exp.saturating_sub(frac_len);
+    let significant = all_digits.trim_start_matches('0');
+    if significant.len() as u32 + scale > 16 {
+        return Err(fail("too large"));
+    }
+    let base: u128 = if significant.is_empty() {
+        0
+    } else {
+        significant.parse().map_err(|_| fail("too large"))?
+    };
+    let value = base
+        .checked_mul(10u128.pow(scale))
+        .ok_or_else(|| fail("too large"))?;
+    if value > MAX_COUNT as u128 {
+        return Err(fail(&format!("too large (the limit is {MAX_COUNT})")));
+    }
+    if value == 0 && !allow_zero {
+        return Err(fail("must be at least 1"));
+    }
+    Ok(value as u64)
+}
+
+/// The decimal digits of `s`, with `_` allowed only between digits; `None` if malformed.
+fn digits(s: &str) -> Option<String> {
+    if s.is_empty() || s.starts_with('_') || s.ends_with('_') || s.contains("__") {
+        return None;
+    }
+    if !s.bytes().all(|b| b.is_ascii_digit() || b == b'_') {
+        return None;
+    }
+    Some(s.replace('_', ""))
+}
+
+/// Parses `WARM_UP_SECONDS_PRE_TEST`: whole seconds from 0 (none) to
+/// [`MAX_WARM_UP_SECONDS_PRE_TEST`].
+pub fn parse_warm_up_seconds(s: &str) -> Result<u64> {
+    let n = parse_count("WARM_UP_SECONDS_PRE_TEST", s, true)?;
+    if n > MAX_WARM_UP_SECONDS_PRE_TEST {
+        bail!(
+            "WARM_UP_SECONDS_PRE_TEST={s:?}: too long (the limit is {MAX_WARM_UP_SECONDS_PRE_TEST} seconds)"
+        );
+    }
+    Ok(n)
+}
+
+/// Parses `SERVICES_CPUSET` or `WORKLOAD_CPUSET`: a CPU list, or empty for none.
+pub fn parse_cpuset(var: &str, s: &str) -> Result<String> {
+    let t = s.trim();
+    if !t.is_empty() && !crate::cpuset::is_cpu_list(t) {
+        bail!("{var}={s:?}: expected CPU numbers and ranges such as 0, 0-1 or 0,2 (or nothing)");
+    }
+    Ok(t.to_string())
+}
+
+/// Parses `PARTITIONS` (up to [`MAX_PARTITIONS`]), `TOPICS` (up to [`MAX_TOPICS`]),
+/// `PRODUCERS` or `CONSUMERS` (up to [`MAX_CLIENTS`]): a count from 1.
+pub fn parse_clients(var: &str, s: &str) -> Result<u32> {
+    let max = match var {
+        "PARTITIONS" => MAX_PARTITIONS,
+        "TOPICS" => MAX_TOPICS,
+        _ => MAX_CLIENTS,
+    };
+    let n = parse_count(var, s, false)?;
+    if n > u64::from(max) {
+        bail!("{var}={s:?}: too large (the limit is {max})");
+    }
+    Ok(n as u32)
+}
+
+/// Parses `REPEAT`: a count from 1 to [`MAX_REPEAT`].
+pub fn parse_repeat(s: &str) -> Result<u32> {
+    let n = parse_count("REPEAT", s, false)?;
+    if n > MAX_REPEAT as u64 {
+        bail!("REPEAT={s:?}: too large (the limit is {MAX_REPEAT})");
+    }
+    Ok(n as u32)
+}
+
+/// Parses `THROUGHPUT`: `-1` (unlimited) or a positive count in any form [`parse_count`] accepts.
+pub fn parse_throughput(s: &str) -> Result<i64> {
+    if s.trim() == "-1" {
+        return Ok(-1);
+    }
+    let n = parse_count("THROUGHPUT", s, false)
+        .map_err(|e| anyhow::anyhow!("{e}; use -1 for unlimited"))?;
+    Ok(n as i64)
+}
+
+/// Parses `PRODUCER_PROPERTIES`: space-separated `key=value` entries.
+pub fn parse_properties(s: &str) -> Result<Vec<(String, String)>> {
+    s.split_whitespace()
+        .map(|entry| match entry.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => bail!("PRODUCER_PROPERTIES: malformed entry {entry:?} (expected key=value)"),
+        })
+        .collect()
+}
+
+/// Formats producer properties back into the `PRODUCER_PROPERTIES` form.
+pub fn format_properties(props: &[(String, String)]) -> String {
+    props
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_units_and_bad_ones_name_the_variable() {
+        assert_eq!(parse_duration("DURATION", "90").unwrap(), 90);
+        assert_eq!(parse_duration("DURATION", "90s").unwrap(), 90);
+        assert_eq!(parse_duration("DURATION", "10m").unwrap(), 600);
+        assert_eq!(parse_duration("DURATION", "1h30m").unwrap(), 5400);
+        assert_eq!(parse_duration("DURATION", "3d").unwrap(), 259_200);
+        for bad in ["", "10x", "m", "1h30", "31d", "99999999999999999999s"] {
+            let e = parse_duration("DURATION", bad).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("DURATION={bad:?}: ")), "{e}");
+        }
+    }
+
+    #[test]
+    fn counts_in_every_accepted_form() {
+        let cases = [
+            ("10000000", 10_000_000),
+            ("1e6", 1_000_000),
+            ("1E6", 1_000_000),
+            ("2.5e5", 250_000),
+            ("1_000_000", 1_000_000),
+            ("1.0", 1),
+            ("1.50e1", 15),
+            ("1e15", MAX_COUNT),
+            (" 42 ", 42),
+            ("007", 7),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(
+                parse_count("NUM_RECORDS", input, false).unwrap(),
+                expected,
+                "{input}"
+            );
+        }
+        assert_eq!(parse_count("WARM_UP", "0", true).unwrap(), 0);
+        assert_eq!(parse_count("WARM_UP", "0e3", true).unwrap(), 0);
+    }
+
+    #[test]
+    fn counts_rejected_with_variable_and_value() {
+        let cases = [
+            ("1.5", "not a whole number"),
+            ("-1", "negative"),
+            ("abc", "not a number"),
+            ("1e30", "too large"),
+            ("1e16", "too large"),
+            ("1000000000000001", "too large"),
+            ("99999999999999999999999999", "too large"),
+            ("", "empty"),
+            ("   ", "empty"),
+            ("0", "at least 1"),
+            ("0.0e5", "at least 1"),
+            ("1e", "bad exponent"),
+            ("1e-3", "bad exponent"),
+            ("_1", "not a number"),
+            ("1__0", "not a number"),
+            ("1.", "not a number"),
+            ("1,000", "not a number"),
+            ("0x10", "not a number"),
+        ];
+        for (input, why) in cases {
+            let err = parse_count("NUM_RECORDS", input, false)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("NUM_RECORDS"), "{input}: {err}");
+            assert!(err.contains(&format!("{input:?}")), "{input}: {err}");
+            assert!(err.contains(why), "{input}: {err}");
+        }
+    }
+
+    #[test]
+    fn throughput_is_minus_one_or_a_positive_count() {
+        assert_eq!(parse_throughput("-1").unwrap(), -1);
+        assert_eq!(parse_throughput("5e4").unwrap(), 50_000);
+        for bad in ["0", "-2", "x", "1.5"] {
+            let err = parse_throughput(bad).unwrap_err().to_string();
+            assert!(err.contains("THROUGHPUT"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn warm_up_seconds_are_bounded_and_may_be_zero() {
+        assert_eq!(parse_warm_up_seconds("0").unwrap(), 0);
+        assert_eq!(parse_warm_up_seconds("30").unwrap(), 30);
+        for bad in ["3601", "-1", "ten", "1.5"] {
+            let err = parse_warm_up_seconds(bad).unwrap_err().to_string();
+            assert!(err.contains("WARM_UP_SECONDS_PRE_TEST"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn cpusets_are_cpu_lists_or_nothing() {
+        assert_eq!(parse_cpuset("WORKLOAD_CPUSET", " 1 ").unwrap(), "1");
+        assert_eq!(parse_cpuset("WORKLOAD_CPUSET", "").unwrap(), "");
+        let err = parse_cpuset("SERVICES_CPUSET", "0;1")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("SERVICES_CPUSET=\"0;1\": expected CPU numbers"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn repeat_is_a_bounded_positive_count() {
+        assert_eq!(parse_repeat("5").unwrap(), 5);
+        assert_eq!(parse_repeat("1e2").unwrap(), 100);
+        for bad in ["0", "-1", "1e4", "x"] {
+            let err = parse_repeat(bad).unwrap_err().to_string();
+            assert!(err.contains("REPEAT"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn producer_properties_parse_and_reject_malformed_entries() {
+        assert_eq!(
+            parse_properties("acks=all  linger.ms=5 empty=").unwrap(),
+            vec![
+                ("acks".to_string(), "all".to_string()),
+                ("linger.ms".to_string(), "5".to_string()),
+                ("empty".to_string(), String::new()),
+            ]
+        );
+        assert!(parse_properties("").unwrap().is_empty());
+        for bad in ["acks", "acks=all =x"] {
+            let err = parse_properties(bad).unwrap_err().to_string();
+            assert!(err.contains("PRODUCER_PROPERTIES"), "{err}");
+        }
+        let err = parse_properties("acks=all oops").unwrap_err().to_string();
+        assert!(err.contains("\"oops\""), "{err}");
+    }
+}

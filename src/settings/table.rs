@@ -1,0 +1,620 @@
+//! The one list of settings. Each entry says everything about one setting: its variable (the
+//! flag is the same name in lower case with dashes), its help, its default, whether it may take
+//! a list of values, whether it changes what is measured, and how its text is read from and
+//! written back to [`Settings`]. The command line, the Compose variables, the matrix, compare's
+//! warnings and the tests' clean environment are all derived from [`SETTINGS`].
+
+use anyhow::{bail, Result};
+
+use super::parse::*;
+use super::Settings;
+
+/// How a setting takes several values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lists {
+    /// May vary: a comma-separated list (flag or variable) measures each value.
+    Commas,
+    /// May vary: the flag repeated measures each value; the variable is one value, commas
+    /// included.
+    Repeated,
+    /// Holds for the whole run: a comma is refused as an attempt at a list.
+    Refused,
+    /// Holds for the whole run: commas are part of the value (a regular expression, a CPU
+    /// list, a path).
+    Text,
+}
+
+/// One setting.
+pub struct Setting {
+    /// The environment and Compose variable.
+    pub var: &'static str,
+    /// What it does, for `--help`.
+    pub help: &'static str,
+    /// Its default as text; empty for a setting that is unset by default.
+    pub default: &'static str,
+    /// What `--help` says for an empty default (computed or absent), if anything.
+    pub default_help: Option<&'static str>,
+    pub lists: Lists,
+    /// Whether two runs that differ in it measured different things (compare warns).
+    pub measured: bool,
+    /// The `Settings` field it is held in (serde's name), so a field without an entry is seen.
+    pub field: &'static str,
+    put: fn(&mut Settings, &str, &str) -> Result<()>,
+    get: fn(&Settings) -> String,
+}
+
+impl std::fmt::Debug for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.var)
+    }
+}
+
+impl Setting {
+    /// Sets the setting in `settings` from its text, with the errors every way of giving it
+    /// shares (naming the variable and the value).
+    pub fn set(&self, settings: &mut Settings, text: &str) -> Result<()> {
+        if self.lists == Lists::Refused && text.contains(',') {
+            bail!("{}={text:?}: {}", self.var, cannot_vary(self.var));
+        }
+        (self.put)(settings, self.var, text)
+    }
+
+    /// The setting's value in `settings` as text (canonical: `1e3` reads back as `1000`).
+    pub fn value(&self, settings: &Settings) -> String {
+        (self.get)(settings)
+    }
+
+    /// `text` parsed as the setting parses it and written back canonically.
+    pub fn canonical(&self, text: &str) -> Result<String> {
+        let mut s = Settings::without_commit();
+        self.set(&mut s, text)?;
+        Ok(self.value(&s))
+    }
+
+    /// Whether the setting may take a list of values (a matrix axis).
+    pub fn varies(&self) -> bool {
+        matches!(self.lists, Lists::Commas | Lists::Repeated)
+    }
+
+    /// The command-line flag: `NUM_RECORDS` is `--num-records`.
+    pub fn flag(&self) -> String {
+        self.var.to_ascii_lowercase().replace('_', "-")
+    }
+}
+
+/// The entry of `var`.
+pub fn find(var: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.var == var)
+}
+
+/// The variables of the settings that may take a list of values, in the table's order.
+pub fn varying() -> Vec<&'static str> {
+    SETTINGS
+        .iter()
+        .filter(|s| s.varies())
+        .map(|s| s.var)
+        .collect()
+}
+
+/// The message for a list given to a setting that holds for the whole run.
+pub fn cannot_vary(var: &str) -> String {
+    format!(
+        "{var} cannot take a list of values: it holds for the whole run (settings that may \
+         vary: {})",
+        varying().join(", ")
+    )
+}
+
+fn image(var: &str, text: &str) -> Result<String> {
+    let v = text.trim();
+    if v.is_empty() || v.contains(char::is_whitespace) {
+        bail!("{var}={text:?}: expected an image reference such as name:tag");
+    }
+    Ok(v.to_string())
+}
+
+/// An unset optional reads as the empty text, and the empty text unsets it.
+fn optional<T>(text: &str, parse: impl FnOnce(&str) -> Result<T>) -> Result<Option<T>> {
+    if text.trim().is_empty() {
+        Ok(None)
+    } else {
+        parse(text).map(Some)
+    }
+}
+
+fn shown<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map(T::to_string).unwrap_or_default()
+}
+
+/// Every setting. The settings that may vary come in the order a run's axes take (the first
+/// varies slowest).
+pub static SETTINGS: &[Setting] = &[
+    Setting {
+        var: "TEST",
+        help: "Scenarios to run: a regular expression that must match the whole directory name",
+        default: "[0-9][0-9]-.*",
+        default_help: None,
+        lists: Lists::Text,
+        measured: false,
+        field: "test",
+        put: |s, _, v| {
+            s.test = v.to_string();
+            Ok(())
+        },
+        get: |s| s.test.clone(),
+    },
+    Setting {
+        var: "KAFKA_IMAGE",
+        help: "Apache Kafka (native) broker image",
+        default: "perf-tests/kafka:4.4.0",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "kafka_image",
+        put: |s, var, v| {
+            s.kafka_image = image(var, v)?;
+            Ok(())
+        },
+        get: |s| s.kafka_image.clone(),
+    },
+    Setting {
+        var: "KROXYLICIOUS_IMAGE",
+        help: "Kroxylicious proxy image",
+        default: "perf-tests/kroxylicious:0.12.0",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "kroxylicious_image",
+        put: |s, var, v| {
+            s.kroxylicious_image = image(var, v)?;
+            Ok(())
+        },
+        get: |s| s.kroxylicious_image.clone(),
+    },
+    Setting {
+        var: "VAULT_IMAGE",
+        help: "HashiCorp Vault image",
+        default: "hashicorp/vault:1.15",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "vault_image",
+        put: |s, var, v| {
+            s.vault_image = image(var, v)?;
+            Ok(())
+        },
+        get: |s| s.vault_image.clone(),
+    },
+    Setting {
+        var: "NUM_RECORDS",
+        help: "Records produced and consumed per scenario (10000000, 1_000_000 and 1e6 forms)",
+        default: "10000000",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "num_records",
+        put: |s, var, v| {
+            s.num_records = parse_count(var, v, false)?;
+            Ok(())
+        },
+        get: |s| s.num_records.to_string(),
+    },
+    Setting {
+        var: "RECORD_SIZE",
+        help: "Record size in bytes",
+        default: "1024",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "record_size",
+        put: |s, var, v| {
+            s.record_size = parse_count(var, v, false)?;
+            Ok(())
+        },
+        get: |s| s.record_size.to_string(),
+    },
+    Setting {
+        var: "THROUGHPUT",
+        help: "Producer throughput limit in records/s; -1 is unlimited",
+        default: "-1",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "throughput",
+        put: |s, _, v| {
+            s.throughput = parse_throughput(v)?;
+            Ok(())
+        },
+        get: |s| s.throughput.to_string(),
+    },
+    Setting {
+        var: "PRODUCER_PROPERTIES",
+        help: "Producer properties: space-separated key=value entries",
+        default: "acks=all",
+        default_help: None,
+        lists: Lists::Repeated,
+        measured: true,
+        field: "producer_properties",
+        put: |s, _, v| {
+            s.producer_properties = parse_properties(v)?;
+            Ok(())
+        },
+        get: |s| format_properties(&s.producer_properties),
+    },
+    Setting {
+        var: "WARM_UP_NUM_RECORDS_PRE_TEST",
+        help: "Warm-up records sent through each scenario's endpoint before it is measured",
+        default: "1000",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "warm_up_pre_test",
+        put: |s, var, v| {
+            s.warm_up_pre_test = parse_count(var, v, true)?;
+            Ok(())
+        },
+        get: |s| s.warm_up_pre_test.to_string(),
+    },
+    Setting {
+        var: "PARTITIONS",
+        help: "Partitions of each measured topic",
+        default: "1",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "partitions",
+        put: |s, var, v| {
+            s.partitions = parse_clients(var, v)?;
+            Ok(())
+        },
+        get: |s| s.partitions.to_string(),
+    },
+    Setting {
+        var: "TOPICS",
+        help: "Topics the records are spread over in turn, one consumer group reading them all",
+        default: "1",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "topics",
+        put: |s, var, v| {
+            s.topics = parse_clients(var, v)?;
+            Ok(())
+        },
+        get: |s| s.topics.to_string(),
+    },
+    Setting {
+        var: "PRODUCERS",
+        help: "Producers sharing the records and the rate, their figures merged",
+        default: "1",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "producers",
+        put: |s, var, v| {
+            s.producers = parse_clients(var, v)?;
+            Ok(())
+        },
+        get: |s| s.producers.to_string(),
+    },
+    Setting {
+        var: "CONSUMERS",
+        help: "Consumers of the one consumer group, at most PARTITIONS x TOPICS",
+        default: "1",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "consumers",
+        put: |s, var, v| {
+            s.consumers = parse_clients(var, v)?;
+            Ok(())
+        },
+        get: |s| s.consumers.to_string(),
+    },
+    Setting {
+        var: "WARM_UP_SECONDS_PRE_TEST",
+        help: "Seconds the pre-test warm-up goes on for at least, in rounds of its records \
+               (0: one round)",
+        default: "0",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "warm_up_seconds_pre_test",
+        put: |s, _, v| {
+            s.warm_up_seconds_pre_test = parse_warm_up_seconds(v)?;
+            Ok(())
+        },
+        get: |s| s.warm_up_seconds_pre_test.to_string(),
+    },
+    Setting {
+        var: "WARM_UP_NUM_RECORDS_POST_BROKER_START",
+        help: "Warm-up records sent after the broker is started, before the first scenario",
+        default: "1000",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: true,
+        field: "warm_up_post_broker_start",
+        put: |s, var, v| {
+            s.warm_up_post_broker_start = parse_count(var, v, true)?;
+            Ok(())
+        },
+        get: |s| s.warm_up_post_broker_start.to_string(),
+    },
+    Setting {
+        var: "SERVICES_CPUSET",
+        help: "CPUs every service container may run on, e.g. 0 or 0-1 (empty: not pinned)",
+        default: "",
+        default_help: None,
+        lists: Lists::Text,
+        measured: true,
+        field: "services_cpuset",
+        put: |s, var, v| {
+            s.services_cpuset = parse_cpuset(var, v)?;
+            Ok(())
+        },
+        get: |s| s.services_cpuset.clone(),
+    },
+    Setting {
+        var: "WORKLOAD_CPUSET",
+        help: "CPUs the load generator's containers may run on, e.g. 1 (empty: not pinned)",
+        default: "",
+        default_help: None,
+        lists: Lists::Text,
+        measured: true,
+        field: "workload_cpuset",
+        put: |s, var, v| {
+            s.workload_cpuset = parse_cpuset(var, v)?;
+            Ok(())
+        },
+        get: |s| s.workload_cpuset.clone(),
+    },
+    Setting {
+        var: "P99_LIMIT_MS",
+        help: "A rate counts as sustained (sweeps, THROUGHPUT lists) only while the producer's \
+               p99 (from the intended send times) stays within this many ms",
+        default: "",
+        default_help: Some("no limit"),
+        lists: Lists::Refused,
+        measured: true,
+        field: "p99_limit_ms",
+        put: |s, var, v| {
+            s.p99_limit_ms = optional(v, |v| parse_count(var, v, false))?;
+            Ok(())
+        },
+        get: |s| shown(&s.p99_limit_ms),
+    },
+    Setting {
+        var: "DURATION",
+        help: "With MODE=end-to-end: produce and consume for this long (90s, 10m, 2h, 3d) \
+               instead of NUM_RECORDS records, recording every second",
+        default: "",
+        default_help: Some("by NUM_RECORDS"),
+        lists: Lists::Refused,
+        measured: true,
+        field: "duration",
+        put: |s, var, v| {
+            s.duration = optional(v, |v| {
+                let d = parse_duration(var, v)?;
+                if d == 0 {
+                    bail!("{var}={v:?}: a run needs some time (expected at least 1s)");
+                }
+                Ok(d)
+            })?;
+            Ok(())
+        },
+        get: |s| shown(&s.duration),
+    },
+    Setting {
+        var: "DURATION_WARM_UP",
+        help: "The first part of a DURATION run, in its series but left out of its figures",
+        default: "0",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: true,
+        field: "duration_warm_up",
+        put: |s, var, v| {
+            s.duration_warm_up = parse_duration(var, v)?;
+            Ok(())
+        },
+        get: |s| s.duration_warm_up.to_string(),
+    },
+    Setting {
+        var: "CATCH_UP_SECONDS",
+        help: "With MODE=backlog: seconds the group may take to catch up; it stops then, and \
+               the lag it left is reported",
+        default: "300",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: true,
+        field: "catch_up_seconds",
+        put: |s, var, v| {
+            s.catch_up_seconds = parse_count(var, v, false)?;
+            Ok(())
+        },
+        get: |s| s.catch_up_seconds.to_string(),
+    },
+    Setting {
+        var: "REPEAT",
+        help: "Times each scenario is measured; rounds interleave the scenarios, tables show \
+               medians",
+        default: "1",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: false,
+        field: "repeat",
+        put: |s, _, v| {
+            s.repeat = parse_repeat(v)?;
+            Ok(())
+        },
+        get: |s| s.repeat.to_string(),
+    },
+    Setting {
+        var: "COMMIT_ID",
+        help: "Commit id recorded with the results and naming their directory",
+        default: "",
+        default_help: Some("`git rev-parse --short HEAD` in SCENARIOS, else unknown"),
+        lists: Lists::Text,
+        measured: false,
+        field: "commit_id",
+        put: |s, _, v| {
+            s.commit_id = v.trim().to_string();
+            Ok(())
+        },
+        get: |s| s.commit_id.clone(),
+    },
+    Setting {
+        var: "KAFKA_TOOL_IMAGE",
+        help: "Kafka tooling image",
+        default: "perf-tests/kafka-tools:4.4.0",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: true,
+        field: "kafka_tool_image",
+        put: |s, var, v| {
+            s.kafka_tool_image = image(var, v)?;
+            Ok(())
+        },
+        get: |s| s.kafka_tool_image.clone(),
+    },
+    Setting {
+        var: "DRIVER",
+        help: "Workload driver: native (built-in librdkafka client) or kafka-tools (Apache \
+               Kafka's perf-test scripts from KAFKA_TOOL_IMAGE)",
+        default: "native",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: true,
+        field: "driver",
+        put: |s, _, v| {
+            s.driver = super::parse_driver(v)?;
+            Ok(())
+        },
+        get: |s| s.driver.to_string(),
+    },
+    Setting {
+        var: "MODE",
+        help: "How producer and consumer run: produce-then-consume (the reference's way), \
+               end-to-end (at once; the consumer measures each record's latency from send to \
+               receipt) or backlog (a stopped group catches up with NUM_RECORDS while a \
+               producer keeps sending at THROUGHPUT); the last two with the native driver only",
+        default: "produce-then-consume",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: true,
+        field: "mode",
+        put: |s, _, v| {
+            s.mode = super::parse_mode(v)?;
+            Ok(())
+        },
+        get: |s| s.mode.to_string(),
+    },
+    Setting {
+        var: "SCENARIOS",
+        help: "Suite directory: suite.yaml and the numbered scenario directories",
+        default: "scenarios/kroxylicious",
+        default_help: None,
+        lists: Lists::Text,
+        measured: false,
+        field: "scenarios",
+        put: |s, _, v| {
+            s.scenarios = v.into();
+            Ok(())
+        },
+        get: |s| s.scenarios.display().to_string(),
+    },
+    Setting {
+        var: "RESULTS_DIR",
+        help: "Directory each run's results directory is created in",
+        default: "results",
+        default_help: None,
+        lists: Lists::Text,
+        measured: false,
+        field: "results_dir",
+        put: |s, _, v| {
+            s.results_dir = v.into();
+            Ok(())
+        },
+        get: |s| s.results_dir.display().to_string(),
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_of_the_settings_has_one_entry() {
+        let mut s = Settings::without_commit();
+        // Optional fields and the matrix are serialised only when set.
+        s.p99_limit_ms = Some(1);
+        s.duration = Some(1);
+        s.matrix = vec![super::super::Axis {
+            var: "TOPICS".into(),
+            values: vec!["1".into(), "2".into()],
+        }];
+        let json = serde_json::to_value(&s).unwrap();
+        let mut fields: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        fields.sort_unstable();
+        let mut entries: Vec<&str> = SETTINGS.iter().map(|e| e.field).collect();
+        entries.push("matrix");
+        entries.sort_unstable();
+        assert_eq!(
+            fields, entries,
+            "a field without an entry, or an entry without a field"
+        );
+        let mut vars: Vec<&str> = SETTINGS.iter().map(|e| e.var).collect();
+        vars.sort_unstable();
+        vars.dedup();
+        assert_eq!(vars.len(), SETTINGS.len(), "a variable named twice");
+    }
+
+    #[test]
+    fn each_entry_reads_its_default_back_and_writes_only_its_own_field() {
+        for e in SETTINGS {
+            let defaults = Settings::without_commit();
+            // The commit id's default is found when the settings are given, not written.
+            if e.var != "COMMIT_ID" {
+                assert_eq!(e.value(&defaults), e.default, "{}", e.var);
+            }
+            assert_eq!(e.canonical(e.default).unwrap(), e.default, "{}", e.var);
+            let mut changed = defaults.clone();
+            let other = match e.var {
+                "MODE" => "end-to-end",
+                "DRIVER" => "kafka-tools",
+                "THROUGHPUT" => "5",
+                "PRODUCER_PROPERTIES" => "acks=1",
+                "SERVICES_CPUSET" | "WORKLOAD_CPUSET" => "0",
+                _ if e.field.ends_with("image") => "x:y",
+                _ => "7",
+            };
+            e.set(&mut changed, other).unwrap();
+            assert_eq!(e.value(&changed), other, "{}", e.var);
+            let differ: Vec<&str> = SETTINGS
+                .iter()
+                .filter(|o| o.value(&changed) != o.value(&defaults))
+                .map(|o| o.var)
+                .collect();
+            assert_eq!(differ, [e.var], "setting {} wrote another field", e.var);
+        }
+    }
+
+    #[test]
+    fn a_list_given_to_a_run_wide_setting_is_refused_naming_it() {
+        let mut s = Settings::without_commit();
+        let err = find("REPEAT").unwrap().set(&mut s, "1,2").unwrap_err();
+        let err = err.to_string();
+        assert!(
+            err.starts_with("REPEAT=\"1,2\": REPEAT cannot take a list"),
+            "{err}"
+        );
+        assert!(err.contains("NUM_RECORDS"), "{err}");
+        // Commas belong to a CPU list.
+        find("SERVICES_CPUSET").unwrap().set(&mut s, "0,1").unwrap();
+        assert_eq!(s.services_cpuset, "0,1");
+    }
+}

@@ -1,0 +1,116 @@
+//! The checks across settings: what no one setting's parser can see alone. A run's plan calls
+//! [`Settings::validate`] once for every combination of its matrix, before anything starts.
+
+use anyhow::{bail, Result};
+
+use super::{Mode, Settings};
+
+impl Settings {
+    /// Refuses a combination of settings that cannot be measured as asked, naming the settings
+    /// at fault and their values.
+    pub fn validate(&self) -> Result<()> {
+        self.consumers_have_partitions()?;
+        self.duration_fits_the_mode()?;
+        if self.mode == Mode::Backlog && self.throughput <= 0 {
+            bail!(
+                "MODE=backlog needs THROUGHPUT: the rate a producer keeps sending at while the \
+                 group catches up with the backlog (THROUGHPUT={} is unlimited, and an \
+                 unlimited producer never lets a group catch up)",
+                self.throughput
+            );
+        }
+        Ok(())
+    }
+
+    fn consumers_have_partitions(&self) -> Result<()> {
+        let partitions = u64::from(self.partitions) * u64::from(self.topics);
+        if u64::from(self.consumers) <= partitions {
+            return Ok(());
+        }
+        let of = if self.topics > 1 {
+            format!(
+                "the {partitions} partitions of TOPICS={} topics of PARTITIONS={} each",
+                self.topics, self.partitions
+            )
+        } else {
+            format!("PARTITIONS={}", self.partitions)
+        };
+        bail!(
+            "CONSUMERS={} is more than {of}: the consumers share one group, so those beyond the \
+             partitions would get none and read nothing",
+            self.consumers,
+        );
+    }
+
+    fn duration_fits_the_mode(&self) -> Result<()> {
+        let w = self.duration_warm_up;
+        match self.duration {
+            None if w > 0 => bail!(
+                "DURATION_WARM_UP={w} without DURATION: only a run bounded by time has a warm-up \
+                 within it (WARM_UP_SECONDS_PRE_TEST warms up before any run)"
+            ),
+            Some(d) if w >= d => bail!(
+                "DURATION_WARM_UP={w} is not shorter than DURATION={d}: nothing would be left \
+                 to measure"
+            ),
+            Some(d) if self.mode != Mode::EndToEnd => bail!(
+                "DURATION={d} needs MODE=end-to-end: a run bounded by time keeps its producers \
+                 and its consumers running together (MODE={} runs them one after the other)",
+                self.mode
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(pairs: &[(&str, &str)]) -> Settings {
+        let mut s = Settings::without_commit();
+        for (var, value) in pairs {
+            super::super::table::find(var)
+                .unwrap()
+                .set(&mut s, value)
+                .unwrap();
+        }
+        s
+    }
+
+    fn refused(pairs: &[(&str, &str)]) -> String {
+        with(pairs).validate().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        Settings::without_commit().validate().unwrap();
+    }
+
+    #[test]
+    fn each_check_names_the_settings_at_fault() {
+        assert!(refused(&[("CONSUMERS", "2")]).starts_with("CONSUMERS=2 is more than PARTITIONS=1"));
+        assert!(refused(&[("TOPICS", "2"), ("CONSUMERS", "3")])
+            .contains("the 2 partitions of TOPICS=2 topics of PARTITIONS=1 each"));
+        assert!(refused(&[("MODE", "backlog")]).starts_with("MODE=backlog needs THROUGHPUT"));
+        assert!(refused(&[("DURATION", "10s")]).starts_with("DURATION=10 needs MODE=end-to-end"));
+        assert!(refused(&[("DURATION_WARM_UP", "5s")])
+            .starts_with("DURATION_WARM_UP=5 without DURATION"));
+        assert!(refused(&[
+            ("MODE", "end-to-end"),
+            ("DURATION", "10s"),
+            ("DURATION_WARM_UP", "10s")
+        ])
+        .starts_with("DURATION_WARM_UP=10 is not shorter than DURATION=10"));
+        with(&[
+            ("MODE", "end-to-end"),
+            ("DURATION", "10s"),
+            ("DURATION_WARM_UP", "2s"),
+        ])
+        .validate()
+        .unwrap();
+        with(&[("MODE", "backlog"), ("THROUGHPUT", "100")])
+            .validate()
+            .unwrap();
+    }
+}
