@@ -23,19 +23,6 @@ pub enum Role {
     LoadGenerator,
 }
 
-impl Role {
-    /// What the sampled `target` is: run-wide, the load generator, or the path's own.
-    pub fn of(target: &crate::resources::Target) -> Role {
-        if target.run_wide {
-            Role::RunWide
-        } else if target.service == crate::resources::LOAD_GENERATOR {
-            Role::LoadGenerator
-        } else {
-            Role::Path
-        }
-    }
-}
-
 /// One service's use over one phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServiceCost {

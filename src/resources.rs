@@ -16,6 +16,7 @@ use futures_util::StreamExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::cost::Role;
 use crate::model::ServiceResources;
 use crate::stats;
 
@@ -36,6 +37,19 @@ pub struct Target {
     pub container: String,
     /// Whether the service is shared by every scenario of the run.
     pub run_wide: bool,
+}
+
+impl Target {
+    /// What the sampled container is to a cost: run-wide, the load generator, or the path's own.
+    pub fn role(&self) -> Role {
+        if self.run_wide {
+            Role::RunWide
+        } else if self.service == LOAD_GENERATOR {
+            Role::LoadGenerator
+        } else {
+            Role::Path
+        }
+    }
 }
 
 /// One point read from a stats sample.

@@ -471,7 +471,7 @@ impl Sampling for EngineSampling {
         Box::pin(async move {
             let reads = self.targets.iter().map(|t| async move {
                 match self.engine.counters(&t.container).await {
-                    Ok(c) => Some((t.service.clone(), cost::Role::of(t), c)),
+                    Ok(c) => Some((t.service.clone(), t.role(), c)),
                     Err(e) => {
                         // Its cost is left out, said so rather than shown as nothing.
                         crate::progress::println(&format!(
@@ -612,7 +612,7 @@ impl Site for EngineSite<'_> {
         tls: bool,
     ) -> LocalBoxFuture<'a, Result<PathCheck>> {
         let place = self.place(&BTreeMap::new(), tls);
-        Box::pin(async move { driver::native::path_check(&place, spec).await })
+        Box::pin(async move { driver::path_check(&place, spec).await })
     }
 }
 

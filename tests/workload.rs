@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use futures_util::future::BoxFuture;
-use perf_tests::driver::{flow, MeasureSpec, Progress, Session};
+use perf_tests::driver::{flow, Event, MeasureSpec, Progress, Session};
 use perf_tests::model::{ConsumerResult, Measurement, ProducerResult};
 use perf_tests::settings::Mode;
 use perf_tests::workload::command::parse_result_line;
@@ -60,7 +60,7 @@ impl Session for InProcess {
             properties: spec.properties.clone(),
             client: Vec::new(),
         };
-        Box::pin(async move { produce(&cfg, |p| progress(&p.to_string())).await })
+        Box::pin(async move { produce(&cfg, |p| progress(Event::Sent(p.records))).await })
     }
     fn consume<'a>(
         &'a self,

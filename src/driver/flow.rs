@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use futures_util::future::LocalBoxFuture;
 
-use super::{MeasureSpec, Session};
+use super::{Event, MeasureSpec, Session};
 use crate::model::{Integrity, Measurement};
 use crate::settings::Mode;
-use crate::workload::consumer::ASSIGNED_LINE;
 use crate::workload::producer::summary_line;
 use crate::workload::{topics_named, unique_suffix};
 
@@ -22,30 +21,15 @@ fn show(line: &str) {
     crate::progress::detail(line);
 }
 
-/// Counts the records a step's progress line reports (a producer window, the Kafka tool's
-/// included: "N records sent, …"; the native consumer's "consumed N of M records"); any other
-/// line is shown as it is. A producer's own summary line (every driver's ends with one) is
-/// dropped: the flow prints the summary itself, once, from the result.
-fn count(counted: &crate::progress::Records, line: &str) {
-    if is_summary(line) || line.trim() == ASSIGNED_LINE {
-        return;
+/// Counts the records a step's events report and shows its other lines. A producer's own
+/// summary is dropped: the flow prints the summary itself, once, from the result.
+fn count(counted: &crate::progress::Records, event: Event<'_>) {
+    match event {
+        Event::Sent(n) => counted.add(n),
+        Event::Consumed(n) => counted.set(n),
+        Event::Line(line) => show(line),
+        Event::Assigned | Event::Summary => {}
     }
-    if let Some(n) = line
-        .trim()
-        .split_once(" records sent, ")
-        .and_then(|(n, _)| n.parse::<u64>().ok())
-    {
-        counted.add(n);
-    } else if let Some(n) = crate::workload::consumer::parse_progress_line(line) {
-        counted.set(n);
-    } else {
-        show(line);
-    }
-}
-
-/// Whether `line` is a producer's summary line (the flow prints its own, once).
-fn is_summary(line: &str) -> bool {
-    line.contains(" ms 99.9th.")
 }
 
 /// Wall time of each step, in the order run.
@@ -173,8 +157,8 @@ async fn on_topic(
     let counted = crate::progress::records("produce", spec.num_records);
     marks.start(Phase::Produce).await;
     let producer = session
-        .produce(spec, spec.num_records, spec.throughput, &|l| {
-            count(&counted, l)
+        .produce(spec, spec.num_records, spec.throughput, &|e| {
+            count(&counted, e)
         })
         .await
         .context("produce")?;
@@ -188,7 +172,7 @@ async fn on_topic(
     let counted = crate::progress::records("consume", producer.sent);
     marks.start(Phase::Consume).await;
     let consumer = session
-        .consume(spec, producer.sent, &group, &|l| count(&counted, l))
+        .consume(spec, producer.sent, &group, &|e| count(&counted, e))
         .await
         .context("consume")?;
     marks.end(Phase::Consume, consumer.consumed_recs).await;
@@ -222,12 +206,11 @@ async fn end_to_end(
     let consumed = crate::progress::records("consume", spec.num_records);
     let consume = async {
         session
-            .consume(spec, spec.num_records, group, &|l| {
-                if l.trim() == ASSIGNED_LINE {
+            .consume(spec, spec.num_records, group, &|e| {
+                if e == Event::Assigned {
                     assigned.notify_one();
-                } else {
-                    count(&consumed, l)
                 }
+                count(&consumed, e)
             })
             .await
             .context("consume")
@@ -236,8 +219,8 @@ async fn end_to_end(
         // A consumer that never says so (another driver) is waited for a bounded time.
         let _ = tokio::time::timeout(ASSIGNMENT_WAIT, assigned.notified()).await;
         session
-            .produce(spec, spec.num_records, spec.throughput, &|l| {
-                count(&produced, l)
+            .produce(spec, spec.num_records, spec.throughput, &|e| {
+                count(&produced, e)
             })
             .await
             .context("produce")
@@ -276,7 +259,11 @@ async fn timed(
         spec.duration_warm_up.as_secs()
     ));
     let r = session
-        .soak(spec, group, &show)
+        .soak(spec, group, &|e| {
+            if let Event::Line(l) = e {
+                show(l)
+            }
+        })
         .await
         .context("produce and consume for the DURATION")?;
     steps.done("produce_and_consume");
@@ -308,7 +295,7 @@ async fn backlog(
 ) -> Result<Measurement> {
     let counted = crate::progress::records("produce the backlog", spec.num_records);
     let producer = session
-        .produce(spec, spec.num_records, -1, &|l| count(&counted, l))
+        .produce(spec, spec.num_records, -1, &|e| count(&counted, e))
         .await
         .context("produce the backlog")?;
     drop(counted);
@@ -316,13 +303,11 @@ async fn backlog(
     steps.done("produce");
     let counted = crate::progress::records("catch up", producer.sent);
     let caught = session
-        .catch_up(spec, producer.sent, group, &|l| {
-            if let Some(n) = crate::workload::consumer::parse_progress_line(l) {
-                counted.set(n);
-            }
-            if !is_summary(l) {
-                show(l);
-            }
+        .catch_up(spec, producer.sent, group, &|e| match e {
+            // The live producer's windows are not the group's records.
+            Event::Consumed(n) => counted.set(n),
+            Event::Line(l) => show(l),
+            _ => {}
         })
         .await
         .context("catch-up")?;
@@ -349,7 +334,7 @@ async fn backlog(
     } else {
         let counted = crate::progress::records("consume the rest", left);
         let rest = session
-            .consume(spec, left, group, &|l| count(&counted, l))
+            .consume(spec, left, group, &|e| count(&counted, e))
             .await
             .context("consuming what the live producer sent after the catch-up")?;
         rest.consumed_recs
@@ -439,8 +424,8 @@ async fn warm_up(
         produced += t.elapsed().as_secs_f64();
         let t = Instant::now();
         session
-            .consume(spec, warm.sent, group, &|l| {
-                if l.trim() != ASSIGNED_LINE {
+            .consume(spec, warm.sent, group, &|e| {
+                if let Event::Line(l) = e {
                     show(l)
                 }
             })
@@ -484,36 +469,24 @@ pub async fn ready(
 
 #[cfg(test)]
 mod counting_tests {
-    use super::count;
+    use super::{count, Event};
 
     #[test]
-    fn progress_lines_count_the_records_of_a_step() {
+    fn events_count_the_records_of_a_step() {
         let produced = crate::progress::records("produce", 5000);
-        count(
-            &produced,
-            "1000 records sent, 200.0 records/sec (0.20 MB/sec), 1.0 ms avg latency, 2.0 ms max latency.",
-        );
-        count(
-            &produced,
-            "  2000 records sent, 400.0 records/sec (0.39 MB/sec), 1.0 ms avg latency.",
-        );
-        count(&produced, "a line that counts nothing");
+        count(&produced, Event::Sent(1000));
+        count(&produced, Event::Sent(2000));
+        count(&produced, Event::Line("a line that counts nothing"));
         // The summary repeats the whole count; it is not added again.
-        count(
-            &produced,
-            "5000 records sent, 900.0 records/sec (0.88 MB/sec), 1.00 ms avg latency, 2.00 ms max \
-             latency, 1 ms 50th, 1 ms 95th, 2 ms 99th, 2 ms 99.9th.",
-        );
+        count(&produced, Event::Summary);
         assert!(
             produced.line().contains("3000/5000 60%"),
             "{}",
             produced.line()
         );
         let consumed = crate::progress::records("consume", 5000);
-        count(
-            &consumed,
-            &crate::workload::consumer::progress_line(4200, 5000),
-        );
+        count(&consumed, Event::Consumed(4000));
+        count(&consumed, Event::Consumed(4200));
         assert!(
             consumed.line().contains("4200/5000 84%"),
             "{}",
@@ -594,7 +567,7 @@ pub(crate) mod tests {
         ) -> BoxFuture<'a, Result<ProducerResult>> {
             Box::pin(async move {
                 self.step(format!("produce {records} at {throughput}"), "produce")?;
-                progress("window");
+                progress(Event::Line("window"));
                 *self.records.lock().unwrap() += records.saturating_sub(self.lose);
                 Ok(producer(records))
             })

@@ -18,7 +18,9 @@ use regex::Regex;
 use futures_util::future::BoxFuture;
 
 use super::native::NativeSession;
-use super::{Driver, MeasureSpec, Place, Progress, Session};
+use super::{
+    is_summary, tail, window_records, Driver, Event, MeasureSpec, Place, Progress, Session,
+};
 use crate::engine::{Engine, OneOff};
 use crate::model::{ConsumerResult, ProducerResult};
 use crate::scenario::{Scenario, Suite};
@@ -110,18 +112,14 @@ fn num(s: &str) -> f64 {
     s.parse().unwrap_or(f64::NAN)
 }
 
-/// The last few lines of `text`, for errors about output that lacks what was expected.
-pub(crate) fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let start = lines.len().saturating_sub(5);
-    if lines.is_empty() {
-        "(no output)".to_string()
+/// A line a tool printed as the event it reports: the producer tool's windows and summary.
+fn event(line: &str) -> Event<'_> {
+    if is_summary(line) {
+        Event::Summary
+    } else if let Some(n) = window_records(line) {
+        Event::Sent(n)
     } else {
-        lines[start..]
-            .iter()
-            .map(|l| format!("  | {l}"))
-            .collect::<Vec<_>>()
-            .join("\n")
+        Event::Line(line)
     }
 }
 
@@ -503,7 +501,7 @@ impl KafkaTools {
         };
         let out = self
             .engine
-            .run_oneoff(spec, progress)
+            .run_oneoff(spec, |line| progress(event(line)))
             .await
             .with_context(|| format!("running {name} from {}", self.tool_image))?;
         if out.exit_code != 0 {
@@ -586,7 +584,7 @@ impl Session for KafkaTools {
                 .await?;
             let consumed = parse_consumer_output(&stdout)?;
             if let Some(w) = &consumed.warning {
-                progress(&format!("kafka-consumer-perf-test: {w}"));
+                progress(Event::Line(&format!("kafka-consumer-perf-test: {w}")));
             }
             Ok(consumer_result(&consumed))
         })

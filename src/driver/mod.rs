@@ -13,6 +13,9 @@
 pub mod flow;
 pub mod kafka_tools;
 pub mod native;
+mod path_check;
+
+pub use path_check::path_check;
 
 use std::time::Duration;
 
@@ -119,8 +122,39 @@ pub struct Place<'a> {
     pub cpuset: Option<String>,
 }
 
-/// Receives progress lines (producer windows, a tool's output) while a step runs.
-pub type Progress<'a> = &'a (dyn Fn(&str) + Send + Sync);
+/// What a step reports while it runs; each driver reads its own output into these, so the flow
+/// counts records without knowing any driver's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// A producer's window: this many more records sent.
+    Sent(u64),
+    /// A consumer's count: this many records consumed so far by the step.
+    Consumed(u64),
+    /// The consumer's partitions are assigned: a producer started now loses no record to the
+    /// group forming.
+    Assigned,
+    /// A producer's own summary (the flow prints its own, once, from the result).
+    Summary,
+    /// Any other line the step printed, shown as it is.
+    Line(&'a str),
+}
+
+/// Receives a step's [`Event`]s while it runs.
+pub type Progress<'a> = &'a (dyn Fn(Event<'_>) + Send + Sync);
+
+/// The records of a producer window line, in the format of Apache Kafka's producer perf tool
+/// (`N records sent, …`), which the native workload prints too.
+pub(crate) fn window_records(line: &str) -> Option<u64> {
+    line.trim()
+        .split_once(" records sent, ")
+        .and_then(|(n, _)| n.parse::<u64>().ok())
+}
+
+/// Whether `line` is a producer's final summary in that format (it ends with the 99.9th
+/// percentile).
+pub(crate) fn is_summary(line: &str) -> bool {
+    line.contains(" ms 99.9th.")
+}
 
 /// A way to produce and consume, chosen once per run.
 pub trait Driver: Send + Sync {
@@ -203,6 +237,21 @@ pub trait Session: Send + Sync {
     /// None by default (a driver whose steps run in one-off containers).
     fn measured_containers(&self) -> Vec<(String, String)> {
         Vec::new()
+    }
+}
+
+/// The last few lines of `text`, for errors about output that lacks what was expected.
+pub(crate) fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines.len().saturating_sub(5);
+    if lines.is_empty() {
+        "(no output)".to_string()
+    } else {
+        lines[start..]
+            .iter()
+            .map(|l| format!("  | {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
 

@@ -13,15 +13,18 @@ use anyhow::{bail, Context, Result};
 use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 
-use super::kafka_tools::tail;
-use super::{CatchUpResult, Driver, MeasureSpec, Place, Progress, Session, SoakResult, VerifySpec};
+use super::{
+    is_summary, tail, window_records, CatchUpResult, Driver, Event, MeasureSpec, Place, Progress,
+    Session, SoakResult,
+};
 use crate::engine::{Engine, OneOff};
 use crate::images::workload::IMAGE_PATH;
-use crate::model::{ConsumerResult, PathCheck, ProducerResult};
+use crate::model::{ConsumerResult, ProducerResult};
 use crate::settings::Mode;
 use crate::workload::command::{
     parse_result_line, Endpoint, Together, WorkloadCommand, RESULT_PREFIX,
 };
+use crate::workload::consumer::{parse_progress_line, ASSIGNED_LINE};
 
 /// The built-in workload.
 pub struct Native;
@@ -39,42 +42,19 @@ impl Driver for Native {
     }
 }
 
-/// The path check (`perf-tests workload verify`) in a container of its own at `place`: sample
-/// records through the endpoint, read back through it and straight from the broker. It is the
-/// native workload's whatever the run's driver, so every driver's rows are proven alike.
-pub async fn path_check(place: &Place<'_>, spec: &VerifySpec) -> Result<PathCheck> {
-    let cmd = WorkloadCommand::Verify {
-        endpoint: Endpoint::new(&spec.bootstrap, &spec.client),
-        direct: spec.direct.clone(),
-        topic: spec.topic.clone(),
-        broker_holds: spec.expect.broker,
-        consumer_receives: spec.expect.consumer,
-        records: spec.records,
-        record_size: spec.record_size,
-    };
-    let out = place
-        .engine
-        .run_oneoff(
-            OneOff {
-                image: place.workload_image.to_string(),
-                cmd: cmd.to_args(),
-                binds: place.binds.clone(),
-                network: Some(place.network.clone()),
-                name_hint: "path-check".to_string(),
-                cpuset: place.cpuset.clone(),
-                ..Default::default()
-            },
-            crate::progress::detail,
-        )
-        .await?;
-    if out.exit_code != 0 {
-        bail!(
-            "the path check exited with {}: {}",
-            out.exit_code,
-            tail(&out.stderr)
-        );
+/// A line the workload printed as the event it reports.
+fn event(line: &str) -> Event<'_> {
+    if is_summary(line) {
+        Event::Summary
+    } else if line.trim() == ASSIGNED_LINE {
+        Event::Assigned
+    } else if let Some(n) = window_records(line) {
+        Event::Sent(n)
+    } else if let Some(n) = parse_progress_line(line) {
+        Event::Consumed(n)
+    } else {
+        Event::Line(line)
     }
-    parse_result_line(&out.stdout)
 }
 
 /// One long-lived workload container and the client properties its steps use.
@@ -151,7 +131,7 @@ impl NativeSession {
         let step = argv.get(2).cloned().unwrap_or_default();
         let out = self
             .engine
-            .exec_streaming(&self.container()?, &argv, progress)
+            .exec_streaming(&self.container()?, &argv, |line| progress(event(line)))
             .await?;
         if out.exit_code != 0 {
             bail!(
@@ -186,7 +166,7 @@ impl Drop for NativeSession {
     }
 }
 
-fn quiet(_: &str) {}
+fn quiet(_: Event<'_>) {}
 
 impl Session for NativeSession {
     fn check(&self, spec: &MeasureSpec) -> Result<()> {
@@ -310,7 +290,7 @@ impl Session for NativeSession {
             argv.extend(cmd.to_args());
             let out = self
                 .engine
-                .exec_streaming(&self.container()?, &argv, quiet)
+                .exec_streaming(&self.container()?, &argv, |_| {})
                 .await?;
             if out.exit_code != 0 {
                 bail!(
@@ -393,5 +373,29 @@ mod tests {
         assert!(err.contains("`{}`"), "{err}");
         let err = parse_end_offsets("boom\n").unwrap_err().to_string();
         assert!(err.contains("boom"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod event_tests {
+    use super::{event, Event};
+    use crate::workload::consumer::{progress_line, ASSIGNED_LINE};
+
+    #[test]
+    fn the_workloads_lines_are_read_as_events() {
+        let window = "1000 records sent, 200.0 records/sec (0.20 MB/sec), 1.0 ms avg latency, \
+                      2.0 ms max latency.";
+        assert_eq!(event(window), Event::Sent(1000));
+        let summary = "5000 records sent, 900.0 records/sec (0.88 MB/sec), 1.00 ms avg latency, \
+                       2.00 ms max latency, 1 ms 50th, 1 ms 95th, 2 ms 99th, 2 ms 99.9th.";
+        assert_eq!(event(summary), Event::Summary);
+        assert_eq!(event(&progress_line(4200, 5000)), Event::Consumed(4200));
+        let catching_up = crate::workload::catch_up::progress_line(300, 20);
+        assert_eq!(event(&catching_up), Event::Consumed(300));
+        assert_eq!(event(&format!(" {ASSIGNED_LINE}")), Event::Assigned);
+        assert_eq!(
+            event("t=1 s: produced 10 rec/s"),
+            Event::Line("t=1 s: produced 10 rec/s")
+        );
     }
 }

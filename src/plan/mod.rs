@@ -1,13 +1,16 @@
 //! The plan: everything a run will do, resolved before anything starts: which scenarios run in
 //! which order, their steps with every variable substituted, the Compose project with the run's
 //! variables, the services each part of the run needs, and every image with how it is had.
-//! `--dry-run` prints it; the runner realises it without reading settings or files again.
+//! `--dry-run` prints it (`render`, with the run-time `estimate`); the runner realises it
+//! without reading settings or files again.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+
+mod estimate;
+mod render;
 
 use crate::compose::{self, Project};
 use crate::images::recipe::{self, ImageRecipe};
@@ -17,16 +20,6 @@ use crate::settings::Settings;
 
 /// Topic names are this prefix plus the scenario name.
 pub const TOPIC_PREFIX: &str = "perf-tests-";
-
-/// Run-time estimate: records per second each way, when neither THROUGHPUT nor the byte rate
-/// below bounds it (what a proxied path reaches on a small machine; a direct broker is faster).
-const ASSUMED_REC_S: f64 = 100_000.0;
-/// Run-time estimate: MiB per second each way.
-const ASSUMED_MIB_S: f64 = 100.0;
-/// Run-time estimate: seconds to start, check and stop a scenario's own services.
-const ASSUMED_SERVICES_S: f64 = 15.0;
-/// Run-time estimate: seconds to start and warm the run-wide services.
-const ASSUMED_RUN_WIDE_S: f64 = 30.0;
 
 /// A whole run: the matrix's axes, and one planned cell per combination of their values (one
 /// cell without a matrix). Every cell shares the run id, the suite and the selected scenarios.
@@ -102,98 +95,6 @@ impl RunPlan {
         let cell = &self.cells[0];
         cell.plan.scenarios.len() * self.cells.len() * cell.settings.repeat.max(1) as usize
     }
-
-    /// A rough run time in seconds from assumed rates (see the `ASSUMED_` constants), for
-    /// `--dry-run`; image builds are not included.
-    pub fn estimate_s(&self) -> f64 {
-        let repeat = self.cells[0].settings.repeat.max(1) as f64;
-        let run_wide_differs = self
-            .cells
-            .windows(2)
-            .any(|w| run_wide_differs(&w[0].plan, &w[1].plan));
-        let starts = if self.first().run_wide.is_empty() {
-            0.0
-        } else if run_wide_differs {
-            self.cells.len() as f64 * repeat
-        } else {
-            1.0
-        };
-        let per_round: f64 = self
-            .cells
-            .iter()
-            .flat_map(|c| c.plan.scenarios.iter().map(move |p| (c, p)))
-            .map(|(c, p)| measurement_s(&c.settings, p))
-            .sum();
-        starts * ASSUMED_RUN_WIDE_S + repeat * per_round
-    }
-
-    /// `--dry-run`: the first combination's plan, then the matrix, every image the other
-    /// combinations add, and the estimate.
-    pub fn render(&self) -> String {
-        let first = &self.cells[0];
-        let mut out = first.plan.render(&first.settings);
-        if !self.axes.is_empty() {
-            let axes: Vec<String> = self
-                .axes
-                .iter()
-                .map(|a| format!("{} ({})", a.var, a.values.join(", ")))
-                .collect();
-            let _ = writeln!(
-                out,
-                "Matrix: {} combinations of {}, every scenario measured at each, interleaved \
-                 like repetitions (the settings above are the first combination's):",
-                self.cells.len(),
-                axes.join(" x ")
-            );
-            for (i, c) in self.cells.iter().enumerate() {
-                let _ = writeln!(out, "  {}. {}", i + 1, matrix::label(&c.combination));
-            }
-            let known: BTreeSet<&str> =
-                first.plan.images.iter().map(|i| i.image.as_str()).collect();
-            let more: BTreeSet<&str> = self
-                .cells
-                .iter()
-                .flat_map(|c| c.plan.images.iter().map(|i| i.image.as_str()))
-                .filter(|i| !known.contains(i))
-                .collect();
-            for image in more {
-                let _ = writeln!(out, "  also image {image}");
-            }
-        }
-        if self.sweep {
-            let _ = writeln!(
-                out,
-                "Sweep: each scenario's THROUGHPUT rises through the rates above in order and \
-                 stops at the first it does not sustain (the producer below 95% of it{}); the \
-                 estimate assumes every rate is measured",
-                match first.settings.p99_limit_ms {
-                    Some(l) => format!(", or its p99 over P99_LIMIT_MS={l}"),
-                    None => String::new(),
-                }
-            );
-        }
-        let minutes = self.estimate_s() / 60.0;
-        let _ = writeln!(
-            out,
-            "Estimated run time: about {} ({} measurements: {} scenarios x {} combinations x \
-             REPEAT={}; assuming {} rec/s and {} MiB/s each way, {} s to start and stop a \
-             scenario's services, image builds not included; a previous run's tables show this \
-             machine's rates)",
-            if minutes < 1.5 {
-                format!("{:.0} s", minutes * 60.0)
-            } else {
-                format!("{minutes:.0} min")
-            },
-            self.measurements(),
-            first.plan.scenarios.len(),
-            self.cells.len(),
-            first.settings.repeat,
-            ASSUMED_REC_S,
-            ASSUMED_MIB_S,
-            ASSUMED_SERVICES_S
-        );
-        out
-    }
 }
 
 /// Whether two cells run different run-wide services (an image of a run-wide service varies),
@@ -203,31 +104,6 @@ pub fn run_wide_differs(a: &Plan, b: &Plan) -> bool {
         .iter()
         .chain(&b.run_wide)
         .any(|s| a.project.services.get(s) != b.project.services.get(s))
-}
-
-/// The assumed seconds of one measurement of `planned` at `settings`.
-fn measurement_s(settings: &Settings, planned: &PlannedScenario) -> f64 {
-    let bytes_rate = ASSUMED_MIB_S * 1024.0 * 1024.0 / settings.record_size.max(1) as f64;
-    let rate = ASSUMED_REC_S.min(bytes_rate);
-    let produce_rate = if settings.throughput > 0 {
-        rate.min(settings.throughput as f64)
-    } else {
-        rate
-    };
-    let records = settings.num_records as f64;
-    let warm = (settings.warm_up_pre_test as f64 / produce_rate)
-        .max(settings.warm_up_seconds_pre_test as f64);
-    let services = if planned.scenario.services.is_empty() {
-        0.0
-    } else {
-        ASSUMED_SERVICES_S
-    };
-    let measured = match settings.duration {
-        // Producer and consumer run together for the time; the group then reads what is left.
-        Some(d) => d as f64,
-        None => records / produce_rate + records / rate,
-    };
-    services + warm + measured
 }
 
 /// Everything a run will do, resolved before anything is started.
@@ -533,164 +409,6 @@ pub fn substitute(text: &str, vars: &BTreeMap<String, String>) -> Result<String>
     }
     out.push_str(rest);
     Ok(out)
-}
-
-fn list(items: &[String]) -> String {
-    if items.is_empty() {
-        "(none)".to_string()
-    } else {
-        items.join(", ")
-    }
-}
-
-fn map(items: &BTreeMap<String, String>, sep: &str) -> String {
-    if items.is_empty() {
-        "(none)".to_string()
-    } else {
-        items
-            .iter()
-            .map(|(k, v)| format!("{k}{sep}{v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-fn steps(out: &mut String, key: &str, steps: &[Step]) {
-    if steps.is_empty() {
-        let _ = writeln!(out, "    {key}: (none)");
-        return;
-    }
-    let _ = writeln!(out, "    {key}:");
-    for step in steps {
-        let _ = writeln!(out, "      - {step}");
-    }
-}
-
-impl Plan {
-    /// Human-readable plan for `run --dry-run`.
-    pub fn render(&self, settings: &Settings) -> String {
-        let mut out = String::new();
-        let names: Vec<String> = self
-            .scenarios
-            .iter()
-            .map(|p| p.scenario.name.clone())
-            .collect();
-        let _ = writeln!(
-            out,
-            "Suite: {} ({})",
-            self.suite.dir.display(),
-            self.suite.description
-        );
-        let _ = writeln!(
-            out,
-            "Selected scenarios (TEST={}): {}",
-            settings.test,
-            list(&names)
-        );
-        let _ = writeln!(out, "Settings:");
-        for (k, v) in settings.variables() {
-            let _ = writeln!(out, "  {k}={v}");
-        }
-        let _ = writeln!(out, "Run-wide:");
-        let compose: Vec<String> = self
-            .suite
-            .compose
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        let _ = writeln!(out, "  compose: {}", list(&compose));
-        let _ = writeln!(out, "  services: {}", list(&self.suite.services));
-        let _ = writeln!(out, "  bootstrap: {}", self.suite.bootstrap);
-        let _ = writeln!(out, "  ready: {}", map(&self.suite.ready, " at "));
-        let _ = writeln!(out, "  client: {}", map(&self.suite.client, "="));
-        let images: Vec<String> = self.suite.images.keys().cloned().collect();
-        let _ = writeln!(out, "  image recipes: {}", list(&images));
-        for p in &self.scenarios {
-            let s = &p.scenario;
-            let _ = writeln!(out, "Scenario {}: {}", s.name, s.description);
-            let compose: Vec<String> = s.compose.iter().map(|p| p.display().to_string()).collect();
-            let _ = writeln!(out, "    compose: {}", list(&compose));
-            let _ = writeln!(out, "    services: {}", list(&s.services));
-            let _ = writeln!(
-                out,
-                "    run-wide services: {}",
-                if s.own_broker {
-                    "not used (own broker)"
-                } else {
-                    "used"
-                }
-            );
-            let _ = writeln!(out, "    bootstrap: {}", s.bootstrap);
-            let _ = writeln!(out, "    topic: {}", p.topic);
-            let _ = writeln!(out, "    ready: {}", map(&s.ready, " at "));
-            let _ = writeln!(out, "    client: {}", map(&s.client, "="));
-            if let Some(tls) = &s.tls {
-                let _ = writeln!(out, "    tls hosts: {}", list(&tls.hosts));
-            }
-            steps(&mut out, "setup", &s.setup);
-            steps(&mut out, "teardown", &s.teardown);
-            if let Some(e) = &s.expect {
-                let _ = writeln!(
-                    out,
-                    "    path check: broker holds {}, consumer receives {} (read straight from {})",
-                    e.broker.name(),
-                    e.consumer.name(),
-                    p.direct
-                );
-            }
-        }
-        let _ = writeln!(out, "Images:");
-        for i in &self.images {
-            let how = match &i.source {
-                ImageSource::Recipe(r) => format!("built here: {}", r.describe()),
-                ImageSource::Pull { chosen_by } => {
-                    format!("from the engine or pulled, {chosen_by}")
-                }
-            };
-            let _ = writeln!(out, "  - {}: {how}", i.image);
-        }
-        self.render_services(&mut out);
-        out
-    }
-
-    /// The Compose side: every service the run would start, its image and command.
-    fn render_services(&self, out: &mut String) {
-        let _ = writeln!(out, "Services (resolved from the Compose files):");
-        for name in &self.services {
-            let s = &self.project.services[name];
-            let scope = if self.run_wide.contains(name) {
-                "run-wide".to_string()
-            } else {
-                let users: Vec<&str> = self
-                    .scenarios
-                    .iter()
-                    .filter(|p| p.closure.contains(name))
-                    .map(|p| p.scenario.name.as_str())
-                    .collect();
-                users.join(", ")
-            };
-            let _ = writeln!(out, "  {name} [{scope}]\n    image: {}", s.image);
-            if let Some(cmd) = &s.command {
-                let _ = writeln!(out, "    command: {}", cmd.join(" "));
-            }
-            let aliases: Vec<&str> = s.networks.values().flatten().map(String::as_str).collect();
-            if !aliases.is_empty() {
-                let _ = writeln!(out, "    aliases: {}", aliases.join(", "));
-            }
-            for m in &s.mounts {
-                let ro = if m.read_only { " (read-only)" } else { "" };
-                let _ = writeln!(out, "    mount: {} -> {}{ro}", m.source.display(), m.target);
-            }
-            if !s.depends_on.is_empty() {
-                let deps: Vec<String> = s
-                    .depends_on
-                    .iter()
-                    .map(|(d, c)| format!("{d} ({c:?})"))
-                    .collect();
-                let _ = writeln!(out, "    depends on: {}", deps.join(", "));
-            }
-        }
-    }
 }
 
 #[cfg(test)]

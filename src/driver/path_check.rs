@@ -1,0 +1,47 @@
+//! The path check (`perf-tests workload verify`): the native workload's whatever the run's
+//! driver, so every driver's rows are proven alike.
+
+use anyhow::{bail, Result};
+
+use super::{tail, Place, VerifySpec};
+use crate::engine::OneOff;
+use crate::model::PathCheck;
+use crate::workload::command::{parse_result_line, Endpoint, WorkloadCommand};
+
+/// The path check (`perf-tests workload verify`) in a container of its own at `place`: sample
+/// records through the endpoint, read back through it and straight from the broker. It is the
+/// native workload's whatever the run's driver, so every driver's rows are proven alike.
+pub async fn path_check(place: &Place<'_>, spec: &VerifySpec) -> Result<PathCheck> {
+    let cmd = WorkloadCommand::Verify {
+        endpoint: Endpoint::new(&spec.bootstrap, &spec.client),
+        direct: spec.direct.clone(),
+        topic: spec.topic.clone(),
+        broker_holds: spec.expect.broker,
+        consumer_receives: spec.expect.consumer,
+        records: spec.records,
+        record_size: spec.record_size,
+    };
+    let out = place
+        .engine
+        .run_oneoff(
+            OneOff {
+                image: place.workload_image.to_string(),
+                cmd: cmd.to_args(),
+                binds: place.binds.clone(),
+                network: Some(place.network.clone()),
+                name_hint: "path-check".to_string(),
+                cpuset: place.cpuset.clone(),
+                ..Default::default()
+            },
+            crate::progress::detail,
+        )
+        .await?;
+    if out.exit_code != 0 {
+        bail!(
+            "the path check exited with {}: {}",
+            out.exit_code,
+            tail(&out.stderr)
+        );
+    }
+    parse_result_line(&out.stdout)
+}
