@@ -10,13 +10,12 @@
 use std::collections::BTreeMap;
 
 use bollard::models::ContainerStatsResponse;
-use bollard::query_parameters::StatsOptionsBuilder;
-use bollard::Docker;
 use futures_util::StreamExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::cost::Role;
+use crate::engine::Engine;
 use crate::model::ServiceResources;
 use crate::stats;
 
@@ -223,12 +222,12 @@ pub struct Sampler {
 
 impl Sampler {
     /// Starts one sampling task per target.
-    pub fn start(docker: &Docker, targets: Vec<Target>) -> Sampler {
+    pub fn start(engine: &Engine, targets: Vec<Target>) -> Sampler {
         let (stop, _) = watch::channel(false);
         let tasks = targets
             .into_iter()
             .map(|t| {
-                let handle = tokio::spawn(follow(docker.clone(), t.container.clone(), {
+                let handle = tokio::spawn(follow(engine.clone(), t.container.clone(), {
                     stop.subscribe()
                 }));
                 (t, handle)
@@ -252,12 +251,8 @@ impl Sampler {
 }
 
 /// Collects points from one container's stats stream until `stop` turns true or the stream ends.
-async fn follow(docker: Docker, container: String, mut stop: watch::Receiver<bool>) -> Vec<Point> {
-    let opts = StatsOptionsBuilder::default()
-        .stream(true)
-        .one_shot(false)
-        .build();
-    let mut stream = docker.stats(&container, Some(opts));
+async fn follow(engine: Engine, container: String, mut stop: watch::Receiver<bool>) -> Vec<Point> {
+    let mut stream = engine.stats(&container);
     let mut points = Vec::new();
     loop {
         tokio::select! {

@@ -167,9 +167,9 @@ async fn run_with(
 
 /// The engine's CPUs as it reports them, else this machine's.
 async fn engine_cpus(engine: &Engine) -> usize {
-    match engine.docker().info().await.ok().and_then(|i| i.ncpu) {
-        Some(n) if n > 0 => n as usize,
-        _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    match engine.cpus().await {
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     }
 }
 
@@ -578,7 +578,7 @@ impl Site for EngineSite<'_> {
         let mut targets = sampling_targets(&self.deployment, run_wide, own_broker);
         targets.extend(workload_targets(workload));
         Box::new(EngineSampling {
-            sampler: resources::Sampler::start(self.engine.docker(), targets.clone()),
+            sampler: resources::Sampler::start(self.engine, targets.clone()),
             engine: self.engine.clone(),
             targets,
         })

@@ -101,10 +101,9 @@ where
     }
 }
 
-async fn labelled(engine: &Engine, label: &str) -> (Vec<String>, Vec<String>) {
+async fn labelled(label: &str) -> (Vec<String>, Vec<String>) {
     let filters = HashMap::from([("label", vec![label])]);
-    let containers = engine
-        .docker()
+    let containers = common::docker()
         .list_containers(Some(
             ListContainersOptionsBuilder::default()
                 .all(true)
@@ -116,8 +115,7 @@ async fn labelled(engine: &Engine, label: &str) -> (Vec<String>, Vec<String>) {
         .into_iter()
         .flat_map(|c| c.names.unwrap_or_default())
         .collect();
-    let networks = engine
-        .docker()
+    let networks = common::docker()
         .list_networks(Some(
             ListNetworksOptionsBuilder::default()
                 .filters(&filters)
@@ -132,7 +130,7 @@ async fn labelled(engine: &Engine, label: &str) -> (Vec<String>, Vec<String>) {
 }
 
 async fn run_resources(engine: &Engine) -> (Vec<String>, Vec<String>) {
-    labelled(engine, &format!("io.perf-tests.run={}", engine.run_id())).await
+    labelled(&format!("io.perf-tests.run={}", engine.run_id())).await
 }
 
 fn write_compose(dir: &Path, yaml: &str) -> PathBuf {
@@ -180,13 +178,11 @@ async fn two_services_come_up_in_order_and_go_down_leaving_nothing() {
             .await
             .unwrap();
 
-        let broker = engine
-            .docker()
+        let broker = common::docker()
             .inspect_container(d.container_id("broker").unwrap(), None)
             .await
             .unwrap();
-        let app = engine
-            .docker()
+        let app = common::docker()
             .inspect_container(d.container_id("app").unwrap(), None)
             .await
             .unwrap();
@@ -444,8 +440,7 @@ async fn remove_all_managed_removes_leftovers_and_nothing_else() {
     tools_image(&engine).await;
     // An unrelated container without labels: must survive.
     let bystander = unique("bystander");
-    engine
-        .docker()
+    common::docker()
         .create_container(
             Some(
                 CreateContainerOptionsBuilder::default()
@@ -471,27 +466,25 @@ async fn remove_all_managed_removes_leftovers_and_nothing_else() {
         let mut d = Deployment::new(&engine, project, &unique("leftover"));
         d.up(&strings(&["left"]), Duration::from_secs(30)).await.unwrap();
         std::mem::forget(d);
-        let (c, n) = labelled(&engine, "io.perf-tests.managed=true").await;
+        let (c, n) = labelled("io.perf-tests.managed=true").await;
         assert!(!c.is_empty() && !n.is_empty());
 
         let removed = engine.remove_all_managed().await.unwrap();
         assert!(removed >= 2, "removed {removed}");
         assert_eq!(
-            labelled(&engine, "io.perf-tests.managed=true").await,
+            labelled("io.perf-tests.managed=true").await,
             (vec![], vec![])
         );
         // Idempotent.
         assert_eq!(engine.remove_all_managed().await.unwrap(), 0);
-        engine
-            .docker()
+        common::docker()
             .inspect_container(&bystander, None)
             .await
             .expect("the unlabelled container must survive");
     })
     .catch_unwind()
     .await;
-    engine
-        .docker()
+    common::docker()
         .remove_container(
             &bystander,
             Some(RemoveContainerOptionsBuilder::default().force(true).build()),
@@ -505,14 +498,13 @@ async fn remove_all_managed_removes_leftovers_and_nothing_else() {
 
 /// Creates a network and a container on it labelled as made by run `run_id` of `owner`, as a
 /// run that was killed (or is still going) leaves them.
-async fn owned_resources(engine: &Engine, run_id: &str, owner: &Owner) {
+async fn owned_resources(run_id: &str, owner: &Owner) {
     let mut labels = HashMap::from([
         ("io.perf-tests.managed".to_string(), "true".to_string()),
         ("io.perf-tests.run".to_string(), run_id.to_string()),
     ]);
     labels.extend(owner.labels());
-    engine
-        .docker()
+    common::docker()
         .create_network(bollard::models::NetworkCreateRequest {
             name: run_id.to_string(),
             labels: Some(labels.clone()),
@@ -520,8 +512,7 @@ async fn owned_resources(engine: &Engine, run_id: &str, owner: &Owner) {
         })
         .await
         .unwrap();
-    engine
-        .docker()
+    common::docker()
         .create_container(
             Some(
                 CreateContainerOptionsBuilder::default()
@@ -582,7 +573,7 @@ async fn clean_removes_only_what_dead_runs_left() {
     .collect();
     let outcome = AssertUnwindSafe(async {
         for (run_id, owner) in &runs {
-            owned_resources(&engine, run_id, owner).await;
+            owned_resources(run_id, owner).await;
         }
         let out = common::bin()
             .arg("clean")
@@ -591,10 +582,9 @@ async fn clean_removes_only_what_dead_runs_left() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
         let left = |i: usize| {
-            let engine = engine.clone();
             let run_id = runs[i].0.clone();
             async move {
-                let (c, n) = labelled(&engine, &format!("io.perf-tests.run={run_id}")).await;
+                let (c, n) = labelled(&format!("io.perf-tests.run={run_id}")).await;
                 (c.len(), n.len())
             }
         };

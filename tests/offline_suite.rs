@@ -114,8 +114,7 @@ async fn debian_recipe_builds_runs_and_is_not_rebuilt() {
         Outcome::Built,
         "forced"
     );
-    engine
-        .docker()
+    common::docker()
         .remove_image(
             &image,
             None::<bollard::query_parameters::RemoveImageOptions>,

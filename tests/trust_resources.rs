@@ -29,7 +29,7 @@ async fn sampling_reads_real_containers_for_under_one_percent_of_a_core() {
 }
 
 async fn sample_two_brokers(engine: Engine, run_id: String) {
-    let docker = engine.docker();
+    let docker = common::docker();
     let mut targets = Vec::new();
     for name in ["broker-a", "broker-b"] {
         let body = ContainerCreateBody {
@@ -70,7 +70,7 @@ async fn sample_two_brokers(engine: Engine, run_id: String) {
 
     let cpu_before = own_cpu_time().expect("/proc/self/stat");
     let started = Instant::now();
-    let sampler = Sampler::start(docker, targets);
+    let sampler = Sampler::start(&engine, targets);
     tokio::time::sleep(SAMPLING).await;
     let summaries = sampler.finish(false).await;
     let wall = started.elapsed();

@@ -33,6 +33,19 @@ impl Counters {
 }
 
 impl Engine {
+    /// `container`'s stats documents as the engine streams them, one a second, until it stops.
+    pub fn stats(
+        &self,
+        container: &str,
+    ) -> impl futures_util::Stream<Item = Result<ContainerStatsResponse, bollard::errors::Error>> + Unpin
+    {
+        let options = StatsOptionsBuilder::default()
+            .stream(true)
+            .one_shot(false)
+            .build();
+        self.docker.stats(container, Some(options))
+    }
+
     /// Reads `container`'s counters now: one stats document, asked for without the engine's
     /// one-second wait for a previous sample (`one-shot`).
     pub async fn counters(&self, container: &str) -> Result<Counters> {

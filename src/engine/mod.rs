@@ -8,6 +8,7 @@
 
 mod counters;
 mod deployment;
+mod images;
 mod interrupt;
 pub mod liveness;
 mod oneoff;
@@ -110,11 +111,6 @@ impl Engine {
             run_id: run_id.to_string(),
             host,
         })
-    }
-
-    /// The underlying client, for modules that build on this one (image building).
-    pub fn docker(&self) -> &Docker {
-        &self.docker
     }
 
     /// The run id every resource is labelled with.

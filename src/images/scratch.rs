@@ -7,9 +7,7 @@
 //! `/etc/nsswitch.conf` (glibc then defaults to `files dns`).
 
 use anyhow::{bail, Context, Result};
-use bollard::query_parameters::{BuildImageOptionsBuilder, RemoveImageOptionsBuilder};
-use futures_util::StreamExt;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -175,59 +173,7 @@ pub async fn build_image(
     labels: BTreeMap<String, String>,
 ) -> Result<String> {
     let context = build_context(files, &entrypoint)?;
-    let labels: HashMap<String, String> = labels.into_iter().collect();
-    let opts = BuildImageOptionsBuilder::default()
-        .dockerfile("Dockerfile")
-        .t(tag)
-        .rm(true)
-        .forcerm(true)
-        .labels(&labels)
-        .build();
-    let docker = engine.docker();
-    let mut stream = docker.build_image(opts, None, Some(bollard::body_full(context.into())));
-    let mut log = String::new();
-    let mut image_id = None;
-    let mut error = None;
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(info) => {
-                if let Some(s) = info.stream {
-                    log.push_str(&s);
-                }
-                if let Some(aux) = info.aux.and_then(|a| a.id) {
-                    image_id = Some(aux);
-                }
-                if let Some(detail) = info.error_detail {
-                    error = Some(detail.message.unwrap_or_default());
-                }
-            }
-            Err(e) => {
-                error = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    if let Some(err) = error {
-        // A failed build may have left the tag on a partial image: drop it and dangling layers.
-        let _ = docker
-            .remove_image(
-                tag,
-                Some(RemoveImageOptionsBuilder::default().force(true).build()),
-                None,
-            )
-            .await;
-        bail!("building image {tag} failed: {err}\n{}", log.trim_end());
-    }
-    match image_id {
-        Some(id) => Ok(id),
-        None => {
-            let inspect = docker
-                .inspect_image(tag)
-                .await
-                .with_context(|| format!("image {tag} was built but cannot be inspected"))?;
-            Ok(inspect.id.unwrap_or_default())
-        }
-    }
+    engine.build_image(tag, context, labels).await
 }
 
 #[cfg(test)]

@@ -36,30 +36,14 @@ fn content_hash(exe: &Path) -> Result<String> {
 pub async fn remove_stale(engine: &Engine) -> Result<usize> {
     let exe = std::env::current_exe().context("locating the perf-tests executable")?;
     let current = format!("{REPOSITORY}:{}", content_hash(&exe)?);
-    let filters = std::collections::HashMap::from([("reference", vec![REPOSITORY.to_string()])]);
-    let listed = engine
-        .docker()
-        .list_images(Some(
-            bollard::query_parameters::ListImagesOptionsBuilder::default()
-                .filters(&filters)
-                .build(),
-        ))
+    let mut removed = 0;
+    let tags = engine
+        .image_tags(REPOSITORY)
         .await
         .context("listing workload images")?;
-    let mut removed = 0;
-    for image in listed {
-        for tag in image.repo_tags.iter().filter(|t| **t != current) {
-            let gone = engine
-                .docker()
-                .remove_image(
-                    tag,
-                    None::<bollard::query_parameters::RemoveImageOptions>,
-                    None,
-                )
-                .await;
-            if gone.is_ok() {
-                removed += 1;
-            }
+    for tag in tags.iter().filter(|t| **t != current) {
+        if engine.remove_image(tag).await.is_ok() {
+            removed += 1;
         }
     }
     Ok(removed)
