@@ -22,7 +22,7 @@ use crate::images::workload::IMAGE_PATH;
 use crate::model::{ConsumerResult, ProducerResult};
 use crate::settings::Mode;
 use crate::workload::command::{
-    parse_result_line, Endpoint, Together, WorkloadCommand, RESULT_PREFIX,
+    self, parse_result_line, Endpoint, Together, WorkloadCommand, RESULT_PREFIX,
 };
 use crate::workload::consumer::{parse_progress_line, ASSIGNED_LINE};
 
@@ -181,22 +181,22 @@ impl Session for NativeSession {
 
     fn probe<'a>(&'a self, endpoint: &'a str, timeout: Duration) -> BoxFuture<'a, Result<()>> {
         Box::pin(self.call(
-            WorkloadCommand::Probe {
+            WorkloadCommand::Probe(command::Probe {
                 endpoint: self.endpoint(endpoint),
                 timeout_s: timeout.as_secs_f64(),
-            },
+            }),
             &quiet,
         ))
     }
 
     fn create_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
         Box::pin(self.call(
-            WorkloadCommand::CreateTopic {
+            WorkloadCommand::CreateTopic(command::CreateTopic {
                 endpoint: self.endpoint(&spec.bootstrap),
                 topics: spec.topic_names(),
                 partitions: spec.partitions,
                 replication_factor: spec.replication_factor,
-            },
+            }),
             &quiet,
         ))
     }
@@ -210,7 +210,7 @@ impl Session for NativeSession {
     ) -> BoxFuture<'a, Result<ProducerResult>> {
         Box::pin(async move {
             self.call(
-                WorkloadCommand::Produce {
+                WorkloadCommand::Produce(command::Produce {
                     endpoint: self.endpoint(&spec.bootstrap),
                     topics: spec.topic_names(),
                     num_records: records,
@@ -218,7 +218,7 @@ impl Session for NativeSession {
                     throughput,
                     properties: spec.properties.clone(),
                     producers: spec.producers,
-                },
+                }),
                 progress,
             )
             .await
@@ -233,7 +233,7 @@ impl Session for NativeSession {
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ConsumerResult>> {
         Box::pin(self.call(
-            WorkloadCommand::Consume {
+            WorkloadCommand::Consume(command::Consume {
                 endpoint: self.endpoint(&spec.bootstrap),
                 topics: spec.topic_names(),
                 group: group.to_string(),
@@ -241,7 +241,7 @@ impl Session for NativeSession {
                 timeout_s: spec.consume_timeout.as_secs_f64(),
                 consumers: spec.consumers,
                 end_to_end: spec.mode == Mode::EndToEnd,
-            },
+            }),
             progress,
         ))
     }
@@ -256,11 +256,11 @@ impl Session for NativeSession {
             let Some(duration) = spec.duration else {
                 bail!("a run bounded by time needs its DURATION");
             };
-            let cmd = WorkloadCommand::Soak {
+            let cmd = WorkloadCommand::Soak(command::Soak {
                 clients: self.together(spec, group),
                 duration_s: duration.as_secs(),
                 warm_up_s: spec.duration_warm_up.as_secs(),
-            };
+            });
             self.call(cmd, progress).await
         })
     }
@@ -272,20 +272,20 @@ impl Session for NativeSession {
         group: &'a str,
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<CatchUpResult>> {
-        let cmd = WorkloadCommand::CatchUp {
+        let cmd = WorkloadCommand::CatchUp(command::CatchUp {
             clients: self.together(spec, group),
             backlog,
             limit_s: spec.catch_up_limit.as_secs_f64(),
-        };
+        });
         Box::pin(self.call(cmd, progress))
     }
 
     fn end_offsets<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<u64>> {
         Box::pin(async move {
-            let cmd = WorkloadCommand::EndOffsets {
+            let cmd = WorkloadCommand::EndOffsets(command::Topics {
                 endpoint: self.endpoint(&spec.bootstrap),
                 topics: spec.topic_names(),
-            };
+            });
             let mut argv = vec![IMAGE_PATH.to_string()];
             argv.extend(cmd.to_args());
             let out = self
@@ -306,10 +306,10 @@ impl Session for NativeSession {
 
     fn delete_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
         Box::pin(self.call(
-            WorkloadCommand::DeleteTopic {
+            WorkloadCommand::DeleteTopic(command::Topics {
                 endpoint: self.endpoint(&spec.bootstrap),
                 topics: spec.topic_names(),
-            },
+            }),
             &quiet,
         ))
     }
