@@ -2,15 +2,22 @@
 //!
 //! Data flows one way, and so do the imports (no module imports one that imports it back):
 //!
-//! - `cli` parses the command line into plain `settings` and calls the stages below;
+//! - `cli` parses the command line into plain `settings`, whose one table (`settings::table`)
+//!   declares every setting once: its flag and variable, help, default, whether it may vary and
+//!   whether it changes what is measured; the command line, the Compose variables, the
+//!   `matrix`, compare's warnings and the tests all read that table;
 //! - `plan` turns the settings, the `scenario` files and the `compose` files into one resolved
 //!   plan (scenarios, steps, Compose project, service closures, images and how each is had) per
-//!   combination of the settings a `matrix` varies (a `sweep` is a matrix of rates);
-//! - `runner` realises the plan on the `engine` (the Docker Engine API), builds what `images`
-//!   says, and measures each scenario through the `driver` chosen for the run, whose one
-//!   measurement flow orders the primitive steps a driver supplies (the native driver runs them
-//!   with the in-container `workload`); `resources` samples the containers meanwhile, and
-//!   `cost` turns their counters read at each measured phase's edges into what the path costs;
+//!   combination of the settings a `matrix` varies (a `sweep` is a matrix of rates), after one
+//!   validation of each combination (`Settings::validate`, the suite's bounds, the driver's
+//!   refusals); its `render` is the dry-run text, its `estimate` the time it will take;
+//! - `runner` realises the plan on the `engine` (the Docker Engine API; the only module that
+//!   holds a Docker client), builds what `images` says, and measures each scenario through the
+//!   `driver` chosen for the run: drivers supply primitive steps and report typed progress
+//!   events, and one measurement flow (`driver::flow`) orders the steps; the native driver runs
+//!   them with the in-container `workload`, whose protocol is one type per step;
+//!   `resources` samples the containers meanwhile, and `cost` turns their counters read at each
+//!   measured phase's edges into what the path costs;
 //! - the plain `model` records it returns go to `export` (JSON, text and Markdown tables from
 //!   `report` and `table`, SVG charts), written into a `results` directory, which `compare`
 //!   reads back through the same types; `metrics` names every metric once for all of them.
