@@ -1313,6 +1313,38 @@ mod tests {
     }
 
     #[test]
+    fn a_difference_in_any_setting_that_changes_what_is_measured_is_warned_about() {
+        for setting in crate::settings::SETTINGS {
+            let base = side(&[1.0]);
+            let mut new = side(&[1.0]);
+            let other = match setting.var {
+                "MODE" => "end-to-end",
+                "DRIVER" => "kafka-tools",
+                "PRODUCER_PROPERTIES" => "acks=1",
+                "SERVICES_CPUSET" | "WORKLOAD_CPUSET" => "0",
+                "TEST" | "COMMIT_ID" | "SCENARIOS" | "RESULTS_DIR" => "elsewhere",
+                _ if setting.var.ends_with("IMAGE") => "x:y",
+                _ => "7",
+            };
+            setting.set(&mut new.runs_info[0].settings, other).unwrap();
+            let warnings = compare(&base, &new, 5.0).warnings;
+            let warned: Vec<&String> = warnings
+                .iter()
+                .filter(|w| w.starts_with("settings differ: "))
+                .collect();
+            if setting.measured {
+                assert_eq!(warned.len(), 1, "{}: {warned:?}", setting.var);
+                assert!(
+                    warned[0].starts_with(&format!("settings differ: {} is ", setting.var)),
+                    "{warned:?}"
+                );
+            } else {
+                assert!(warned.is_empty(), "{}: {warned:?}", setting.var);
+            }
+        }
+    }
+
+    #[test]
     fn markdown_starts_with_the_marker_and_summary_and_folds_the_details() {
         let c = compare(&side(&[1.0; 5]), &side(&[1.0; 5]), 5.0);
         let md = c.markdown();

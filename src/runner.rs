@@ -22,7 +22,7 @@ use crate::cost;
 use crate::driver::{self, flow, Driver, MeasureSpec, Place, Session, VerifySpec, SAMPLE_RECORDS};
 use crate::engine::{self, is_engine_gone, Deployment, Engine, EngineGone, ExecOutput};
 use crate::images::{self, recipe};
-use crate::model::{Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
+use crate::model::{Expect, Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
 use crate::plan::{self, Cell, ImageSource, Plan, PlannedScenario, RunPlan};
 use crate::resources;
 use crate::scenario::Step;
@@ -210,7 +210,7 @@ fn phase(what: &str) {
 /// at any combination, and packages the workload.
 async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> {
     let plan = run.first();
-    let driver = driver::for_settings(&run.cells[0].settings);
+    let driver = driver::for_settings(&run.cells[0].settings)?;
     let tls_dir = &plan.tls_dir;
     std::fs::create_dir_all(tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
     if !plan.tls_hosts.is_empty() {
@@ -909,23 +909,7 @@ async fn run_scenario(
     // The path check runs after the measurement (not sampled, not timed with it), on the same
     // topic name so that topic-selected behaviour (the encryption key) applies to it too.
     let path_check = match (&outcome, sc.expect) {
-        (Ok(_), Some(expect)) => {
-            let spec = VerifySpec {
-                bootstrap: sc.bootstrap.clone(),
-                direct: planned.direct.clone(),
-                topic: planned.topic.clone(),
-                expect,
-                records: SAMPLE_RECORDS,
-                record_size: settings.record_size as usize,
-                client: sc
-                    .client
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            };
-            let check = "the path check";
-            Some(guarded(watcher, check, &[], site.verify(&spec, sc.tls.is_some())).await)
-        }
+        (Ok(_), Some(expect)) => Some(path_check(&*site, watcher, settings, planned, expect).await),
         _ => None,
     };
     let path_check = match path_check {
@@ -951,24 +935,7 @@ async fn run_scenario(
     closed.map_err(ctx)?;
     teardown.map_err(ctx)?;
     down.map_err(ctx)?;
-    if let Some(check) = &path_check {
-        let verdict = if check.holds() { "holds" } else { "FAILED" };
-        crate::progress::println(&format!(
-            "    path check {verdict}: {}{}",
-            check.summary(),
-            check
-                .first_mismatch
-                .as_ref()
-                .map(|m| format!("; {m}"))
-                .unwrap_or_default()
-        ));
-    }
-    if let Some(problem) = measurement.integrity.problem() {
-        crate::progress::println(&format!(
-            "warning: {}: record counts disagree: {problem}",
-            sc.name
-        ));
-    }
+    report_checks(&sc.name, path_check.as_ref(), &measurement);
     // The deployment knows every combination's images; this one used its plan's.
     let images: BTreeMap<String, String> = site
         .image_ids()
@@ -983,6 +950,59 @@ async fn run_scenario(
         images,
         path_check,
     })
+}
+
+/// The path check of `planned`: sample records through its endpoint on the measured topic's name
+/// (so topic-selected behaviour, the encryption key, applies to it too), guarded like a step.
+async fn path_check(
+    site: &impl Site,
+    watcher: &dyn Watcher,
+    settings: &Settings,
+    planned: &PlannedScenario,
+    expect: Expect,
+) -> Result<PathCheck> {
+    let sc = &planned.scenario;
+    let spec = VerifySpec {
+        bootstrap: sc.bootstrap.clone(),
+        direct: planned.direct.clone(),
+        topic: planned.topic.clone(),
+        expect,
+        records: SAMPLE_RECORDS,
+        record_size: settings.record_size as usize,
+        client: sc
+            .client
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    };
+    guarded(
+        watcher,
+        "the path check",
+        &[],
+        site.verify(&spec, sc.tls.is_some()),
+    )
+    .await
+}
+
+/// Prints what the path check found and any disagreement of the record counters.
+fn report_checks(scenario: &str, path_check: Option<&PathCheck>, measurement: &Measurement) {
+    if let Some(check) = path_check {
+        let verdict = if check.holds() { "holds" } else { "FAILED" };
+        crate::progress::println(&format!(
+            "    path check {verdict}: {}{}",
+            check.summary(),
+            check
+                .first_mismatch
+                .as_ref()
+                .map(|m| format!("; {m}"))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(problem) = measurement.integrity.problem() {
+        crate::progress::println(&format!(
+            "warning: {scenario}: record counts disagree: {problem}"
+        ));
+    }
 }
 
 async fn run_steps(site: &impl Site, what: &str, steps: &[Step]) -> Result<()> {

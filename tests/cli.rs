@@ -821,3 +821,46 @@ fn a_duration_is_refused_with_a_count_without_end_to_end_or_when_malformed() {
     assert_eq!(setting(&stdout(&out), "DURATION"), "7200");
     assert_eq!(setting(&stdout(&out), "DURATION_WARM_UP"), "300");
 }
+
+/// The README's table of settings and its list of the settings that may vary are the settings
+/// table's, so the documentation cannot drift from what the command line accepts.
+#[test]
+fn the_readme_documents_every_setting_and_which_may_vary() {
+    let readme = std::fs::read_to_string(common::repo().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Settings\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README.md has a Settings section");
+    let mut documented: Vec<(String, String)> = section
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let var = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            let flag = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((var.to_string(), flag.to_string()))
+        })
+        .collect();
+    documented.sort();
+    let mut declared: Vec<(String, String)> = perf_tests::settings::SETTINGS
+        .iter()
+        .map(|s| (s.var.to_string(), format!("--{}", s.flag())))
+        .collect();
+    declared.sort();
+    assert_eq!(documented, declared);
+
+    let paragraph = section
+        .split("\n\n")
+        .find(|p| p.contains("may take a list of values"))
+        .expect("the paragraph on lists");
+    let mut listed: Vec<&str> = paragraph
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| w.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+        .collect();
+    listed.sort_unstable();
+    let mut varying = perf_tests::settings::table::varying();
+    varying.sort_unstable();
+    assert_eq!(listed, varying);
+}

@@ -167,9 +167,9 @@ fn sweep(settings: &Settings, args: &SweepArgs) -> i32 {
 }
 
 fn run(settings: &Settings, dry_run: bool, sweep: bool) -> i32 {
-    let planned = plan::plan_run(settings, &crate::engine::new_run_id()).map(|mut plan| {
+    let planned = plan::plan_run(settings, &crate::engine::new_run_id()).and_then(|mut plan| {
         plan.sweep = sweep;
-        (plan, crate::driver::for_settings(settings).describe())
+        Ok((plan, crate::driver::for_settings(settings)?.describe()))
     });
     let (plan, driver) = match planned {
         Ok(planned) => planned,

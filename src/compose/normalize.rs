@@ -127,84 +127,12 @@ pub(super) fn service(
         s.ports
             .push(parse_port(&p).map_err(|e| ctx(format!("ports: {e}")))?);
     }
-    for v in raw.volumes.unwrap_or_default() {
-        s.mounts.push(match v {
-            VolumeSpec::Short(text) => {
-                let parts: Vec<&str> = text.split(':').collect();
-                BindMount {
-                    source: PathBuf::from(parts[0]),
-                    target: parts[1].to_string(),
-                    read_only: parts.get(2) == Some(&"ro"),
-                }
-            }
-            VolumeSpec::Long(l) => BindMount {
-                source: PathBuf::from(l.source),
-                target: l.target,
-                read_only: l.read_only,
-            },
-        });
-    }
-    for c in raw.configs.unwrap_or_default() {
-        let (source, target) = match c {
-            ServiceConfigRef::Short(n) => (n.clone(), format!("/{n}")),
-            ServiceConfigRef::Long(l) => {
-                let t = l.target.unwrap_or_else(|| format!("/{}", l.source));
-                (l.source, t)
-            }
-        };
-        let Some(path) = configs.get(&source) else {
-            return Err(ctx(format!(
-                "config \"{source}\" is not declared under top-level configs"
-            )));
-        };
-        s.mounts.push(BindMount {
-            source: path.clone(),
-            target,
-            read_only: true,
-        });
-    }
+    s.mounts = mounts(raw.volumes, raw.configs, configs).map_err(ctx)?;
     if let Some(h) = raw.healthcheck {
         s.healthcheck = Some(healthcheck(h).map_err(|e| ctx(format!("healthcheck: {e}")))?);
     }
-    match raw.depends_on {
-        None => {}
-        Some(RawDependsOn::List(l)) => {
-            for d in l {
-                s.depends_on.insert(d, Condition::ServiceStarted);
-            }
-        }
-        Some(RawDependsOn::Map(m)) => {
-            for (d, dep) in m {
-                let cond = match dep.condition.as_deref().unwrap_or("service_started") {
-                    "service_started" => Condition::ServiceStarted,
-                    "service_healthy" => Condition::ServiceHealthy,
-                    "service_completed_successfully" => Condition::ServiceCompletedSuccessfully,
-                    other => {
-                        return Err(ctx(format!(
-                            "depends_on \"{d}\": unknown condition \"{other}\" (service_started, service_healthy, service_completed_successfully)"
-                        )))
-                    }
-                };
-                s.depends_on.insert(d, cond);
-            }
-        }
-    }
-    match raw.networks {
-        None => {
-            s.networks.insert("default".to_string(), Vec::new());
-        }
-        Some(RawServiceNetworks::List(l)) => {
-            for n in l {
-                s.networks.insert(n, Vec::new());
-            }
-        }
-        Some(RawServiceNetworks::Map(m)) => {
-            for (n, settings) in m {
-                s.networks
-                    .insert(n, settings.map(|x| x.aliases).unwrap_or_default());
-            }
-        }
-    }
+    s.depends_on = dependencies(raw.depends_on).map_err(ctx)?;
+    s.networks = networks(raw.networks);
     s.tmpfs = match raw.tmpfs {
         None => Vec::new(),
         Some(StringOrList::String(t)) => vec![t],
@@ -225,6 +153,102 @@ pub(super) fn service(
         return Err(ctx("depends_on itself".into()));
     }
     Ok(s)
+}
+
+/// A service's bind mounts: its `volumes` (host paths), then its `configs` as read-only files.
+fn mounts(
+    volumes: Option<Vec<VolumeSpec>>,
+    refs: Option<Vec<ServiceConfigRef>>,
+    configs: &BTreeMap<String, PathBuf>,
+) -> Result<Vec<BindMount>, String> {
+    let mut mounts = Vec::new();
+    for v in volumes.unwrap_or_default() {
+        mounts.push(match v {
+            VolumeSpec::Short(text) => {
+                let parts: Vec<&str> = text.split(':').collect();
+                BindMount {
+                    source: PathBuf::from(parts[0]),
+                    target: parts[1].to_string(),
+                    read_only: parts.get(2) == Some(&"ro"),
+                }
+            }
+            VolumeSpec::Long(l) => BindMount {
+                source: PathBuf::from(l.source),
+                target: l.target,
+                read_only: l.read_only,
+            },
+        });
+    }
+    for c in refs.unwrap_or_default() {
+        let (source, target) = match c {
+            ServiceConfigRef::Short(n) => (n.clone(), format!("/{n}")),
+            ServiceConfigRef::Long(l) => {
+                let t = l.target.unwrap_or_else(|| format!("/{}", l.source));
+                (l.source, t)
+            }
+        };
+        let Some(path) = configs.get(&source) else {
+            return Err(format!(
+                "config \"{source}\" is not declared under top-level configs"
+            ));
+        };
+        mounts.push(BindMount {
+            source: path.clone(),
+            target,
+            read_only: true,
+        });
+    }
+    Ok(mounts)
+}
+
+/// A service's `depends_on`, each with its condition (`service_started` when a list names it).
+fn dependencies(raw: Option<RawDependsOn>) -> Result<BTreeMap<String, Condition>, String> {
+    let mut deps = BTreeMap::new();
+    match raw {
+        None => {}
+        Some(RawDependsOn::List(l)) => {
+            for d in l {
+                deps.insert(d, Condition::ServiceStarted);
+            }
+        }
+        Some(RawDependsOn::Map(m)) => {
+            for (d, dep) in m {
+                let cond = match dep.condition.as_deref().unwrap_or("service_started") {
+                    "service_started" => Condition::ServiceStarted,
+                    "service_healthy" => Condition::ServiceHealthy,
+                    "service_completed_successfully" => Condition::ServiceCompletedSuccessfully,
+                    other => {
+                        return Err(format!(
+                            "depends_on \"{d}\": unknown condition \"{other}\" (service_started, service_healthy, service_completed_successfully)"
+                        ))
+                    }
+                };
+                deps.insert(d, cond);
+            }
+        }
+    }
+    Ok(deps)
+}
+
+/// A service's `networks` with their aliases; `default` when it names none.
+fn networks(raw: Option<RawServiceNetworks>) -> BTreeMap<String, Vec<String>> {
+    let mut networks = BTreeMap::new();
+    match raw {
+        None => {
+            networks.insert("default".to_string(), Vec::new());
+        }
+        Some(RawServiceNetworks::List(l)) => {
+            for n in l {
+                networks.insert(n, Vec::new());
+            }
+        }
+        Some(RawServiceNetworks::Map(m)) => {
+            for (n, settings) in m {
+                networks.insert(n, settings.map(|x| x.aliases).unwrap_or_default());
+            }
+        }
+    }
+    networks
 }
 
 /// Map or `KEY=VALUE` list; `None` values mean "no value given".

@@ -25,7 +25,7 @@ use futures_util::future::BoxFuture;
 use crate::engine::Engine;
 use crate::model::{ConsumerResult, ProducerResult};
 use crate::scenario::{Scenario, Suite};
-use crate::settings::{self, Mode, Settings};
+use crate::settings::{Mode, Settings};
 
 pub use crate::workload::catch_up::CatchUpResult;
 pub use crate::workload::soak::SoakResult;
@@ -255,19 +255,59 @@ pub(crate) fn tail(text: &str) -> String {
     }
 }
 
-/// The driver `settings.driver` names; the one place a driver is chosen.
-pub fn for_settings(settings: &Settings) -> Box<dyn Driver> {
-    match settings.driver {
-        settings::Driver::Native => Box::new(native::Native),
-        settings::Driver::KafkaTools => Box::new(kafka_tools::KafkaToolsDriver {
+/// How a driver is made for a run's settings.
+type MakeDriver = fn(&Settings) -> Box<dyn Driver>;
+
+/// Every driver under its `DRIVER` name: a new driver is its own module and one entry here.
+pub const DRIVERS: &[(&str, MakeDriver)] = &[
+    ("native", |_| Box::new(native::Native)),
+    ("kafka-tools", |settings| {
+        Box::new(kafka_tools::KafkaToolsDriver {
             tool_image: settings.kafka_tool_image.clone(),
-        }),
+        })
+    }),
+];
+
+/// The driver `settings.driver` names; the one place a driver is chosen. An unknown name is
+/// refused with the names there are.
+pub fn for_settings(settings: &Settings) -> Result<Box<dyn Driver>> {
+    let name = settings.driver.as_str();
+    match DRIVERS.iter().find(|(n, _)| *n == name) {
+        Some((_, make)) => Ok(make(settings)),
+        None => {
+            let names: Vec<&str> = DRIVERS.iter().map(|(n, _)| *n).collect();
+            anyhow::bail!(
+                "DRIVER={name:?}: unknown driver (expected {})",
+                names.join(" or ")
+            )
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drivers_are_chosen_by_name_and_an_unknown_one_is_refused() {
+        let mut settings = Settings::without_commit();
+        assert_eq!(settings.driver, "native");
+        assert!(for_settings(&settings)
+            .unwrap()
+            .describe()
+            .contains("native"));
+        settings.driver = "kafka-tools".into();
+        assert!(for_settings(&settings)
+            .unwrap()
+            .describe()
+            .contains("perf-tests/kafka-tools:4.4.0"));
+        settings.driver = "rdkafka".into();
+        let err = for_settings(&settings).err().unwrap().to_string();
+        assert_eq!(
+            err,
+            "DRIVER=\"rdkafka\": unknown driver (expected native or kafka-tools)"
+        );
+    }
 
     #[test]
     fn one_topic_keeps_its_name_and_several_are_numbered_from_it() {

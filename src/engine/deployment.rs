@@ -343,37 +343,48 @@ impl Deployment {
                 })
             });
             if let Some(reason) = failure {
-                let health_log = state
-                    .health
-                    .and_then(|h| h.log)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|r| {
-                        format!(
-                            "exit {}: {}",
-                            r.exit_code.unwrap_or(-1),
-                            r.output.unwrap_or_default().trim_end()
-                        )
-                    })
-                    .collect::<Vec<_>>();
-                let logs = self
-                    .engine
-                    .container_logs(id, LOG_TAIL)
-                    .await
-                    .unwrap_or_else(|e| format!("(logs unavailable: {e})"));
-                let mut msg = format!(
-                    "service \"{svc}\" (container {}) {reason}\n--- last {LOG_TAIL} log lines ---\n{}",
-                    self.container_name(svc),
-                    logs.trim_end()
-                );
-                if !health_log.is_empty() {
-                    msg.push_str("\n--- last health checks ---\n");
-                    msg.push_str(&health_log.join("\n"));
-                }
-                bail!(msg);
+                return Err(self.failure(svc, id, &reason, state.health).await);
             }
             tokio::time::sleep(POLL).await;
         }
+    }
+
+    /// Why `svc` (container `id`) is not what it was waited for: the reason, its last log lines
+    /// and its last health checks.
+    async fn failure(
+        &self,
+        svc: &str,
+        id: &str,
+        reason: &str,
+        health: Option<bollard::models::Health>,
+    ) -> anyhow::Error {
+        let health_log = health
+            .and_then(|h| h.log)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| {
+                format!(
+                    "exit {}: {}",
+                    r.exit_code.unwrap_or(-1),
+                    r.output.unwrap_or_default().trim_end()
+                )
+            })
+            .collect::<Vec<_>>();
+        let logs = self
+            .engine
+            .container_logs(id, LOG_TAIL)
+            .await
+            .unwrap_or_else(|e| format!("(logs unavailable: {e})"));
+        let mut msg = format!(
+            "service \"{svc}\" (container {}) {reason}\n--- last {LOG_TAIL} log lines ---\n{}",
+            self.container_name(svc),
+            logs.trim_end()
+        );
+        if !health_log.is_empty() {
+            msg.push_str("\n--- last health checks ---\n");
+            msg.push_str(&health_log.join("\n"));
+        }
+        anyhow::anyhow!(msg)
     }
 
     /// Stops and removes the containers of `services` (those this deployment has).

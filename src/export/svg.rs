@@ -137,7 +137,29 @@ pub fn render(results: &[ScenarioResult]) -> String {
         ""
     };
 
-    // Throughput panel.
+    throughput_panel(&mut svg, results, width, suffix, repeated);
+    latency_panel(&mut svg, results, width, suffix, repeated);
+
+    let mut top = bars_height;
+    for (var, values, lines) in &blocks {
+        line_chart(&mut svg, top, width, var, values, lines, Chart::Throughput);
+        let second = top + TOP + PANEL_HEIGHT + LABEL_SPACE;
+        line_chart(&mut svg, second, width, var, values, lines, Chart::P99);
+        legend(&mut svg, second + TOP + PANEL_HEIGHT + LABEL_SPACE, lines);
+        top += line_block_height(lines.len());
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// The producer's throughput per scenario, as bars (with their spread when repeated).
+fn throughput_panel(
+    svg: &mut String,
+    results: &[ScenarioResult],
+    width: f64,
+    suffix: &str,
+    repeated: bool,
+) {
     let series: Vec<(f64, f64, f64)> = results
         .iter()
         .map(|r| spread(r, metrics::named(THROUGHPUT)))
@@ -145,7 +167,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
     let top = TOP;
     let max = nice_ceiling(series.iter().map(|s| s.2).fold(0.0, f64::max));
     panel(
-        &mut svg,
+        svg,
         top,
         width,
         max,
@@ -155,7 +177,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
         let bw = GROUP_WIDTH * 0.5;
         let x = LEFT + i as f64 * GROUP_WIDTH + (GROUP_WIDTH - bw) / 2.0;
         bar(
-            &mut svg,
+            svg,
             "bar throughput",
             "#4c78a8",
             x,
@@ -166,12 +188,20 @@ pub fn render(results: &[ScenarioResult]) -> String {
             &format!("{}: {med:.0} rec/s", r.label()),
         );
         if repeated {
-            error_bar(&mut svg, x + bw / 2.0, top, max, *lo, *hi);
+            error_bar(svg, x + bw / 2.0, top, max, *lo, *hi);
         }
-        label(&mut svg, i, top, r);
+        label(svg, i, top, r);
     }
+}
 
-    // Latency panel.
+/// The producer's latency percentiles per scenario, as groups of bars with a legend.
+fn latency_panel(
+    svg: &mut String,
+    results: &[ScenarioResult],
+    width: f64,
+    suffix: &str,
+    repeated: bool,
+) {
     let top = 2.0 * TOP + PANEL_HEIGHT + LABEL_SPACE;
     let all: Vec<Vec<(f64, f64, f64)>> = results
         .iter()
@@ -184,7 +214,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
         .collect();
     let max = nice_ceiling(all.iter().flatten().map(|s| s.2).fold(0.0, f64::max));
     panel(
-        &mut svg,
+        svg,
         top,
         width,
         max,
@@ -205,7 +235,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
         for (k, ((name, colour, _), (med, lo, hi))) in LATENCIES.iter().zip(values).enumerate() {
             let x = LEFT + i as f64 * GROUP_WIDTH + GROUP_WIDTH * 0.1 + k as f64 * bw;
             bar(
-                &mut svg,
+                svg,
                 &format!("bar latency {}", name.replace('.', "")),
                 colour,
                 x,
@@ -216,22 +246,11 @@ pub fn render(results: &[ScenarioResult]) -> String {
                 &format!("{} {name}: {med:.1} ms", r.label()),
             );
             if repeated {
-                error_bar(&mut svg, x + bw * 0.45, top, max, *lo, *hi);
+                error_bar(svg, x + bw * 0.45, top, max, *lo, *hi);
             }
         }
-        label(&mut svg, i, top, r);
+        label(svg, i, top, r);
     }
-
-    let mut top = bars_height;
-    for (var, values, lines) in &blocks {
-        line_chart(&mut svg, top, width, var, values, lines, Chart::Throughput);
-        let second = top + TOP + PANEL_HEIGHT + LABEL_SPACE;
-        line_chart(&mut svg, second, width, var, values, lines, Chart::P99);
-        legend(&mut svg, second + TOP + PANEL_HEIGHT + LABEL_SPACE, lines);
-        top += line_block_height(lines.len());
-    }
-    svg.push_str("</svg>\n");
-    svg
 }
 
 /// What a line chart shows.

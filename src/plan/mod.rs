@@ -220,7 +220,7 @@ fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Pla
         .collect::<Result<Vec<_>>>()?;
     // The driver refuses what it cannot run faithfully, with the rest of the checks.
     let selected: Vec<&Scenario> = scenarios.iter().map(|p| &p.scenario).collect();
-    crate::driver::for_settings(settings).check(settings, suite, &selected)?;
+    crate::driver::for_settings(settings)?.check(settings, suite, &selected)?;
 
     let tls_dir = std::env::temp_dir()
         .join(format!("perf-tests-{run_id}"))

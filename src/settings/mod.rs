@@ -39,34 +39,6 @@ pub const UNKNOWN_COMMIT: &str = "unknown";
 /// records x record size cannot overflow a u64.
 pub const MAX_COUNT: u64 = 1_000_000_000_000_000;
 
-/// What produces and consumes the measured records.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Driver {
-    /// The built-in librdkafka workload (`perf-tests workload`).
-    #[default]
-    Native,
-    /// Apache Kafka's kafka-producer-perf-test.sh and kafka-consumer-perf-test.sh from
-    /// `KAFKA_TOOL_IMAGE`, as the reference script ran them.
-    KafkaTools,
-}
-
-impl Driver {
-    /// The value as written in `DRIVER`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Driver::Native => "native",
-            Driver::KafkaTools => "kafka-tools",
-        }
-    }
-}
-
-impl std::fmt::Display for Driver {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// How a measurement's producer and consumer run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -108,15 +80,6 @@ pub fn parse_mode(s: &str) -> Result<Mode> {
         other => bail!(
             "MODE={other:?}: unknown mode (expected produce-then-consume, end-to-end or backlog)"
         ),
-    }
-}
-
-/// Parses `DRIVER`: `native` or `kafka-tools`.
-pub fn parse_driver(s: &str) -> Result<Driver> {
-    match s.trim() {
-        "native" => Ok(Driver::Native),
-        "kafka-tools" => Ok(Driver::KafkaTools),
-        other => bail!("DRIVER={other:?}: unknown driver (expected native or kafka-tools)"),
     }
 }
 
@@ -183,8 +146,8 @@ pub struct Settings {
     pub kafka_tool_image: String,
     /// HashiCorp Vault image.
     pub vault_image: String,
-    /// What produces and consumes the measured records.
-    pub driver: Driver,
+    /// What produces and consumes the measured records: a name `crate::driver` registers.
+    pub driver: String,
     /// Whether the producer and the consumer run one after the other or at once.
     pub mode: Mode,
     /// Suite directory holding `suite.yaml` and the numbered scenario directories.
@@ -249,7 +212,7 @@ impl Settings {
             kroxylicious_image: String::new(),
             kafka_tool_image: String::new(),
             vault_image: String::new(),
-            driver: Driver::default(),
+            driver: String::new(),
             mode: Mode::default(),
             scenarios: PathBuf::new(),
             results_dir: PathBuf::new(),
@@ -305,58 +268,17 @@ mod tests {
             ..Settings::default()
         };
         let v = s.variables();
-        let keys: Vec<&str> = v.keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            [
-                "CATCH_UP_SECONDS",
-                "COMMIT_ID",
-                "CONSUMERS",
-                "DRIVER",
-                "DURATION",
-                "DURATION_WARM_UP",
-                "KAFKA_IMAGE",
-                "KAFKA_TOOL_IMAGE",
-                "KROXYLICIOUS_IMAGE",
-                "MODE",
-                "NUM_RECORDS",
-                "P99_LIMIT_MS",
-                "PARTITIONS",
-                "PRODUCERS",
-                "PRODUCER_PROPERTIES",
-                "RECORD_SIZE",
-                "REPEAT",
-                "RESULTS_DIR",
-                "SCENARIOS",
-                "SERVICES_CPUSET",
-                "TEST",
-                "THROUGHPUT",
-                "TOPICS",
-                "VAULT_IMAGE",
-                "WARM_UP_NUM_RECORDS_POST_BROKER_START",
-                "WARM_UP_NUM_RECORDS_PRE_TEST",
-                "WARM_UP_SECONDS_PRE_TEST",
-                "WORKLOAD_CPUSET",
-            ]
-        );
+        let mut keys: Vec<&str> = v.keys().map(String::as_str).collect();
+        let mut vars: Vec<&str> = SETTINGS.iter().map(|s| s.var).collect();
+        keys.sort_unstable();
+        vars.sort_unstable();
+        assert_eq!(keys, vars);
         assert_eq!(v["PRODUCER_PROPERTIES"], "acks=1 linger.ms=5");
         assert_eq!(v["NUM_RECORDS"], "10000000");
         assert_eq!(v["THROUGHPUT"], "-1");
         assert_eq!(v["COMMIT_ID"], "abc1234");
         assert_eq!(v["SCENARIOS"], "scenarios/kroxylicious");
         assert_eq!(v["DRIVER"], "native");
-    }
-
-    #[test]
-    fn driver_is_native_or_kafka_tools() {
-        assert_eq!(parse_driver("native").unwrap(), Driver::Native);
-        assert_eq!(parse_driver("kafka-tools").unwrap(), Driver::KafkaTools);
-        assert_eq!(Driver::KafkaTools.to_string(), "kafka-tools");
-        let err = parse_driver("rdkafka").unwrap_err().to_string();
-        assert!(
-            err.contains("DRIVER=\"rdkafka\"") && err.contains("kafka-tools"),
-            "{err}"
-        );
     }
 
     #[test]

@@ -330,36 +330,7 @@ fn consume_member_inner(
         done,
         window,
     } = group;
-    let (config, warnings) = client_config(
-        &cfg.bootstrap,
-        &[
-            ("group.id", &cfg.group_id),
-            ("auto.offset.reset", "earliest"),
-            ("enable.auto.commit", "false"),
-            ("enable.partition.eof", "false"),
-            // Offsets are stored by hand as each record is counted, so what the group commits is
-            // exactly what it counted.
-            ("enable.auto.offset.store", "false"),
-            // The range assignor hands out each topic's partitions on its own, so with several
-            // one-partition topics every topic would go to the same member; round robin spreads
-            // the partitions of all topics over the members.
-            ("partition.assignment.strategy", "roundrobin"),
-        ],
-        &[&cfg.client],
-    )?;
-    for w in warnings {
-        eprintln!("warning: {w}");
-    }
-    let consumer: BaseConsumer<Assigning> = config
-        .create_with_context(Assigning {
-            assigned_at: Mutex::new(None),
-            last_error: LastError::default(),
-            hold: shared.owned.len() > 1,
-            owned: AtomicUsize::new(0),
-            held: AtomicBool::new(false),
-        })
-        .context("creating the Kafka consumer")?;
-
+    let consumer = group_member(cfg, shared.owned.len() > 1)?;
     let start = Instant::now();
     let topics: Vec<&str> = cfg.topics.iter().map(String::as_str).collect();
     consumer
@@ -390,15 +361,7 @@ fn consume_member_inner(
         let context = consumer.context();
         shared.owned[index].store(context.owned.load(Ordering::SeqCst), Ordering::SeqCst);
         if context.held.load(Ordering::SeqCst) && shared.formed() {
-            let assignment = consumer.assignment().context("reading the assignment")?;
-            consumer
-                .resume(&assignment)
-                .context("resuming the assignment once the group formed")?;
-            context.held.store(false, Ordering::SeqCst);
-            let now = shared.since.elapsed().as_nanos().max(1) as u64;
-            let _ = shared
-                .formed_ns
-                .compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst);
+            resume(&consumer, shared)?;
         }
         if !announced && consumer_assigned(&consumer) {
             announced = true;
@@ -451,10 +414,34 @@ fn consume_member_inner(
             );
         }
     }
+    finish(&consumer, cfg, member, start)
+}
+
+/// Resumes a member's held partitions once the whole group has formed, and notes when it did.
+fn resume(consumer: &BaseConsumer<Assigning>, shared: &Shared) -> Result<()> {
+    let assignment = consumer.assignment().context("reading the assignment")?;
+    consumer
+        .resume(&assignment)
+        .context("resuming the assignment once the group formed")?;
+    consumer.context().held.store(false, Ordering::SeqCst);
+    let now = shared.since.elapsed().as_nanos().max(1) as u64;
+    let _ = shared
+        .formed_ns
+        .compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Commits what `member` counted (when it counted anything) and notes when it was assigned.
+fn finish(
+    consumer: &BaseConsumer<Assigning>,
+    cfg: &ConsumeConfig,
+    mut member: Member,
+    start: Instant,
+) -> Result<Member> {
     // A member whose partitions held no record, or who read records only from partitions it
     // has since handed over (committed then), has no position to commit.
     if member.count > 0 {
-        commit(&consumer).with_context(|| {
+        commit(consumer).with_context(|| {
             format!(
                 "committing the offsets of group `{}` on {}",
                 cfg.group_id,
@@ -469,6 +456,40 @@ fn consume_member_inner(
         .unwrap_or_else(|e| e.into_inner())
         .unwrap_or(start);
     Ok(member)
+}
+
+/// One member of `cfg`'s group: offsets stored by hand as records are counted, partitions of
+/// every topic spread round robin; with `hold`, it holds its partitions until the group formed.
+fn group_member(cfg: &ConsumeConfig, hold: bool) -> Result<BaseConsumer<Assigning>> {
+    let (config, warnings) = client_config(
+        &cfg.bootstrap,
+        &[
+            ("group.id", &cfg.group_id),
+            ("auto.offset.reset", "earliest"),
+            ("enable.auto.commit", "false"),
+            ("enable.partition.eof", "false"),
+            // Offsets are stored by hand as each record is counted, so what the group commits is
+            // exactly what it counted.
+            ("enable.auto.offset.store", "false"),
+            // The range assignor hands out each topic's partitions on its own, so with several
+            // one-partition topics every topic would go to the same member; round robin spreads
+            // the partitions of all topics over the members.
+            ("partition.assignment.strategy", "roundrobin"),
+        ],
+        &[&cfg.client],
+    )?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    config
+        .create_with_context(Assigning {
+            assigned_at: Mutex::new(None),
+            last_error: LastError::default(),
+            hold,
+            owned: AtomicUsize::new(0),
+            held: AtomicBool::new(false),
+        })
+        .context("creating the Kafka consumer")
 }
 
 /// Whether the consumer's group has assigned it partitions yet.

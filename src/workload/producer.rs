@@ -499,31 +499,8 @@ fn produce_blocking(
     live: Option<Arc<Live>>,
     mut progress: impl FnMut(Progress),
 ) -> Result<Produced> {
-    let (config, warnings) = client_config(&cfg.bootstrap, &[], &[&cfg.client, &cfg.properties])?;
-    for w in warnings {
-        eprintln!("warning: {w}");
-    }
-    let origin = Instant::now();
+    let (producer, origin) = measuring_producer(cfg, live.clone())?;
     let throttled = cfg.throughput > 0;
-    let context = Measuring {
-        origin,
-        scheduled: throttled,
-        record_size: cfg.record_size,
-        tally: Mutex::new(Tally {
-            sent: Latencies::new(),
-            intended: Latencies::new(),
-            acked: 0,
-            failed: 0,
-            first_failure: None,
-            last_report: None,
-            window: Window::new(origin),
-        }),
-        last_error: LastError::default(),
-        live: live.clone(),
-    };
-    let producer: BaseProducer<Measuring> = config
-        .create_with_context(context)
-        .context("creating the Kafka producer")?;
     let payload = payload(cfg.record_size);
 
     let start = Instant::now();
@@ -614,6 +591,49 @@ fn produce_blocking(
         report(Instant::now(), &mut progress);
     }
 
+    produced(&producer, cfg, start)
+}
+
+/// The producer with its measuring context (latencies, delivery counts, windows), and the
+/// instant its clock counts from.
+fn measuring_producer(
+    cfg: &ProduceConfig,
+    live: Option<Arc<Live>>,
+) -> Result<(BaseProducer<Measuring>, Instant)> {
+    let (config, warnings) = client_config(&cfg.bootstrap, &[], &[&cfg.client, &cfg.properties])?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    let origin = Instant::now();
+    let throttled = cfg.throughput > 0;
+    let context = Measuring {
+        origin,
+        scheduled: throttled,
+        record_size: cfg.record_size,
+        tally: Mutex::new(Tally {
+            sent: Latencies::new(),
+            intended: Latencies::new(),
+            acked: 0,
+            failed: 0,
+            first_failure: None,
+            last_report: None,
+            window: Window::new(origin),
+        }),
+        last_error: LastError::default(),
+        live,
+    };
+    let producer: BaseProducer<Measuring> = config
+        .create_with_context(context)
+        .context("creating the Kafka producer")?;
+    Ok((producer, origin))
+}
+
+/// What `producer` delivered, once every report is in; an error when nothing was.
+fn produced(
+    producer: &BaseProducer<Measuring>,
+    cfg: &ProduceConfig,
+    start: Instant,
+) -> Result<Produced> {
     let mut t = producer
         .context()
         .tally
