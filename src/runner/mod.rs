@@ -5,41 +5,39 @@
 //! Every phase of a scenario (and of the run-wide services) is guarded: a container of the run
 //! that dies, or the engine no longer answering, ends the phase at once with that as the reason.
 //! The scenarios whose every repetition completed before a failure stay available to the caller.
+//!
+//! `prepare` makes what a run needs before its first container; `site` is where it runs (the
+//! engine's realisation behind the [`Site`] trait the orchestration here drives, and the
+//! sampling); `guard` is the fault guard every phase runs under; `combine` makes a scenario's
+//! one result of its repetitions.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::PathBuf;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use futures_util::future::LocalBoxFuture;
-
-use crate::compose::Project;
-use crate::cost;
-use crate::driver::{self, flow, Driver, MeasureSpec, Place, Session, VerifySpec, SAMPLE_RECORDS};
-use crate::engine::{self, is_engine_gone, Deployment, Engine, EngineGone, ExecOutput};
-use crate::images::{self, recipe};
+use crate::driver::{flow, MeasureSpec, Session, VerifySpec, SAMPLE_RECORDS};
+use crate::engine::{self, is_engine_gone, Deployment, Engine};
 use crate::model::{Expect, Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
-use crate::plan::{self, Cell, ImageSource, Plan, PlannedScenario, RunPlan};
-use crate::resources;
+use crate::plan::{self, Cell, PlannedScenario, RunPlan};
 use crate::scenario::Step;
 use crate::settings::Settings;
 use crate::sweep;
 
-/// How long a service may take to become ready (running, healthy, or answering Kafka).
-const READY_TIMEOUT: Duration = Duration::from_secs(120);
-/// How often a phase checks the run's containers for one that died. A death ends the phase
-/// within this plus one check (a listing and an inspect per container, a few ms); an engine that
-/// stops answering within this plus twice [`engine::ANSWER_WITHIN`] (the check, then a ping): at
-/// most 11 s.
-const WATCH_EVERY: Duration = Duration::from_secs(1);
+mod combine;
+mod guard;
+mod prepare;
+mod site;
+
+use combine::*;
+use guard::*;
+use prepare::*;
+use site::*;
+
 /// No record for this long while consuming fails the measurement instead of hanging.
 const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
-/// Where the run's TLS material is mounted in the workload container.
-const TLS_MOUNT: &str = "/tls";
 
 /// Per-run scratch space on the host (generated certificates); removed when the run ends.
 struct RunDir(PathBuf);
@@ -48,15 +46,6 @@ impl Drop for RunDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// What a run needs from the engine before its first container starts.
-struct Prepared {
-    workload_image: String,
-    /// Image reference -> how it was made, for every image of the run built here.
-    image_sources: BTreeMap<String, String>,
-    /// What produces and consumes, chosen once for the run.
-    driver: Box<dyn Driver>,
 }
 
 /// What a run produced: its id (the label of everything it created), one result per scenario
@@ -165,475 +154,12 @@ async fn run_with(
     down
 }
 
-/// The engine's CPUs as it reports them, else this machine's.
-async fn engine_cpus(engine: &Engine) -> usize {
-    match engine.cpus().await {
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    }
-}
-
-/// Refuses, before anything starts, a pinning to CPUs the engine does not have (the engine's
-/// own error would come only when the container is created, mid-run).
-fn check_cpusets(settings: &Settings, plan: &Plan, cpus: usize) -> Result<()> {
-    if let Some(w) = &plan.workload_cpuset {
-        crate::cpuset::check_exists("WORKLOAD_CPUSET", w, cpus)?;
-    }
-    for name in &plan.services {
-        let Some(set) = plan
-            .project
-            .services
-            .get(name)
-            .and_then(|s| s.cpuset.as_ref())
-        else {
-            continue;
-        };
-        let what = if *set == settings.services_cpuset {
-            "SERVICES_CPUSET".to_string()
-        } else {
-            format!("service \"{name}\" cpuset")
-        };
-        crate::cpuset::check_exists(&what, set, cpus)?;
-    }
-    Ok(())
-}
-
 fn project_name(run_id: &str) -> String {
     format!("perf-tests-{}", run_id.to_ascii_lowercase())
 }
 
 fn phase(what: &str) {
     crate::progress::phase(what);
-}
-
-/// Chooses the driver, generates the TLS material, makes or finds every image the plan names
-/// at any combination, and packages the workload.
-async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> {
-    let plan = run.first();
-    let driver = driver::for_settings(&run.cells[0].settings)?;
-    let tls_dir = &plan.tls_dir;
-    std::fs::create_dir_all(tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
-    if !plan.tls_hosts.is_empty() {
-        crate::tls::generate(tls_dir, &plan.tls_hosts)?;
-    }
-    // The services' images, then those the driver runs besides them, each had the same way.
-    let mut images: Vec<(String, ImageSource)> = Vec::new();
-    for i in run.cells.iter().flat_map(|c| &c.plan.images) {
-        if !images.iter().any(|(image, _)| *image == i.image) {
-            images.push((i.image.clone(), i.source.clone()));
-        }
-    }
-    for image in driver.images() {
-        if !images.iter().any(|(i, _)| *i == image) {
-            let source = plan.source_of(&image);
-            images.push((image, source));
-        }
-    }
-    let mut pulled: Vec<(String, String)> = Vec::new();
-    for (image, source) in &images {
-        match source {
-            ImageSource::Recipe(r) => match recipe::ensure(engine, r, false).await? {
-                recipe::Outcome::Built => {
-                    crate::progress::println(&format!("built image {}", r.describe()))
-                }
-                recipe::Outcome::UpToDate => {}
-            },
-            ImageSource::Pull { chosen_by } => pulled.push((image.clone(), chosen_by.clone())),
-        }
-    }
-    ensure_pulled(engine, &pulled).await?;
-    // Read once: an image does not change during the run.
-    let mut image_sources = BTreeMap::new();
-    for (image, _) in &images {
-        if let Some(made) = engine
-            .image_labels(image)
-            .await?
-            .as_ref()
-            .and_then(recipe::made_from)
-        {
-            image_sources.insert(image.clone(), made);
-        }
-    }
-
-    phase("packaging the workload");
-    let workload_image = images::workload::ensure(engine).await?;
-    Ok(Prepared {
-        workload_image,
-        image_sources,
-        driver,
-    })
-}
-
-/// Checks that images without a recipe are present or pullable; one message names them all.
-async fn ensure_pulled(engine: &Engine, images: &[(String, String)]) -> Result<()> {
-    let mut missing = Vec::new();
-    for (image, chosen_by) in images {
-        if engine.image_labels(image).await?.is_some() {
-            continue;
-        }
-        phase(&format!("pulling {image}"));
-        if let Err(e) = engine.ensure_image(image).await {
-            missing.push(format!("  {image} ({chosen_by}): {e:#}"));
-        }
-    }
-    if !missing.is_empty() {
-        bail!(
-            "{} image(s) are not on the engine and cannot be pulled; nothing was started:\n{}",
-            missing.len(),
-            missing.join("\n")
-        );
-    }
-    Ok(())
-}
-
-/// Where a run happens, as the orchestration below sees it: services that come up and go down,
-/// commands run in them, driver sessions on their network, resource sampling. [`EngineSite`] is
-/// the engine's; a test's fake site runs the same orchestration without an engine.
-trait Site {
-    /// Brings `services` (and their dependencies) up and waits until they are ready.
-    fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
-    /// Takes `services` down.
-    fn down<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
-    /// Services started from now on are made from `project` (another combination's images);
-    /// those up keep running as they were made.
-    fn switch(&mut self, project: &Project);
-    /// Runs `command` in the container of `service`.
-    fn exec<'a>(
-        &'a self,
-        service: &'a str,
-        command: &'a [String],
-    ) -> LocalBoxFuture<'a, Result<ExecOutput>>;
-    /// Opens a driver session on the services' network with these client properties and, with
-    /// `tls`, the run's TLS material.
-    fn open<'a>(
-        &'a self,
-        client: &'a BTreeMap<String, String>,
-        tls: bool,
-    ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>>;
-    /// Starts sampling every container that is up (not the run-wide ones when `own_broker`) and
-    /// the session's own containers `workload` (`(name, container id)`, the load generator).
-    fn sample(
-        &self,
-        run_wide: &[String],
-        own_broker: bool,
-        workload: &[(String, String)],
-    ) -> Box<dyn Sampling>;
-    /// What guards each phase (see [`guarded`]): it outlives borrows of the site, so a phase
-    /// that changes the site (bringing services up) is guarded too.
-    fn watcher(&self) -> Rc<dyn Watcher>;
-    /// The machine's online CPUs (what 100% per core of every container adds up to).
-    fn cpus(&self) -> usize {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    }
-    /// Image id per image reference of the containers created so far.
-    fn image_ids(&self) -> BTreeMap<String, String>;
-    /// How each of `images` was made, for images built here (recipe, artifacts, JDK).
-    fn image_sources(&self, images: &BTreeMap<String, String>) -> BTreeMap<String, String>;
-    /// The path check: sample records through the endpoint, read back both ways, compared.
-    /// Always the native workload's, whatever the driver.
-    fn verify<'a>(
-        &'a self,
-        spec: &'a VerifySpec,
-        tls: bool,
-    ) -> LocalBoxFuture<'a, Result<PathCheck>>;
-}
-
-/// A fault that ends a phase: a container of the run that died, or the engine gone.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Fault {
-    /// What died: the service or workload, its container, exit code and last log lines.
-    Died(String),
-    /// The engine at this host stopped answering.
-    EngineGone(String),
-}
-
-impl Fault {
-    /// The error that ends phase `phase`.
-    fn into_error(self, phase: &str) -> anyhow::Error {
-        match self {
-            Fault::Died(dead) => anyhow::anyhow!("{dead}")
-                .context(format!("a container of the run stopped during {phase}")),
-            Fault::EngineGone(host) => EngineGone {
-                host,
-                phase: phase.to_string(),
-            }
-            .into(),
-        }
-    }
-}
-
-/// Checks the run for a [`Fault`].
-trait Watcher {
-    /// The fault now, if any: a service of the run, or one of `workload` (`(name, container
-    /// id)`), stopped with a non-zero code, or the engine not answering. `phase` is what the
-    /// run is doing.
-    fn check<'a>(
-        &'a self,
-        phase: &'a str,
-        workload: &'a [(String, String)],
-    ) -> LocalBoxFuture<'a, Option<Fault>>;
-}
-
-/// Runs `work`, phase `phase` of the run, and ends it as soon as the watcher finds a fault
-/// (checked at once, then every [`WATCH_EVERY`]), so a dead broker, proxy or load generator, or
-/// a gone engine, stops the phase at once instead of leaving a client retrying until its
-/// timeout. When `work` fails first, a fault found right then is reported instead: it is the
-/// cause, and what the client saw (a closed connection, a timeout) only its consequence.
-async fn guarded<T>(
-    watcher: &dyn Watcher,
-    phase: &str,
-    workload: &[(String, String)],
-    work: impl Future<Output = Result<T>>,
-) -> Result<T> {
-    // Checked at once too: a container that died between phases (while the previous scenario
-    // came down) ends this one before it starts.
-    let watch = async {
-        loop {
-            if let Some(fault) = watcher.check(phase, workload).await {
-                return fault;
-            }
-            tokio::time::sleep(WATCH_EVERY).await;
-        }
-    };
-    let outcome = tokio::select! {
-        // The watch first, so a fault found on its first check wins over work that is ready.
-        biased;
-        fault = watch => Err(fault),
-        r = work => Ok(r),
-    };
-    match outcome {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => match watcher.check(phase, workload).await {
-            Some(fault) => Err(fault.into_error(phase)),
-            None => Err(e),
-        },
-        Err(fault) => Err(fault.into_error(phase)),
-    }
-}
-
-/// The engine's watcher: the deployment's services by their label, and the engine's answer.
-struct EngineWatcher {
-    engine: Engine,
-    project: String,
-}
-
-impl Watcher for EngineWatcher {
-    fn check<'a>(
-        &'a self,
-        _phase: &'a str,
-        workload: &'a [(String, String)],
-    ) -> LocalBoxFuture<'a, Option<Fault>> {
-        Box::pin(async move {
-            let found = tokio::time::timeout(
-                engine::ANSWER_WITHIN,
-                self.engine.first_dead(&self.project, workload),
-            )
-            .await;
-            match found {
-                Ok(Ok(dead)) => dead.map(Fault::Died),
-                // A slow or failed listing alone is not a verdict: the ping is.
-                _ if self.engine.answers().await => None,
-                _ => Some(Fault::EngineGone(self.engine.host().to_string())),
-            }
-        })
-    }
-}
-
-/// Resource sampling under way.
-trait Sampling {
-    /// Ends the sampling and returns the figures per service, with each sample's memory when
-    /// `keep_series`.
-    fn finish(self: Box<Self>, keep_series: bool)
-        -> LocalBoxFuture<'static, Vec<ServiceResources>>;
-    /// The cumulative counters of every sampled container, read now (a phase's edge); one
-    /// that cannot be read is left out.
-    fn counters(&self) -> LocalBoxFuture<'_, cost::Readings> {
-        Box::pin(async { Vec::new() })
-    }
-}
-
-/// The engine's sampling: its stats streams, and its containers' counters read on demand.
-struct EngineSampling {
-    sampler: resources::Sampler,
-    engine: Engine,
-    targets: Vec<resources::Target>,
-}
-
-impl Sampling for EngineSampling {
-    fn finish(
-        self: Box<Self>,
-        keep_series: bool,
-    ) -> LocalBoxFuture<'static, Vec<ServiceResources>> {
-        Box::pin(resources::Sampler::finish(self.sampler, keep_series))
-    }
-
-    fn counters(&self) -> LocalBoxFuture<'_, cost::Readings> {
-        Box::pin(async move {
-            let reads = self.targets.iter().map(|t| async move {
-                match self.engine.counters(&t.container).await {
-                    Ok(c) => Some((t.service.clone(), t.role(), c)),
-                    Err(e) => {
-                        // Its cost is left out, said so rather than shown as nothing.
-                        crate::progress::println(&format!(
-                            "warning: no cost for service \"{}\": {e:#}",
-                            t.service
-                        ));
-                        None
-                    }
-                }
-            });
-            futures_util::future::join_all(reads)
-                .await
-                .into_iter()
-                .flatten()
-                .collect()
-        })
-    }
-}
-
-/// The measured phases' edges, at which the sampled containers' counters are read: what each
-/// service used over exactly each phase.
-struct CostMarks<'a> {
-    sampling: &'a dyn Sampling,
-    record_size: u64,
-    started: RefCell<Option<(Instant, cost::Readings)>>,
-    phases: RefCell<Vec<cost::PhaseCost>>,
-}
-
-impl flow::Marks for CostMarks<'_> {
-    fn start(&self, _: flow::Phase) -> LocalBoxFuture<'_, ()> {
-        Box::pin(async move {
-            let counters = self.sampling.counters().await;
-            *self.started.borrow_mut() = Some((Instant::now(), counters));
-        })
-    }
-
-    fn end(&self, phase: flow::Phase, records: u64) -> LocalBoxFuture<'_, ()> {
-        Box::pin(async move {
-            let end = self.sampling.counters().await;
-            let Some((at, start)) = self.started.borrow_mut().take() else {
-                return;
-            };
-            if start.is_empty() {
-                return;
-            }
-            let seconds = at.elapsed().as_secs_f64();
-            self.phases.borrow_mut().push(cost::PhaseCost::between(
-                phase.name(),
-                records,
-                self.record_size,
-                seconds,
-                &start,
-                &end,
-            ));
-        })
-    }
-}
-
-/// The run on the Docker engine: the plan's Compose project deployed, the chosen driver.
-struct EngineSite<'a> {
-    engine: &'a Engine,
-    deployment: Deployment,
-    plan: &'a Plan,
-    prepared: &'a Prepared,
-    /// The engine's online CPUs.
-    cpus: usize,
-}
-
-impl Site for EngineSite<'_> {
-    fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
-        Box::pin(self.deployment.up(services, READY_TIMEOUT))
-    }
-
-    fn down<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
-        Box::pin(self.deployment.down(services))
-    }
-
-    fn switch(&mut self, project: &Project) {
-        self.deployment.set_project(project.clone());
-    }
-
-    fn exec<'a>(
-        &'a self,
-        service: &'a str,
-        command: &'a [String],
-    ) -> LocalBoxFuture<'a, Result<ExecOutput>> {
-        Box::pin(self.deployment.exec(service, command))
-    }
-
-    fn open<'a>(
-        &'a self,
-        client: &'a BTreeMap<String, String>,
-        tls: bool,
-    ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>> {
-        self.prepared.driver.open(self.place(client, tls))
-    }
-
-    fn sample(
-        &self,
-        run_wide: &[String],
-        own_broker: bool,
-        workload: &[(String, String)],
-    ) -> Box<dyn Sampling> {
-        let mut targets = sampling_targets(&self.deployment, run_wide, own_broker);
-        targets.extend(workload_targets(workload));
-        Box::new(EngineSampling {
-            sampler: resources::Sampler::start(self.engine, targets.clone()),
-            engine: self.engine.clone(),
-            targets,
-        })
-    }
-
-    fn cpus(&self) -> usize {
-        self.cpus
-    }
-
-    fn image_ids(&self) -> BTreeMap<String, String> {
-        self.deployment.image_ids()
-    }
-
-    fn watcher(&self) -> Rc<dyn Watcher> {
-        Rc::new(EngineWatcher {
-            engine: self.engine.clone(),
-            project: self.deployment.name().to_string(),
-        })
-    }
-
-    fn image_sources(&self, images: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-        images
-            .keys()
-            .filter_map(|i| Some((i.clone(), self.prepared.image_sources.get(i)?.clone())))
-            .collect()
-    }
-
-    fn verify<'a>(
-        &'a self,
-        spec: &'a VerifySpec,
-        tls: bool,
-    ) -> LocalBoxFuture<'a, Result<PathCheck>> {
-        let place = self.place(&BTreeMap::new(), tls);
-        Box::pin(async move { driver::path_check(&place, spec).await })
-    }
-}
-
-impl EngineSite<'_> {
-    /// Where driver sessions and the path check run: the services' network, the run's TLS
-    /// material when `tls`.
-    fn place<'a>(&'a self, client: &BTreeMap<String, String>, tls: bool) -> Place<'a> {
-        let binds = if tls {
-            vec![format!("{}:{TLS_MOUNT}:ro", self.plan.tls_dir.display())]
-        } else {
-            Vec::new()
-        };
-        Place {
-            engine: self.engine,
-            workload_image: &self.prepared.workload_image,
-            network: self.deployment.network_name("default"),
-            client: client.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            binds,
-            cpuset: self.plan.workload_cpuset.clone(),
-        }
-    }
 }
 
 /// Runs the run-wide services and every scenario at every combination, adding each (scenario,
@@ -758,110 +284,6 @@ async fn start_run_wide(site: &mut impl Site, watcher: &dyn Watcher, cell: &Cell
 /// The scenario indices of round `round` (0-based): `0..n` rotated left by `round`.
 pub fn round_order(n: usize, round: usize) -> Vec<usize> {
     (0..n).map(|i| (i + round) % n.max(1)).collect()
-}
-
-/// What one repetition of one scenario produced.
-#[derive(Debug, Clone)]
-struct Repetition {
-    measurement: Measurement,
-    phases: PhaseTimes,
-    resources: Vec<ServiceResources>,
-    images: BTreeMap<String, String>,
-    image_sources: BTreeMap<String, String>,
-    path_check: Option<PathCheck>,
-}
-
-/// One result from every repetition of a scenario: medians, every repetition, summed phase
-/// times, combined resource figures and saturation warnings.
-/// `cpus` is the machine's online CPUs, for the load generator's saturation warning.
-fn combine(
-    cell: &Cell,
-    planned: &PlannedScenario,
-    reps: Vec<Repetition>,
-    cpus: usize,
-) -> ScenarioResult {
-    let sc = &planned.scenario;
-    let measurements: Vec<Measurement> = reps.iter().map(|r| r.measurement.clone()).collect();
-    let measurement = Measurement::summary(&measurements);
-    let mut phases = PhaseTimes::default();
-    for r in &reps {
-        phases.up_s += r.phases.up_s;
-        phases.setup_s += r.phases.setup_s;
-        phases.workload_s += r.phases.workload_s;
-        phases.down_s += r.phases.down_s;
-        phases.total_s += r.phases.total_s;
-    }
-    let resources =
-        crate::resources::combine(&reps.iter().map(|r| r.resources.clone()).collect::<Vec<_>>());
-    let mut warnings = measurement.producer.saturation();
-    warnings.extend(resources::load_generator_saturation(&resources, cpus));
-    let combination = cell.combination.clone();
-    for w in &warnings {
-        eprintln!(
-            "warning: {}: {w}",
-            crate::model::row_label(&sc.name, &combination)
-        );
-    }
-    ScenarioResult {
-        combination,
-        name: sc.name.clone(),
-        description: sc.description.clone(),
-        bootstrap: sc.bootstrap.clone(),
-        topic: planned.topic.clone(),
-        measurement,
-        phases,
-        images: reps.last().map(|r| r.images.clone()).unwrap_or_default(),
-        repetitions: measurements,
-        resources,
-        warnings,
-        image_sources: reps
-            .last()
-            .map(|r| r.image_sources.clone())
-            .unwrap_or_default(),
-        // A failure in any repetition stays visible.
-        path_check: reps
-            .iter()
-            .filter_map(|r| r.path_check.clone())
-            .find(|c| !c.holds())
-            .or_else(|| reps.iter().rev().find_map(|r| r.path_check.clone())),
-        reference: sc.reference,
-    }
-}
-
-/// Every container of the deployment that is up now: the run-wide services and the scenario's.
-fn sampling_targets(
-    deployment: &Deployment,
-    run_wide: &[String],
-    own_broker: bool,
-) -> Vec<resources::Target> {
-    deployment
-        .project()
-        .services
-        .keys()
-        // A scenario with its own broker does not touch the run-wide services.
-        .filter(|service| !(own_broker && run_wide.contains(service)))
-        .filter_map(|service| {
-            deployment
-                .container_id(service)
-                .map(|id| resources::Target {
-                    service: service.clone(),
-                    container: id.to_string(),
-                    run_wide: run_wide.contains(service),
-                })
-        })
-        .collect()
-}
-
-/// The session's own containers (the load generator), sampled like the scenario's services.
-fn workload_targets(workload: &[(String, String)]) -> Vec<resources::Target> {
-    workload
-        .iter()
-        .map(|(name, id)| resources::Target {
-            service: name.clone(),
-            container: id.clone(),
-            run_wide: false,
-        })
-        .collect()
 }
 
 async fn run_scenario(
@@ -1123,10 +545,15 @@ async fn measure_scenario(
 
 #[cfg(test)]
 mod tests {
+    use std::rc::Rc;
     use std::sync::{Arc, Mutex};
 
+    use futures_util::future::LocalBoxFuture;
+
     use super::*;
+    use crate::compose::Project;
     use crate::driver::flow::tests::Fake;
+    use crate::engine::ExecOutput;
 
     #[test]
     fn rounds_rotate_the_scenario_order() {

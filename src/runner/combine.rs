@@ -1,0 +1,75 @@
+//! Combines a scenario's repetitions into its one result.
+
+use std::collections::BTreeMap;
+
+use crate::model::{Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
+use crate::plan::{Cell, PlannedScenario};
+use crate::resources;
+
+/// What one repetition of one scenario produced.
+#[derive(Debug, Clone)]
+pub(super) struct Repetition {
+    pub(super) measurement: Measurement,
+    pub(super) phases: PhaseTimes,
+    pub(super) resources: Vec<ServiceResources>,
+    pub(super) images: BTreeMap<String, String>,
+    pub(super) image_sources: BTreeMap<String, String>,
+    pub(super) path_check: Option<PathCheck>,
+}
+
+/// One result from every repetition of a scenario: medians, every repetition, summed phase
+/// times, combined resource figures and saturation warnings.
+/// `cpus` is the machine's online CPUs, for the load generator's saturation warning.
+pub(super) fn combine(
+    cell: &Cell,
+    planned: &PlannedScenario,
+    reps: Vec<Repetition>,
+    cpus: usize,
+) -> ScenarioResult {
+    let sc = &planned.scenario;
+    let measurements: Vec<Measurement> = reps.iter().map(|r| r.measurement.clone()).collect();
+    let measurement = Measurement::summary(&measurements);
+    let mut phases = PhaseTimes::default();
+    for r in &reps {
+        phases.up_s += r.phases.up_s;
+        phases.setup_s += r.phases.setup_s;
+        phases.workload_s += r.phases.workload_s;
+        phases.down_s += r.phases.down_s;
+        phases.total_s += r.phases.total_s;
+    }
+    let resources =
+        crate::resources::combine(&reps.iter().map(|r| r.resources.clone()).collect::<Vec<_>>());
+    let mut warnings = measurement.producer.saturation();
+    warnings.extend(resources::load_generator_saturation(&resources, cpus));
+    let combination = cell.combination.clone();
+    for w in &warnings {
+        eprintln!(
+            "warning: {}: {w}",
+            crate::model::row_label(&sc.name, &combination)
+        );
+    }
+    ScenarioResult {
+        combination,
+        name: sc.name.clone(),
+        description: sc.description.clone(),
+        bootstrap: sc.bootstrap.clone(),
+        topic: planned.topic.clone(),
+        measurement,
+        phases,
+        images: reps.last().map(|r| r.images.clone()).unwrap_or_default(),
+        repetitions: measurements,
+        resources,
+        warnings,
+        image_sources: reps
+            .last()
+            .map(|r| r.image_sources.clone())
+            .unwrap_or_default(),
+        // A failure in any repetition stays visible.
+        path_check: reps
+            .iter()
+            .filter_map(|r| r.path_check.clone())
+            .find(|c| !c.holds())
+            .or_else(|| reps.iter().rev().find_map(|r| r.path_check.clone())),
+        reference: sc.reference,
+    }
+}

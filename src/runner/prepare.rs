@@ -1,0 +1,134 @@
+//! What a run needs before its first container starts: the driver, the TLS material, every
+//! image made or found, the workload packaged, and the CPUs it pins checked against the engine's.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+
+use crate::driver::{self, Driver};
+use crate::engine::Engine;
+use crate::images::{self, recipe};
+use crate::plan::{ImageSource, Plan, RunPlan};
+use crate::settings::Settings;
+
+/// What a run needs from the engine before its first container starts.
+pub(super) struct Prepared {
+    pub(super) workload_image: String,
+    /// Image reference -> how it was made, for every image of the run built here.
+    pub(super) image_sources: BTreeMap<String, String>,
+    /// What produces and consumes, chosen once for the run.
+    pub(super) driver: Box<dyn Driver>,
+}
+
+/// The engine's CPUs as it reports them, else this machine's.
+pub(super) async fn engine_cpus(engine: &Engine) -> usize {
+    match engine.cpus().await {
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
+
+/// Refuses, before anything starts, a pinning to CPUs the engine does not have (the engine's
+/// own error would come only when the container is created, mid-run).
+pub(super) fn check_cpusets(settings: &Settings, plan: &Plan, cpus: usize) -> Result<()> {
+    if let Some(w) = &plan.workload_cpuset {
+        crate::cpuset::check_exists("WORKLOAD_CPUSET", w, cpus)?;
+    }
+    for name in &plan.services {
+        let Some(set) = plan
+            .project
+            .services
+            .get(name)
+            .and_then(|s| s.cpuset.as_ref())
+        else {
+            continue;
+        };
+        let what = if *set == settings.services_cpuset {
+            "SERVICES_CPUSET".to_string()
+        } else {
+            format!("service \"{name}\" cpuset")
+        };
+        crate::cpuset::check_exists(&what, set, cpus)?;
+    }
+    Ok(())
+}
+
+/// Chooses the driver, generates the TLS material, makes or finds every image the plan names
+/// at any combination, and packages the workload.
+pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> {
+    let plan = run.first();
+    let driver = driver::for_settings(&run.cells[0].settings)?;
+    let tls_dir = &plan.tls_dir;
+    std::fs::create_dir_all(tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
+    if !plan.tls_hosts.is_empty() {
+        crate::tls::generate(tls_dir, &plan.tls_hosts)?;
+    }
+    // The services' images, then those the driver runs besides them, each had the same way.
+    let mut images: Vec<(String, ImageSource)> = Vec::new();
+    for i in run.cells.iter().flat_map(|c| &c.plan.images) {
+        if !images.iter().any(|(image, _)| *image == i.image) {
+            images.push((i.image.clone(), i.source.clone()));
+        }
+    }
+    for image in driver.images() {
+        if !images.iter().any(|(i, _)| *i == image) {
+            let source = plan.source_of(&image);
+            images.push((image, source));
+        }
+    }
+    let mut pulled: Vec<(String, String)> = Vec::new();
+    for (image, source) in &images {
+        match source {
+            ImageSource::Recipe(r) => match recipe::ensure(engine, r, false).await? {
+                recipe::Outcome::Built => {
+                    crate::progress::println(&format!("built image {}", r.describe()))
+                }
+                recipe::Outcome::UpToDate => {}
+            },
+            ImageSource::Pull { chosen_by } => pulled.push((image.clone(), chosen_by.clone())),
+        }
+    }
+    ensure_pulled(engine, &pulled).await?;
+    // Read once: an image does not change during the run.
+    let mut image_sources = BTreeMap::new();
+    for (image, _) in &images {
+        if let Some(made) = engine
+            .image_labels(image)
+            .await?
+            .as_ref()
+            .and_then(recipe::made_from)
+        {
+            image_sources.insert(image.clone(), made);
+        }
+    }
+
+    crate::progress::phase("packaging the workload");
+    let workload_image = images::workload::ensure(engine).await?;
+    Ok(Prepared {
+        workload_image,
+        image_sources,
+        driver,
+    })
+}
+
+/// Checks that images without a recipe are present or pullable; one message names them all.
+pub(super) async fn ensure_pulled(engine: &Engine, images: &[(String, String)]) -> Result<()> {
+    let mut missing = Vec::new();
+    for (image, chosen_by) in images {
+        if engine.image_labels(image).await?.is_some() {
+            continue;
+        }
+        crate::progress::phase(&format!("pulling {image}"));
+        if let Err(e) = engine.ensure_image(image).await {
+            missing.push(format!("  {image} ({chosen_by}): {e:#}"));
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "{} image(s) are not on the engine and cannot be pulled; nothing was started:\n{}",
+            missing.len(),
+            missing.join("\n")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,312 @@
+//! Where a run happens: the [`Site`] the orchestration drives (services up and down, sessions,
+//! execs, the path check), its sampling of resources and counters, and the engine's realisation.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use futures_util::future::LocalBoxFuture;
+
+use super::guard::*;
+use super::prepare::*;
+use crate::compose::Project;
+use crate::cost;
+use crate::driver::{self, flow, Place, Session, VerifySpec};
+use crate::engine::{Deployment, Engine, ExecOutput};
+use crate::model::{PathCheck, ServiceResources};
+use crate::plan::Plan;
+use crate::resources;
+
+/// Where the run's TLS material is mounted in the workload container.
+pub(super) const TLS_MOUNT: &str = "/tls";
+
+/// Where a run happens, as the orchestration below sees it: services that come up and go down,
+/// commands run in them, driver sessions on their network, resource sampling. [`EngineSite`] is
+/// the engine's; a test's fake site runs the same orchestration without an engine.
+pub(super) trait Site {
+    /// Brings `services` (and their dependencies) up and waits until they are ready.
+    fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
+    /// Takes `services` down.
+    fn down<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>>;
+    /// Services started from now on are made from `project` (another combination's images);
+    /// those up keep running as they were made.
+    fn switch(&mut self, project: &Project);
+    /// Runs `command` in the container of `service`.
+    fn exec<'a>(
+        &'a self,
+        service: &'a str,
+        command: &'a [String],
+    ) -> LocalBoxFuture<'a, Result<ExecOutput>>;
+    /// Opens a driver session on the services' network with these client properties and, with
+    /// `tls`, the run's TLS material.
+    fn open<'a>(
+        &'a self,
+        client: &'a BTreeMap<String, String>,
+        tls: bool,
+    ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>>;
+    /// Starts sampling every container that is up (not the run-wide ones when `own_broker`) and
+    /// the session's own containers `workload` (`(name, container id)`, the load generator).
+    fn sample(
+        &self,
+        run_wide: &[String],
+        own_broker: bool,
+        workload: &[(String, String)],
+    ) -> Box<dyn Sampling>;
+    /// What guards each phase (see [`guarded`]): it outlives borrows of the site, so a phase
+    /// that changes the site (bringing services up) is guarded too.
+    fn watcher(&self) -> Rc<dyn Watcher>;
+    /// The machine's online CPUs (what 100% per core of every container adds up to).
+    fn cpus(&self) -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+    /// Image id per image reference of the containers created so far.
+    fn image_ids(&self) -> BTreeMap<String, String>;
+    /// How each of `images` was made, for images built here (recipe, artifacts, JDK).
+    fn image_sources(&self, images: &BTreeMap<String, String>) -> BTreeMap<String, String>;
+    /// The path check: sample records through the endpoint, read back both ways, compared.
+    /// Always the native workload's, whatever the driver.
+    fn verify<'a>(
+        &'a self,
+        spec: &'a VerifySpec,
+        tls: bool,
+    ) -> LocalBoxFuture<'a, Result<PathCheck>>;
+}
+
+/// Resource sampling under way.
+pub(super) trait Sampling {
+    /// Ends the sampling and returns the figures per service, with each sample's memory when
+    /// `keep_series`.
+    fn finish(self: Box<Self>, keep_series: bool)
+        -> LocalBoxFuture<'static, Vec<ServiceResources>>;
+    /// The cumulative counters of every sampled container, read now (a phase's edge); one
+    /// that cannot be read is left out.
+    fn counters(&self) -> LocalBoxFuture<'_, cost::Readings> {
+        Box::pin(async { Vec::new() })
+    }
+}
+
+/// The engine's sampling: its stats streams, and its containers' counters read on demand.
+pub(super) struct EngineSampling {
+    pub(super) sampler: resources::Sampler,
+    pub(super) engine: Engine,
+    pub(super) targets: Vec<resources::Target>,
+}
+
+impl Sampling for EngineSampling {
+    fn finish(
+        self: Box<Self>,
+        keep_series: bool,
+    ) -> LocalBoxFuture<'static, Vec<ServiceResources>> {
+        Box::pin(resources::Sampler::finish(self.sampler, keep_series))
+    }
+
+    fn counters(&self) -> LocalBoxFuture<'_, cost::Readings> {
+        Box::pin(async move {
+            let reads = self.targets.iter().map(|t| async move {
+                match self.engine.counters(&t.container).await {
+                    Ok(c) => Some((t.service.clone(), t.role(), c)),
+                    Err(e) => {
+                        // Its cost is left out, said so rather than shown as nothing.
+                        crate::progress::println(&format!(
+                            "warning: no cost for service \"{}\": {e:#}",
+                            t.service
+                        ));
+                        None
+                    }
+                }
+            });
+            futures_util::future::join_all(reads)
+                .await
+                .into_iter()
+                .flatten()
+                .collect()
+        })
+    }
+}
+
+/// The measured phases' edges, at which the sampled containers' counters are read: what each
+/// service used over exactly each phase.
+pub(super) struct CostMarks<'a> {
+    pub(super) sampling: &'a dyn Sampling,
+    pub(super) record_size: u64,
+    pub(super) started: RefCell<Option<(Instant, cost::Readings)>>,
+    pub(super) phases: RefCell<Vec<cost::PhaseCost>>,
+}
+
+impl flow::Marks for CostMarks<'_> {
+    fn start(&self, _: flow::Phase) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async move {
+            let counters = self.sampling.counters().await;
+            *self.started.borrow_mut() = Some((Instant::now(), counters));
+        })
+    }
+
+    fn end(&self, phase: flow::Phase, records: u64) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async move {
+            let end = self.sampling.counters().await;
+            let Some((at, start)) = self.started.borrow_mut().take() else {
+                return;
+            };
+            if start.is_empty() {
+                return;
+            }
+            let seconds = at.elapsed().as_secs_f64();
+            self.phases.borrow_mut().push(cost::PhaseCost::between(
+                phase.name(),
+                records,
+                self.record_size,
+                seconds,
+                &start,
+                &end,
+            ));
+        })
+    }
+}
+
+/// The run on the Docker engine: the plan's Compose project deployed, the chosen driver.
+pub(super) struct EngineSite<'a> {
+    pub(super) engine: &'a Engine,
+    pub(super) deployment: Deployment,
+    pub(super) plan: &'a Plan,
+    pub(super) prepared: &'a Prepared,
+    /// The engine's online CPUs.
+    pub(super) cpus: usize,
+}
+
+impl Site for EngineSite<'_> {
+    fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(self.deployment.up(services, READY_TIMEOUT))
+    }
+
+    fn down<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(self.deployment.down(services))
+    }
+
+    fn switch(&mut self, project: &Project) {
+        self.deployment.set_project(project.clone());
+    }
+
+    fn exec<'a>(
+        &'a self,
+        service: &'a str,
+        command: &'a [String],
+    ) -> LocalBoxFuture<'a, Result<ExecOutput>> {
+        Box::pin(self.deployment.exec(service, command))
+    }
+
+    fn open<'a>(
+        &'a self,
+        client: &'a BTreeMap<String, String>,
+        tls: bool,
+    ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>> {
+        self.prepared.driver.open(self.place(client, tls))
+    }
+
+    fn sample(
+        &self,
+        run_wide: &[String],
+        own_broker: bool,
+        workload: &[(String, String)],
+    ) -> Box<dyn Sampling> {
+        let mut targets = sampling_targets(&self.deployment, run_wide, own_broker);
+        targets.extend(workload_targets(workload));
+        Box::new(EngineSampling {
+            sampler: resources::Sampler::start(self.engine, targets.clone()),
+            engine: self.engine.clone(),
+            targets,
+        })
+    }
+
+    fn cpus(&self) -> usize {
+        self.cpus
+    }
+
+    fn image_ids(&self) -> BTreeMap<String, String> {
+        self.deployment.image_ids()
+    }
+
+    fn watcher(&self) -> Rc<dyn Watcher> {
+        Rc::new(EngineWatcher {
+            engine: self.engine.clone(),
+            project: self.deployment.name().to_string(),
+        })
+    }
+
+    fn image_sources(&self, images: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        images
+            .keys()
+            .filter_map(|i| Some((i.clone(), self.prepared.image_sources.get(i)?.clone())))
+            .collect()
+    }
+
+    fn verify<'a>(
+        &'a self,
+        spec: &'a VerifySpec,
+        tls: bool,
+    ) -> LocalBoxFuture<'a, Result<PathCheck>> {
+        let place = self.place(&BTreeMap::new(), tls);
+        Box::pin(async move { driver::path_check(&place, spec).await })
+    }
+}
+
+impl EngineSite<'_> {
+    /// Where driver sessions and the path check run: the services' network, the run's TLS
+    /// material when `tls`.
+    fn place<'a>(&'a self, client: &BTreeMap<String, String>, tls: bool) -> Place<'a> {
+        let binds = if tls {
+            vec![format!("{}:{TLS_MOUNT}:ro", self.plan.tls_dir.display())]
+        } else {
+            Vec::new()
+        };
+        Place {
+            engine: self.engine,
+            workload_image: &self.prepared.workload_image,
+            network: self.deployment.network_name("default"),
+            client: client.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            binds,
+            cpuset: self.plan.workload_cpuset.clone(),
+        }
+    }
+}
+
+/// How long a service may take to become ready (running, healthy, or answering Kafka).
+pub(super) const READY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Every container of the deployment that is up now: the run-wide services and the scenario's.
+pub(super) fn sampling_targets(
+    deployment: &Deployment,
+    run_wide: &[String],
+    own_broker: bool,
+) -> Vec<resources::Target> {
+    deployment
+        .project()
+        .services
+        .keys()
+        // A scenario with its own broker does not touch the run-wide services.
+        .filter(|service| !(own_broker && run_wide.contains(service)))
+        .filter_map(|service| {
+            deployment
+                .container_id(service)
+                .map(|id| resources::Target {
+                    service: service.clone(),
+                    container: id.to_string(),
+                    run_wide: run_wide.contains(service),
+                })
+        })
+        .collect()
+}
+
+/// The session's own containers (the load generator), sampled like the scenario's services.
+pub(super) fn workload_targets(workload: &[(String, String)]) -> Vec<resources::Target> {
+    workload
+        .iter()
+        .map(|(name, id)| resources::Target {
+            service: name.clone(),
+            container: id.clone(),
+            run_wide: false,
+        })
+        .collect()
+}
