@@ -1,0 +1,535 @@
+//! The judgement: each scenario's metrics on both sides, their change, its significance and its
+//! verdict against the threshold, and the warnings about what makes the two sides unlike.
+
+use std::path::PathBuf;
+
+use super::load::Side;
+use crate::metrics::{self, Better, Metric};
+use crate::model::Measurement;
+use crate::results::{HostFacts, RunInfo};
+use crate::settings::SETTINGS;
+use crate::stats::{self, SIGNIFICANCE as ALPHA};
+
+/// How a metric changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Significantly worse, beyond the threshold.
+    Regression,
+    /// Significantly better, beyond the threshold.
+    Improvement,
+    /// No significant change beyond the threshold, and one of the threshold's size would
+    /// probably have been found.
+    Unchanged,
+    /// No significant change, but the spread is so wide that a change of the threshold's size
+    /// would probably have gone unseen.
+    NotDetectable,
+    /// Too few repetitions for any change to reach significance at this metric's level.
+    TooFew,
+}
+
+/// One metric of one scenario, compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Scenario name.
+    pub scenario: String,
+    /// Metric name.
+    pub metric: &'static str,
+    /// Which direction is better.
+    pub better: Better,
+    /// Whether the metric decides the verdict (see [`metrics::decides`]); the others are
+    /// reported with uncorrected p-values and never fail the comparison.
+    pub primary: bool,
+    /// Median over the base repetitions.
+    pub base: f64,
+    /// Median over the new repetitions.
+    pub new: f64,
+    /// (new - base) / base in percent; `None` when base is 0.
+    pub change_pct: Option<f64>,
+    /// Two-sided Mann-Whitney p-value, uncorrected; `None` without repetitions on a side.
+    pub p: Option<f64>,
+    /// The significance level this metric is held to: 0.05 / (primary tests) for a primary
+    /// metric (Holm's strictest step), 0.05 for a secondary one.
+    pub level: f64,
+    /// The smallest change, in percent of the base median, these repetitions would find with
+    /// 80% probability at `level` given the spread observed on both sides; `None` when no
+    /// change could reach `level` with so few repetitions.
+    pub detectable_pct: Option<f64>,
+    /// Observations on each side: repetitions, or runs for a side counted by run.
+    pub n: (usize, usize),
+    /// A side pooled runs of several repetitions each (which vary together), so its
+    /// observations are its runs' medians, not its repetitions.
+    pub by_run: bool,
+    /// The conclusion.
+    pub verdict: Verdict,
+}
+
+impl Row {
+    pub(super) fn verdict_label(&self) -> String {
+        let secondary = if self.primary { "" } else { " (secondary)" };
+        match self.verdict {
+            Verdict::Regression => format!("regression{secondary}"),
+            Verdict::Improvement => format!("improvement{secondary}"),
+            Verdict::Unchanged => String::new(),
+            Verdict::NotDetectable => "not detectable at this spread".into(),
+            Verdict::TooFew => "n/a: too few repetitions".into(),
+        }
+    }
+}
+
+/// A whole comparison.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    /// Base directory.
+    pub base: PathBuf,
+    /// New directory.
+    pub new: PathBuf,
+    /// Regression threshold in percent.
+    pub threshold_pct: f64,
+    /// Some scenario ran at a fixed THROUGHPUT on both sides (there the producer's latency
+    /// decides, not its rate).
+    pub throttled: bool,
+    /// Some such scenario measured latency from the intended send times on both sides (there
+    /// that latency decides).
+    pub intended: bool,
+    /// How many tests decide the verdict (Holm's family).
+    pub primary_tests: usize,
+    /// Every metric of every scenario both sides have.
+    pub rows: Vec<Row>,
+    /// Settings or hosts that differ, scenarios on one side only, sides measured one after the
+    /// other, repetitions that drift.
+    pub warnings: Vec<String>,
+}
+
+/// Compares two sides metric by metric.
+pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
+    let mut warnings = differences(base, new);
+    let mut pairs = Vec::new();
+    let mut by_run = Vec::new();
+    for ((name, b), b_runs) in base.scenarios.iter().zip(&base.rep_runs) {
+        match new.scenarios.iter().position(|(s, _)| s == name) {
+            Some(i) => {
+                let (n, n_runs) = (&new.scenarios[i].1, &new.rep_runs[i]);
+                pairs.push((name.as_str(), b.as_slice(), n.as_slice()));
+                by_run.push(Units::of(b_runs, n_runs));
+            }
+            None => warnings.push(format!("scenario {name} is only in the base results")),
+        }
+    }
+    let decided: Vec<Decides> = pairs.iter().map(|&(_, b, n)| Decides::of(b, n)).collect();
+    for (name, _) in &new.scenarios {
+        if !base.scenarios.iter().any(|(s, _)| s == name) {
+            warnings.push(format!("scenario {name} is only in the new results"));
+        }
+    }
+    warnings.extend(interleaving(base, new));
+    warnings.extend(drift(base, new, &pairs, &decided));
+
+    let (mut rows, spreads): (Vec<Row>, Vec<f64>) = pairs
+        .iter()
+        .zip(&decided)
+        .zip(&by_run)
+        .flat_map(|((&(name, b, n), &decides), &units)| {
+            metrics::compared().filter_map(move |m| measure_change(name, m, (b, n), units, decides))
+        })
+        .unzip();
+    let primary: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].primary).collect();
+    let m = primary.len().max(1);
+    let p: Vec<f64> = primary.iter().map(|&i| rows[i].p.unwrap_or(1.0)).collect();
+    let mut significant: Vec<bool> = rows
+        .iter()
+        .map(|r| r.p.is_some_and(|p| p < ALPHA))
+        .collect();
+    for (&i, reject) in primary.iter().zip(stats::holm(&p, ALPHA)) {
+        significant[i] = reject;
+    }
+    let mut shifts = Shifts::default();
+    for ((row, significant), sd) in rows.iter_mut().zip(significant).zip(spreads) {
+        if row.primary {
+            row.level = ALPHA / m as f64;
+        }
+        row.detectable_pct = shifts.detectable_pct(row, sd);
+        row.verdict = judge(row, significant, threshold_pct);
+    }
+    warnings.extend(references_moved(base, new, &rows, threshold_pct));
+    Comparison {
+        base: base.dir.clone(),
+        new: new.dir.clone(),
+        threshold_pct,
+        throttled: decided.iter().any(|d| d.throttled),
+        intended: decided.iter().any(|d| d.throttled && d.intended),
+        primary_tests: primary.len(),
+        rows,
+        warnings,
+    }
+}
+
+/// What a row's test counts as one observation on each side. Repetitions of one run share its
+/// broker (and its state: page cache, log segments, JIT), so they vary together: when a side
+/// pools several runs and some run gave several repetitions, counting those as independent
+/// overstates the evidence (an A/A campaign raised a false regression that way, 2 slower runs
+/// of 3 repetitions reading as 6 of 6). Then each of that side's runs is one observation, its
+/// median. A side of one run keeps its repetitions (the not-interleaved warning covers it).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Units<'a> {
+    /// Per side: the run of each repetition, when that side is counted by run.
+    base: Option<&'a [usize]>,
+    new: Option<&'a [usize]>,
+}
+
+impl<'a> Units<'a> {
+    fn of(base_runs: &'a [usize], new_runs: &'a [usize]) -> Units<'a> {
+        let by_run = |runs: &'a [usize]| {
+            let distinct: std::collections::BTreeSet<&usize> = runs.iter().collect();
+            (distinct.len() > 1 && distinct.len() < runs.len()).then_some(runs)
+        };
+        Units {
+            base: by_run(base_runs),
+            new: by_run(new_runs),
+        }
+    }
+
+    fn by_run(&self) -> bool {
+        self.base.is_some() || self.new.is_some()
+    }
+
+    /// The observations of `m` on each side.
+    fn values(
+        &self,
+        m: &Metric,
+        base: &[Measurement],
+        new: &[Measurement],
+    ) -> (Vec<f64>, Vec<f64>) {
+        let side = |reps: &[Measurement], runs: Option<&[usize]>| match runs {
+            Some(runs) => run_medians(m, reps, runs),
+            None => values(m, reps),
+        };
+        (side(base, self.base), side(new, self.new))
+    }
+}
+
+/// Each run's median of `m` over its repetitions (`runs[i]` is repetition i's run), in run
+/// order, leaving out runs that lack it.
+pub(super) fn run_medians(m: &Metric, reps: &[Measurement], runs: &[usize]) -> Vec<f64> {
+    let mut by_run: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
+    for (rep, run) in reps.iter().zip(runs) {
+        let v = (m.get)(rep);
+        if !v.is_nan() {
+            by_run.entry(*run).or_default().push(v);
+        }
+    }
+    by_run.values().map(|v| stats::median(v)).collect()
+}
+
+/// Which metrics decide a row's verdict, from what both sides measured of its scenario (see
+/// [`metrics::decides`]); per row, since a matrix may vary THROUGHPUT.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Decides {
+    /// Every repetition of both sides had a THROUGHPUT target.
+    throttled: bool,
+    /// Every repetition of both sides has latencies from the intended send times.
+    intended: bool,
+}
+
+impl Decides {
+    fn of(base: &[Measurement], new: &[Measurement]) -> Decides {
+        let all = || base.iter().chain(new);
+        Decides {
+            throttled: all().all(|m| m.producer.target_rec_s > 0.0),
+            intended: all().all(|m| m.producer.intended.is_some()),
+        }
+    }
+
+    fn primary(self, m: &Metric) -> bool {
+        metrics::decides(m, self.throttled, self.intended)
+    }
+}
+
+/// The values of `m` over `reps`, leaving out repetitions that lack it.
+pub(super) fn values(m: &Metric, reps: &[Measurement]) -> Vec<f64> {
+    reps.iter().map(m.get).filter(|v| !v.is_nan()).collect()
+}
+
+/// A metric's medians, change and uncorrected p-value, with the two sides' pooled standard
+/// deviation; its level, detectable change and verdict are set once every row is known. `None`
+/// when a side did not measure it.
+pub(super) fn measure_change(
+    scenario: &str,
+    m: &Metric,
+    (base, new): (&[Measurement], &[Measurement]),
+    units: Units<'_>,
+    decides: Decides,
+) -> Option<(Row, f64)> {
+    let (b, n) = units.values(m, base, new);
+    if b.is_empty() || n.is_empty() {
+        return None;
+    }
+    let (bm, nm) = (stats::median(&b), stats::median(&n));
+    let row = Row {
+        scenario: scenario.to_string(),
+        metric: m.name,
+        better: m.better.unwrap_or(Better::Higher),
+        primary: decides.primary(m),
+        base: bm,
+        new: nm,
+        change_pct: (bm != 0.0).then(|| (nm - bm) / bm.abs() * 100.0),
+        p: stats::mann_whitney_u(&b, &n).map(|r| r.p),
+        level: ALPHA,
+        detectable_pct: None,
+        n: (b.len(), n.len()),
+        by_run: units.by_run(),
+        verdict: Verdict::TooFew,
+    };
+    Some((row, pooled_sd(&b, &n)))
+}
+
+pub(super) fn judge(row: &Row, significant: bool, threshold_pct: f64) -> Verdict {
+    let Some(detectable) = row.detectable_pct else {
+        return Verdict::TooFew;
+    };
+    match row.change_pct {
+        Some(c) if significant && c.abs() > threshold_pct => {
+            let worse = match row.better {
+                Better::Higher => c < 0.0,
+                Better::Lower => c > 0.0,
+            };
+            if worse {
+                Verdict::Regression
+            } else {
+                Verdict::Improvement
+            }
+        }
+        _ if detectable > threshold_pct => Verdict::NotDetectable,
+        _ => Verdict::Unchanged,
+    }
+}
+
+/// Detectable shifts in standard deviations, by sample sizes and level: the simulation behind
+/// each depends on nothing else, so a comparison runs it once per distinct case.
+#[derive(Default)]
+pub(super) struct Shifts(Vec<((usize, usize, u64), Option<f64>)>);
+
+impl Shifts {
+    /// The detectable change of `row`, whose two sides' pooled standard deviation is `sd`.
+    fn detectable_pct(&mut self, row: &Row, sd: f64) -> Option<f64> {
+        let key = (row.n.0, row.n.1, row.level.to_bits());
+        let shift = match self.0.iter().find(|(k, _)| *k == key) {
+            Some((_, s)) => *s,
+            None => {
+                let s = stats::detectable_shift(row.n.0, row.n.1, row.level);
+                self.0.push((key, s));
+                s
+            }
+        }?;
+        if row.base == 0.0 || !row.base.is_finite() {
+            return Some(if sd == 0.0 { 0.0 } else { f64::INFINITY });
+        }
+        Some(shift * sd / row.base.abs() * 100.0)
+    }
+}
+
+/// The pooled sample standard deviation of two samples (0 with fewer than two values in all).
+pub(super) fn pooled_sd(a: &[f64], b: &[f64]) -> f64 {
+    let df = (a.len() + b.len()).saturating_sub(2);
+    if df == 0 {
+        return 0.0;
+    }
+    let ss = |v: &[f64]| stats::std_dev(v).powi(2) * v.len().saturating_sub(1) as f64;
+    ((ss(a) + ss(b)) / df as f64).sqrt()
+}
+
+/// Warnings for reference scenarios (they measure none of the path under test) whose primary
+/// metrics moved beyond the threshold at p < 0.05 (uncorrected: for a warning, missing a moved
+/// reference costs more than a spurious note).
+pub(super) fn references_moved(
+    base: &Side,
+    new: &Side,
+    rows: &[Row],
+    threshold_pct: f64,
+) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.primary)
+        .filter(|r| base.references.contains(&r.scenario) || new.references.contains(&r.scenario))
+        .filter(|r| {
+            r.p.is_some_and(|p| p < ALPHA) && r.change_pct.is_some_and(|c| c.abs() > threshold_pct)
+        })
+        .map(|r| {
+            format!(
+                "the reference scenario {} (it measures none of the path under test) moved by \
+                 itself: {} {} (p = {:.3}); the machine or the broker changed between the \
+                 sides, and the other scenarios' changes may be that too",
+                r.scenario,
+                r.metric,
+                pct(r.change_pct),
+                r.p.unwrap_or(1.0)
+            )
+        })
+        .collect()
+}
+
+/// A warning when one side was measured entirely before the other: then any drift of the
+/// machine between the two (other work, thermal state, a grown page cache) reads as a change,
+/// and a test over repetitions within each side cannot tell the difference.
+pub(super) fn interleaving(base: &Side, new: &Side) -> Option<String> {
+    let span = |side: &Side| {
+        let times: Vec<chrono::DateTime<chrono::FixedOffset>> = side
+            .runs_info
+            .iter()
+            .flat_map(|i| [&i.started_at, &i.ended_at])
+            .filter_map(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .collect();
+        Some((*times.iter().min()?, *times.iter().max()?))
+    };
+    let ((bs, be), (ns, ne)) = (span(base)?, span(new)?);
+    if be >= ns && ne >= bs {
+        return None;
+    }
+    let at = |t: chrono::DateTime<chrono::FixedOffset>| t.format("%Y-%m-%d %H:%M:%S").to_string();
+    Some(format!(
+        "the sides were not interleaved: the base was measured from {} to {}, the new from {} \
+         to {}, so drift of the machine between them counts as a change; alternate base and \
+         new runs and pool each side (as the /perf workflow does) to cancel it",
+        at(bs),
+        at(be),
+        at(ns),
+        at(ne)
+    ))
+}
+
+/// Warnings for primary metrics whose repetitions trend with time within a side (Mann-Kendall,
+/// Holm over every trend tested, so a warning is itself unlikely to be a false alarm): the
+/// machine's state changed while that side was measured.
+pub(super) fn drift(
+    base: &Side,
+    new: &Side,
+    pairs: &[(&str, &[Measurement], &[Measurement])],
+    decided: &[Decides],
+) -> Vec<String> {
+    let mut tested = Vec::new();
+    for (&(scenario, b, n), decides) in pairs.iter().zip(decided) {
+        for m in metrics::compared().filter(|m| decides.primary(m)) {
+            for (side, reps, runs) in [("base", b, base.runs.len()), ("new", n, new.runs.len())] {
+                let values = values(m, reps);
+                // Fewer than 5 values cannot show a trend at p < 0.05.
+                if values.len() < 5 {
+                    continue;
+                }
+                if let Some(t) = stats::trend(&values) {
+                    tested.push((scenario, m.name, side, values.len(), runs, t));
+                }
+            }
+        }
+    }
+    let p: Vec<f64> = tested.iter().map(|t| t.5.p).collect();
+    let m = tested.len();
+    tested
+        .iter()
+        .zip(stats::holm(&p, ALPHA))
+        .filter(|(_, reject)| *reject)
+        .map(|(&(scenario, metric, side, n, runs, t), _)| {
+            format!(
+                "drift: {scenario} {metric} {} steadily over the {side} side's {n} repetitions \
+                 in time order ({runs} run{}; Kendall's tau {:+.2}, p = {:.4}, Holm over {m} \
+                 trend tests): the machine changed while it was measured, so a difference \
+                 between the sides may be drift",
+                if t.tau > 0.0 { "rose" } else { "fell" },
+                if runs == 1 { "" } else { "s" },
+                t.tau,
+                t.p
+            )
+        })
+        .collect()
+}
+
+/// A property list as `k=v k=v`.
+pub(super) fn or_unset<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map_or("unset".to_string(), T::to_string)
+}
+
+/// A named fact of a run record, as a person reads it.
+pub(super) type Fact<T> = (&'static str, fn(&T) -> String);
+
+/// Host facts that change what is measured.
+pub(super) const COMPARED_HOST: [Fact<HostFacts>; 5] = [
+    ("hostname", |h| h.hostname.clone()),
+    ("cpus", |h| h.cpus.to_string()),
+    ("memory_bytes", |h| or_unset(&h.memory_bytes)),
+    ("arch", |h| h.arch.clone()),
+    ("docker_engine_version", |h| {
+        or_unset(&h.docker_engine_version)
+    }),
+];
+
+/// One warning per run of `side` that ended early, naming its directory and why.
+pub(super) fn incomplete_runs(side: &Side) -> Vec<String> {
+    side.runs
+        .iter()
+        .zip(&side.runs_info)
+        .filter_map(|(dir, info)| {
+            let why = info.incomplete.as_ref()?;
+            Some(format!(
+                "{} is an incomplete run ({why}): it holds only the scenarios it completed",
+                dir.display()
+            ))
+        })
+        .collect()
+}
+
+/// Warnings for incomplete runs, and for settings and host facts that differ between (or
+/// within) the two sides.
+pub(super) fn differences(base: &Side, new: &Side) -> Vec<String> {
+    let mut out = incomplete_runs(base);
+    out.extend(incomplete_runs(new));
+    let all = |side: &Side, f: &dyn Fn(&RunInfo) -> String| -> Vec<String> {
+        let mut v: Vec<String> = side.runs_info.iter().map(f).collect();
+        v.dedup();
+        v
+    };
+    // Every setting that changes what is measured (the one table says which).
+    for setting in SETTINGS.iter().filter(|s| s.measured) {
+        let var = setting.var;
+        let f = |i: &RunInfo| setting.value(&i.settings);
+        let (b, n) = (all(base, &f), all(new, &f));
+        if b != n {
+            out.push(format!(
+                "settings differ: {var} is {} in the base and {} in the new results",
+                b.join(" / "),
+                n.join(" / ")
+            ));
+        }
+    }
+    for (key, get) in COMPARED_HOST {
+        let f = |i: &RunInfo| get(&i.host);
+        let (b, n) = (all(base, &f), all(new, &f));
+        if b != n {
+            out.push(format!(
+                "hosts differ: {key} is {} in the base and {} in the new results",
+                b.join(" / "),
+                n.join(" / ")
+            ));
+        }
+    }
+    out
+}
+
+impl Comparison {
+    /// The primary rows judged regressions (secondary ones never fail a comparison).
+    pub fn regressions(&self) -> Vec<&Row> {
+        self.rows
+            .iter()
+            .filter(|r| r.primary && r.verdict == Verdict::Regression)
+            .collect()
+    }
+
+    /// 1 when there is a regression, else 0.
+    pub fn exit_code(&self) -> i32 {
+        if self.regressions().is_empty() {
+            0
+        } else {
+            1
+        }
+    }
+}
+
+pub(super) fn pct(c: Option<f64>) -> String {
+    c.map_or("n/a".into(), |c| format!("{c:+.1}%"))
+}
