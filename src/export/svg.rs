@@ -638,6 +638,50 @@ mod tests {
         assert!(svg.contains("bars min–max"));
     }
 
+    /// The bars of `class`, in document order, as (title, height).
+    fn bars(svg: &str, class: &str) -> Vec<(String, f64)> {
+        svg.lines()
+            .filter(|l| l.contains(&format!(r#"class="{class}""#)))
+            .map(|l| {
+                let h = &l[l.find("height=\"").unwrap() + 8..];
+                let t = &l[l.find("<title>").unwrap() + 7..l.find("</title>").unwrap()];
+                (t.to_string(), h[..h.find('"').unwrap()].parse().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_bars_draw_the_values_in_the_results() {
+        let results = crate::report::tests::sample();
+        let svg = render(&results);
+        let rates = bars(&svg, "bar throughput");
+        assert_eq!(rates.len(), results.len());
+        for ((title, height), r) in rates.iter().zip(&results) {
+            let rate = r.measurement.producer.rate_rec_s;
+            assert_eq!(*title, format!("{}: {rate:.0} rec/s", r.label()));
+            // Heights are in proportion to the values (within the drawing's 0.1 px rounding).
+            let first = results[0].measurement.producer.rate_rec_s;
+            let expected = rates[0].1 * rate / first;
+            assert!(
+                (height - expected).abs() <= 0.15,
+                "{height} against {expected}"
+            );
+        }
+        let percentiles: [(&str, fn(&ScenarioResult) -> f64); 4] = [
+            ("p50", |r| r.measurement.producer.p50_ms),
+            ("p95", |r| r.measurement.producer.p95_ms),
+            ("p99", |r| r.measurement.producer.p99_ms),
+            ("p99.9", |r| r.measurement.producer.p999_ms),
+        ];
+        for (name, field) in percentiles {
+            let drawn = bars(&svg, &format!("bar latency {}", name.replace('.', "")));
+            assert_eq!(drawn.len(), results.len(), "{name}");
+            for ((title, _), r) in drawn.iter().zip(&results) {
+                assert_eq!(*title, format!("{} {name}: {:.1} ms", r.label(), field(r)));
+            }
+        }
+    }
+
     #[test]
     fn taller_bars_for_larger_values() {
         let results = crate::report::tests::sample();
