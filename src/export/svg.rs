@@ -667,7 +667,8 @@ mod tests {
                 "{height} against {expected}"
             );
         }
-        let percentiles: [(&str, fn(&ScenarioResult) -> f64); 4] = [
+        type Field = fn(&ScenarioResult) -> f64;
+        let percentiles: [(&str, Field); 4] = [
             ("p50", |r| r.measurement.producer.p50_ms),
             ("p95", |r| r.measurement.producer.p95_ms),
             ("p99", |r| r.measurement.producer.p99_ms),
