@@ -621,6 +621,82 @@ async fn clean_removes_only_what_dead_runs_left() {
     }
 }
 
+/// `perf-tests clean --force` removes every managed container and network, those of a live run
+/// and of another host's included, naming each; a container it did not make survives.
+#[tokio::test]
+async fn clean_force_removes_every_managed_resource_and_nothing_else() {
+    let _lock = engine_lock(true);
+    let engine = Engine::connect(&unique("force")).await.unwrap();
+    tools_image(&engine).await;
+    let me = Owner::current().clone();
+    let remote = Owner {
+        host: "elsewhere.invalid".to_string(),
+        ..me.clone()
+    };
+    let runs = [unique("force-live"), unique("force-remote")];
+    let stranger = unique("force-unmanaged");
+    let outcome = AssertUnwindSafe(async {
+        owned_resources(&runs[0], &me).await;
+        owned_resources(&runs[1], &remote).await;
+        common::docker()
+            .create_container(
+                Some(
+                    CreateContainerOptionsBuilder::default()
+                        .name(&stranger)
+                        .build(),
+                ),
+                ContainerCreateBody {
+                    image: Some(TOOLS_IMAGE.to_string()),
+                    cmd: Some(strings(&["/bin/sleep", "600"])),
+                    labels: Some(HashMap::from([(
+                        "io.perf-tests.run".to_string(),
+                        stranger.clone(),
+                    )])),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let out = common::bin().args(["clean", "--force"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        for run_id in &runs {
+            let (c, n) = labelled(&format!("io.perf-tests.run={run_id}")).await;
+            assert_eq!(
+                (c.len(), n.len()),
+                (0, 0),
+                "{run_id}'s are removed\n{stderr}"
+            );
+            for kind in ["container", "network"] {
+                let named = format!("removing {kind} {run_id} (run {run_id})");
+                assert!(stderr.contains(&named), "{named:?} in\n{stderr}");
+            }
+        }
+        assert!(stderr.contains("(--force: every managed one"), "{stderr}");
+        // Not labelled as managed: not perf-tests' to remove.
+        let (c, _) = labelled(&format!("io.perf-tests.run={stranger}")).await;
+        assert_eq!(c.len(), 1, "the unmanaged container survives\n{stderr}");
+    })
+    .catch_unwind()
+    .await;
+    let _ = common::docker()
+        .remove_container(
+            &stranger,
+            Some(
+                bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+                    .force(true)
+                    .build(),
+            ),
+        )
+        .await;
+    for run_id in &runs {
+        engine.remove_run(run_id).await.unwrap();
+    }
+    if let Err(p) = outcome {
+        std::panic::resume_unwind(p);
+    }
+}
+
 /// Services that never become ready: `up` runs, `never` (after it) fails its health check, so
 /// `compose up never` waits for minutes with two containers and a network on the engine.
 const NEVER_READY: &str = r#"

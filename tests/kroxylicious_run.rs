@@ -633,3 +633,30 @@ async fn the_cost_of_each_phase_is_exact_to_it() {
     assert!(row.contains("produce"), "{row}");
     assert_nothing_left(&ran).await;
 }
+
+/// WARM_UP_SECONDS_PRE_TEST: the pre-test warm-up repeats its rounds through the scenario's path
+/// until the time has passed, and none of it is in the measurement.
+#[tokio::test]
+async fn a_timed_warm_up_repeats_its_rounds_for_its_seconds_and_is_not_measured() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let ran = Ran::of(run(
+        &[("TEST", "01-.*"), ("WARM_UP_SECONDS_PRE_TEST", "3")],
+        results.path(),
+    ));
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    // 200 records a round take far less than 3 s on any machine: several rounds ran.
+    assert!(ran.stderr.contains("warm-up round 2: "), "{}", ran.stderr);
+    let result = json(&ran.results_dir().join("01-no-proxy-baseline.json"));
+    let m = &result["measurement"];
+    let steps = |k: &str| {
+        m["steps_s"][k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{k} in {m}"))
+    };
+    let warm = steps("warm_up_produce") + steps("warm_up_consume");
+    assert!(warm >= 3.0, "the warm-up lasted {warm} s");
+    assert_eq!(m["producer"]["sent"], RECORDS, "{m}");
+    assert_eq!(m["integrity"]["consumed"], RECORDS, "{m}");
+    assert_eq!(leftovers(&ran.run_id()).await, (0, 0), "{}", ran.stderr);
+}
