@@ -230,7 +230,8 @@ impl SettingsArgs {
                 setting.set(&mut settings, &values[0])?;
             }
         }
-        if settings.commit_id.is_empty() {
+        // Not given, or given empty: the commit the suite directory is checked out at.
+        if !given("COMMIT_ID") || settings.commit_id.is_empty() {
             settings.commit_id = settings::detect_commit_id(&settings.scenarios);
         }
         Ok(settings)

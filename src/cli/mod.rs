@@ -357,6 +357,23 @@ mod tests {
     }
 
     #[test]
+    fn the_commit_id_is_detected_unless_given() {
+        let commit = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args).unwrap();
+            cli.settings.into_settings().unwrap().commit_id
+        };
+        let scenarios = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        let at = scenarios.display().to_string();
+        let detected = crate::settings::detect_commit_id(&scenarios);
+        assert_eq!(commit(&["perf-tests", "--scenarios", &at]), detected);
+        assert_eq!(
+            commit(&["perf-tests", "--scenarios", &at, "--commit-id", ""]),
+            detected
+        );
+        assert_eq!(commit(&["perf-tests", "--commit-id", "abc"]), "abc");
+    }
+
+    #[test]
     fn lists_and_repeated_flags_make_a_matrix_of_the_settings_that_may_vary() {
         let settings = |args: &[&str]| {
             let mut all = vec!["perf-tests"];
