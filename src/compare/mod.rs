@@ -425,15 +425,7 @@ mod tests {
         for setting in crate::settings::SETTINGS {
             let base = side(&[1.0]);
             let mut new = side(&[1.0]);
-            let other = match setting.var {
-                "MODE" => "end-to-end",
-                "DRIVER" => "kafka-tools",
-                "PRODUCER_PROPERTIES" => "acks=1",
-                "SERVICES_CPUSET" | "WORKLOAD_CPUSET" => "0",
-                "TEST" | "COMMIT_ID" | "SCENARIOS" | "RESULTS_DIR" => "elsewhere",
-                _ if setting.var.ends_with("IMAGE") => "x:y",
-                _ => "7",
-            };
+            let other = crate::settings::table::another_value(setting);
             setting.set(&mut new.runs_info[0].settings, other).unwrap();
             let warnings = compare(&base, &new, 5.0).warnings;
             let warned: Vec<&String> = warnings

@@ -175,14 +175,18 @@ impl Settings {
     /// The documented defaults (each entry's default in [`SETTINGS`]) with the commit id
     /// [`UNKNOWN_COMMIT`] (nothing is run to find it).
     pub fn without_commit() -> Self {
-        let mut s = Settings::blank();
-        for setting in SETTINGS {
-            setting
-                .set(&mut s, setting.default)
-                .unwrap_or_else(|e| panic!("the default of {}: {e:#}", setting.var));
-        }
-        s.commit_id = UNKNOWN_COMMIT.to_string();
-        s
+        // Parsed once: every value read from the command line starts from these.
+        static DEFAULTS: std::sync::LazyLock<Settings> = std::sync::LazyLock::new(|| {
+            let mut s = Settings::blank();
+            for setting in SETTINGS {
+                setting
+                    .set(&mut s, setting.default)
+                    .unwrap_or_else(|e| panic!("the default of {}: {e:#}", setting.var));
+            }
+            s.commit_id = UNKNOWN_COMMIT.to_string();
+            s
+        });
+        DEFAULTS.clone()
     }
 
     /// Every field empty or zero: only what the table's defaults are written over.
@@ -226,11 +230,6 @@ impl Settings {
             .iter()
             .map(|s| (s.var.to_string(), s.value(self)))
             .collect()
-    }
-
-    /// The value of setting `var` as text, as [`Self::variables`] has it.
-    pub fn value(&self, var: &str) -> Option<String> {
-        table::find(var).map(|s| s.value(self))
     }
 }
 

@@ -543,6 +543,20 @@ pub static SETTINGS: &[Setting] = &[
     },
 ];
 
+/// A valid value of `setting` other than its default, for tests that change each setting.
+#[cfg(test)]
+pub(crate) fn another_value(setting: &Setting) -> &'static str {
+    match setting.var {
+        "MODE" => "end-to-end",
+        "DRIVER" => "kafka-tools",
+        "PRODUCER_PROPERTIES" => "acks=1",
+        "SERVICES_CPUSET" | "WORKLOAD_CPUSET" => "0",
+        "TEST" | "COMMIT_ID" | "SCENARIOS" | "RESULTS_DIR" => "elsewhere",
+        _ if setting.var.ends_with("IMAGE") => "x:y",
+        _ => "7",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -588,15 +602,7 @@ mod tests {
             }
             assert_eq!(e.canonical(e.default).unwrap(), e.default, "{}", e.var);
             let mut changed = defaults.clone();
-            let other = match e.var {
-                "MODE" => "end-to-end",
-                "DRIVER" => "kafka-tools",
-                "THROUGHPUT" => "5",
-                "PRODUCER_PROPERTIES" => "acks=1",
-                "SERVICES_CPUSET" | "WORKLOAD_CPUSET" => "0",
-                _ if e.field.ends_with("image") => "x:y",
-                _ => "7",
-            };
+            let other = another_value(e);
             e.set(&mut changed, other).unwrap();
             assert_eq!(e.value(&changed), other, "{}", e.var);
             let differ: Vec<&str> = SETTINGS
