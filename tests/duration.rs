@@ -16,8 +16,7 @@ async fn every_second_is_recorded_and_a_stall_shows_where_it_happened() {
         .env("MODE", "end-to-end")
         .env("DURATION", "10s")
         .env("DURATION_WARM_UP", "1s")
-        .env("THROUGHPUT", "2000")
-        .env_remove("NUM_RECORDS");
+        .env("THROUGHPUT", "2000");
     // The stall starts once the second second is recorded, so it falls in seconds 3 and 4.
     let at = StallAt::Line("t=2 s: produced ");
     let (status, stderr, run_id) = run_with_a_stall(cmd, "kroxylicious-no-filters", at);

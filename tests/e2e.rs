@@ -1,9 +1,7 @@
 //! The whole default suite, end to end, on the real engine with small counts.
 
 mod common;
-use common::{
-    engine_lock, leftovers, perf_tests_run, repo, start_run, wait_for, workload_runs, Started,
-};
+use common::{engine_lock, leftovers, perf_tests_run, start_run, wait_for, workload_runs, Started};
 
 use std::process::Command;
 
@@ -14,12 +12,10 @@ async fn offline_suite_runs_end_to_end_and_leaves_nothing() {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
     let out = common::bin()
-        .current_dir(repo())
         .env("NUM_RECORDS", "2e4")
         .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "500")
         .env("WARM_UP_NUM_RECORDS_PRE_TEST", "500")
         .env("RESULTS_DIR", results.path())
-        .env_remove("TEST")
         .env("SCENARIOS", "scenarios/offline")
         .output()
         .unwrap();

@@ -130,7 +130,7 @@ const TOPIC_05: &str = "perf-tests-05-envelope-encryption-filter-no-encrypt";
 
 fn perf_tests(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = common::bin();
-    cmd.args(args).current_dir(repo());
+    cmd.args(args);
     cmd.envs(env.iter().copied());
     cmd.output().expect("perf-tests starts")
 }

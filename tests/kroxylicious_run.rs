@@ -41,7 +41,7 @@ const SAMPLE: u64 = 20;
 /// counts (unless `env` sets them) and results under `results`.
 fn run(env: &[(&str, &str)], results: &Path) -> Output {
     let mut cmd = common::bin();
-    cmd.arg("run").current_dir(repo());
+    cmd.arg("run");
     let records = RECORDS.to_string();
     cmd.env("NUM_RECORDS", &records)
         .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", WARM_UP)

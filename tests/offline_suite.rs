@@ -127,9 +127,7 @@ async fn debian_recipe_builds_runs_and_is_not_rebuilt() {
 #[test]
 fn offline_suite_plan_resolves() {
     let out = common::bin()
-        .current_dir(repo())
         .args(["run", "--dry-run"])
-        .env_remove("TEST")
         .env("SCENARIOS", "scenarios/offline")
         .output()
         .unwrap();

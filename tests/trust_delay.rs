@@ -5,7 +5,7 @@
 //! for a network delay), and `perf-tests compare` must exit 1.
 
 mod common;
-use common::{engine_lock, repo};
+use common::engine_lock;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
@@ -23,7 +23,6 @@ use bollard::query_parameters::ListContainersOptionsBuilder;
 fn run(results: &Path, run_id: Arc<Mutex<Option<String>>>) -> PathBuf {
     let mut cmd = common::bin();
     let mut child = cmd
-        .current_dir(repo())
         .env("SCENARIOS", "scenarios/offline")
         .env("TEST", "02.*")
         .env("NUM_RECORDS", "2e4")

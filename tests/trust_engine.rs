@@ -16,7 +16,7 @@
 //! tests' load does not fall on one side.
 
 mod common;
-use common::{engine_lock, repo};
+use common::engine_lock;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -27,16 +27,14 @@ const SCENARIO: &str = "01-no-proxy-baseline";
 
 fn perf_tests(results: &Path, envs: &[(&str, &str)], args: &[&str]) -> Output {
     let mut cmd = common::bin();
-    cmd.current_dir(repo())
-        .args(args)
+    cmd.args(args)
         .env("TEST", "01.*")
         .env("NUM_RECORDS", "3e3")
         .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
         .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
         .env("REPEAT", "3")
         .env("RESULTS_DIR", results)
-        .env("SCENARIOS", "scenarios/offline")
-        .env_remove("THROUGHPUT");
+        .env("SCENARIOS", "scenarios/offline");
     for (k, v) in envs {
         cmd.env(k, v);
     }
