@@ -127,6 +127,16 @@ impl PhaseCost {
         s.cpu_s * 1000.0 / (self.record_bytes as f64 / 1e6)
     }
 
+    /// Record bytes that crossed the path in this phase, both directions counted: a phase that
+    /// produced and consumed at once moved its records twice.
+    pub fn traffic_bytes(&self) -> u64 {
+        if self.phase == PRODUCE_AND_CONSUME {
+            self.record_bytes * 2
+        } else {
+            self.record_bytes
+        }
+    }
+
     /// Cores `s` used on average over the phase.
     pub fn cores(&self, s: &ServiceCost) -> f64 {
         if self.seconds <= 0.0 {
@@ -134,6 +144,31 @@ impl PhaseCost {
         }
         s.cpu_s / self.seconds
     }
+}
+
+/// The name of the phase in which the end-to-end mode produced and consumed at once.
+pub const PRODUCE_AND_CONSUME: &str = "produce_and_consume";
+
+/// The path's coefficient over a measurement's phases, as the Kroxylicious sizing guide counts
+/// it: millicores of the path's own services per MB/s of record traffic, produced and consumed
+/// added (`CPU_millicores = coefficient x (produce MB/s + consume MB/s)`). It is the path's CPU
+/// seconds over every measured phase, x 1000, over the MB those phases moved. `None` without a
+/// path of its own or without any cost measured.
+pub fn path_coefficient(phases: &[PhaseCost]) -> Option<f64> {
+    let cpu_s: f64 = phases
+        .iter()
+        .map(|p| p.path().map(|s| s.cpu_s))
+        .sum::<Option<f64>>()?;
+    let mb = phases.iter().map(|p| p.traffic_bytes()).sum::<u64>() as f64 / 1e6;
+    (mb > 0.0).then(|| cpu_s * 1000.0 / mb)
+}
+
+/// The path's millicores per MB/s of records in the phase named `phase`; `None` when that phase
+/// was not measured or the scenario has no path of its own.
+pub fn phase_coefficient(phases: &[PhaseCost], phase: &str) -> Option<f64> {
+    let p = phases.iter().find(|p| p.phase == phase)?;
+    let path = p.path()?;
+    (p.record_bytes > 0).then(|| p.millicores_per_mb_s(&path))
 }
 
 /// The median cost of repetitions, phase by phase and service by service (CPU and bytes are
@@ -239,6 +274,33 @@ mod tests {
         let mut p = phase();
         p.services.retain(|s| s.role != Role::Path);
         assert_eq!(p.path(), None);
+        assert_eq!(path_coefficient(&[p.clone()]), None);
+        assert_eq!(phase_coefficient(&[p], "produce"), None);
+        assert_eq!(path_coefficient(&[]), None);
+    }
+
+    #[test]
+    fn the_coefficient_counts_both_directions_as_the_sizing_guide_does() {
+        let produce = phase();
+        let mut consume = phase();
+        consume.phase = "consume".into();
+        consume.services[0].cpu_s = 0.3;
+        // Path CPU 0.52 s producing 100 MB and 0.32 s consuming them: 0.84 s over 200 MB of
+        // traffic is 4.2 millicores per MB/s of produce + consume.
+        let both = path_coefficient(&[produce.clone(), consume.clone()]).unwrap();
+        assert!((both - 4.2).abs() < 1e-9, "{both}");
+        assert!(
+            (phase_coefficient(&[produce.clone(), consume.clone()], "consume").unwrap() - 3.2)
+                .abs()
+                < 1e-9
+        );
+        assert_eq!(phase_coefficient(&[consume], "produce"), None);
+        // Producing and consuming at once, the records crossed the path twice.
+        let mut at_once = produce;
+        at_once.phase = PRODUCE_AND_CONSUME.into();
+        assert_eq!(at_once.traffic_bytes(), 200_000_000);
+        let c = path_coefficient(&[at_once]).unwrap();
+        assert!((c - 2.6).abs() < 1e-9, "{c}");
     }
 
     #[test]

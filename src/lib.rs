@@ -43,6 +43,7 @@ pub mod results;
 pub mod runner;
 pub mod scenario;
 pub mod settings;
+pub mod sizing;
 pub mod stats;
 pub mod sweep;
 pub mod table;

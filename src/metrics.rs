@@ -24,6 +24,9 @@ pub enum Table {
     EndToEnd,
     /// How the group caught up with a backlog while a producer kept sending (MODE=backlog).
     CatchUp,
+    /// What the path's own services cost per MB/s of records (see `crate::cost`); shown in the
+    /// Cost table, compared here.
+    Cost,
 }
 
 /// One metric of a measurement.
@@ -84,7 +87,7 @@ const fn with_spread(m: Metric, header: &'static str) -> Metric {
 }
 
 use Better::{Higher, Lower};
-use Table::{CatchUp, Consumer, EndToEnd, Intended, Producer};
+use Table::{CatchUp, Consumer, Cost, EndToEnd, Intended, Producer};
 
 /// One latency from the intended send time; NaN (shown `n/a`, not compared) when the
 /// measurement has none.
@@ -102,8 +105,21 @@ fn catch_up(m: &Measurement, f: fn(&crate::model::CatchUp) -> f64) -> f64 {
     m.consumer.catch_up.as_ref().map_or(f64::NAN, f)
 }
 
+/// One coefficient of the path; NaN (shown `n/a`, not compared) without a path of its own or a
+/// cost measured.
+fn path_cost(m: &Measurement, phase: Option<&str>) -> f64 {
+    match phase {
+        Some(phase) => crate::cost::phase_coefficient(&m.cost, phase),
+        None => crate::cost::path_coefficient(&m.cost),
+    }
+    .unwrap_or(f64::NAN)
+}
+
+/// The name of the path's coefficient, produce and consume together.
+pub const PATH_COST: &str = "Path mc per MB/s";
+
 /// Every metric, in table column order (producer, then consumer).
-pub const METRICS: [Metric; 35] = [
+pub const METRICS: [Metric; 38] = [
     metric("Sent", "records", None, Producer, 0, |m| {
         m.producer.sent as f64
     }),
@@ -231,6 +247,28 @@ pub const METRICS: [Metric; 35] = [
     metric("Final Lag recs", "records", None, CatchUp, 0, |m| {
         catch_up(m, |c| c.final_lag as f64)
     }),
+    with_spread(
+        metric(PATH_COST, "mc/(MB/s)", Some(Lower), Cost, 2, |m| {
+            path_cost(m, None)
+        }),
+        "Path mc ±CV%",
+    ),
+    metric(
+        "Path mc per MB/s produce",
+        "mc/(MB/s)",
+        Some(Lower),
+        Cost,
+        2,
+        |m| path_cost(m, Some("produce")),
+    ),
+    metric(
+        "Path mc per MB/s consume",
+        "mc/(MB/s)",
+        Some(Lower),
+        Cost,
+        2,
+        |m| path_cost(m, Some("consume")),
+    ),
 ];
 
 /// The metrics of one table, in column order.
@@ -257,9 +295,13 @@ pub fn compared() -> impl Iterator<Item = &'static Metric> {
 /// the rate), so testing them too would only multiply false alarms. When both sides ran at a
 /// fixed `THROUGHPUT` the producer rate is the target, not a result: its 99th latency
 /// percentile decides instead, measured from the intended send times when both sides have them
-/// (`intended`), since only that figure shows a stall that held the sends back.
-pub fn decides(m: &Metric, throttled: bool, intended: bool) -> bool {
+/// (`intended`), since only that figure shows a stall that held the sends back. At one fixed
+/// rate on both sides (`same_rate`) the path's CPU per MB/s decides too, so a change that makes
+/// the path burn more CPU at the rate it still holds is found; CPU per record depends on
+/// batching, so at different rates or unthrottled it is only reported.
+pub fn decides(m: &Metric, throttled: bool, intended: bool, same_rate: bool) -> bool {
     match (m.table, m.name) {
+        (Table::Cost, PATH_COST) => throttled && same_rate,
         (Table::Producer, "Rate rec/s") => !throttled,
         (Table::Producer, "Percentile99") => throttled && !intended,
         (Table::Intended, "Intended P99 ms") => throttled && intended,

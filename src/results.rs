@@ -65,6 +65,9 @@ fn mem_total_bytes(meminfo: &str) -> Option<u64> {
 /// The file of a run directory that describes the run (readers find run directories by it).
 pub const RUN_FILE: &str = "run.json";
 
+/// A sizing run's statement beside its scenarios' records (not one of them).
+pub const SIZING_FILE: &str = "sizing.json";
+
 /// Everything about a run except its per-scenario results. Written as `run.json` and read back
 /// through this same type; `settings` and `host` must be there, the rest (and any setting or
 /// host fact a run of an older version did not record) reads back as its default.
@@ -96,6 +99,9 @@ pub struct RunInfo {
     /// for a complete run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
+    /// A sizing run's request (`perf-tests sizing`); absent for any other run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<crate::sizing::Request>,
 }
 
 /// Reads a run's `run.json` (`run` is its directory).
@@ -116,7 +122,8 @@ pub fn read_scenarios(run: &Path) -> Result<Vec<ScenarioResult>> {
         .map(|e| e.path())
         .filter(|p| {
             p.extension().is_some_and(|e| e == "json")
-                && p.file_name().is_some_and(|n| n != RUN_FILE)
+                && p.file_name()
+                    .is_some_and(|n| n != RUN_FILE && n != SIZING_FILE)
         })
         .collect();
     files.sort();
@@ -151,6 +158,7 @@ impl RunInfo {
             commit_id: settings.commit_id.clone(),
             suite: suite.display().to_string(),
             incomplete: None,
+            sizing: None,
         }
     }
 }

@@ -56,6 +56,134 @@ pub fn min_max(values: &[f64]) -> (f64, f64) {
     })
 }
 
+/// A mean with its two-sided 95% confidence interval (Student's t over the values' spread).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Interval {
+    pub mean: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Values it is the mean of.
+    pub n: usize,
+}
+
+impl Interval {
+    /// The interval of the mean of `values`; `None` with fewer than two (no spread to go by).
+    pub fn of_mean(values: &[f64]) -> Option<Interval> {
+        if values.len() < 2 {
+            return None;
+        }
+        let m = mean(values);
+        let half = t_975(values.len() - 1) * std_dev(values) / (values.len() as f64).sqrt();
+        Some(Interval {
+            mean: m,
+            low: m - half,
+            high: m + half,
+            n: values.len(),
+        })
+    }
+
+    /// An estimate with standard error `se` on `df` degrees of freedom, from `n` values.
+    fn around(mean: f64, se: f64, df: usize, n: usize) -> Interval {
+        let half = t_975(df) * se;
+        Interval {
+            mean,
+            low: mean - half,
+            high: mean + half,
+            n,
+        }
+    }
+
+    /// Every figure multiplied by `k` (> 0): the interval of a quantity proportional to it.
+    pub fn scaled(self, k: f64) -> Interval {
+        Interval {
+            mean: self.mean * k,
+            low: self.low * k,
+            high: self.high * k,
+            n: self.n,
+        }
+    }
+
+    /// Half the interval's width in percent of its mean.
+    pub fn half_width_pct(&self) -> f64 {
+        (self.high - self.low) / 2.0 / self.mean.abs() * 100.0
+    }
+}
+
+/// A least-squares line through points (x, y), each of its figures with a 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit {
+    pub slope: Interval,
+    pub intercept: Interval,
+    /// Residual standard deviation, mean x and the x spread (sum of squared deviations).
+    s: f64,
+    x_mean: f64,
+    sxx: f64,
+}
+
+impl Fit {
+    /// The line through `points`; `None` with fewer than three points or a single x (no
+    /// slope, or no spread about it, to go by).
+    pub fn of(points: &[(f64, f64)]) -> Option<Fit> {
+        let n = points.len();
+        if n < 3 {
+            return None;
+        }
+        let x_mean = mean(&points.iter().map(|p| p.0).collect::<Vec<_>>());
+        let y_mean = mean(&points.iter().map(|p| p.1).collect::<Vec<_>>());
+        let sxx: f64 = points.iter().map(|p| (p.0 - x_mean).powi(2)).sum();
+        if sxx <= 0.0 {
+            return None;
+        }
+        let sxy: f64 = points.iter().map(|p| (p.0 - x_mean) * (p.1 - y_mean)).sum();
+        let slope = sxy / sxx;
+        let intercept = y_mean - slope * x_mean;
+        let sse: f64 = points
+            .iter()
+            .map(|p| (p.1 - intercept - slope * p.0).powi(2))
+            .sum();
+        let s = (sse / (n - 2) as f64).sqrt();
+        let nf = n as f64;
+        Some(Fit {
+            slope: Interval::around(slope, s / sxx.sqrt(), n - 2, n),
+            intercept: Interval::around(
+                intercept,
+                s * (1.0 / nf + x_mean * x_mean / sxx).sqrt(),
+                n - 2,
+                n,
+            ),
+            s,
+            x_mean,
+            sxx,
+        })
+    }
+
+    /// The line's value at `x`, with the interval of that mean value.
+    pub fn at(&self, x: f64) -> Interval {
+        let n = self.slope.n;
+        let se = self.s * (1.0 / n as f64 + (x - self.x_mean).powi(2) / self.sxx).sqrt();
+        Interval::around(self.intercept.mean + self.slope.mean * x, se, n - 2, n)
+    }
+}
+
+/// The 97.5th percentile of Student's t with `df` degrees of freedom (the two-sided 95% bound):
+/// tabulated to 30, then the Cornish-Fisher expansion around the normal's 1.96 (within 0.1%).
+fn t_975(df: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => TABLE[df - 1],
+        _ => {
+            let (z, n) = (1.959964_f64, df as f64);
+            z + (z.powi(3) + z) / (4.0 * n)
+                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
+        }
+    }
+}
+
 /// The significance level of every comparison.
 pub const SIGNIFICANCE: f64 = 0.05;
 
@@ -548,5 +676,46 @@ mod tests {
         assert!(close(normal_sf(0.0), 0.5, 1e-7));
         assert!(close(normal_sf(1.959963984540054), 0.025, 1e-5));
         assert!(close(normal_sf(-1.0), 0.8413447460685429, 1e-6));
+    }
+
+    #[test]
+    fn a_means_interval_is_students_t() {
+        assert_eq!(Interval::of_mean(&[1.0]), None);
+        // Mean 2, sample sd 1, n 3: half width 4.303 x 1 / sqrt(3).
+        let i = Interval::of_mean(&[1.0, 2.0, 3.0]).unwrap();
+        assert_eq!((i.mean, i.n), (2.0, 3));
+        assert!((i.high - 2.0 - 4.303 / 3f64.sqrt()).abs() < 1e-9, "{i:?}");
+        assert!((i.low + i.high - 4.0).abs() < 1e-12);
+        assert!((i.scaled(10.0).high - 10.0 * i.high).abs() < 1e-9);
+        // Past the table the expansion continues it smoothly (t(30) = 2.042, t(40) = 2.021,
+        // t(120) = 1.980).
+        assert!((t_975(31) - 2.040).abs() < 0.002, "{}", t_975(31));
+        assert!((t_975(40) - 2.021).abs() < 0.002, "{}", t_975(40));
+        assert!((t_975(120) - 1.980).abs() < 0.002, "{}", t_975(120));
+    }
+
+    #[test]
+    fn a_line_fit_recovers_slope_and_intercept_with_intervals() {
+        assert!(Fit::of(&[(1.0, 1.0), (2.0, 2.0)]).is_none());
+        assert!(Fit::of(&[(1.0, 1.0), (1.0, 2.0), (1.0, 3.0)]).is_none());
+        // y = 0.5 + 2x exactly: no spread, the intervals are points.
+        let exact = Fit::of(&[(1.0, 2.5), (2.0, 4.5), (3.0, 6.5)]).unwrap();
+        assert!(
+            (exact.slope.mean - 2.0).abs() < 1e-12 && (exact.intercept.mean - 0.5).abs() < 1e-12
+        );
+        assert!((exact.slope.high - exact.slope.low).abs() < 1e-9);
+        assert!((exact.at(10.0).mean - 20.5).abs() < 1e-9);
+        // With noise (x 0, 1, 2, 3; y 0, 1.1, 1.9, 3): slope 0.98, intercept 0.03, residuals
+        // -0.03, 0.09, -0.09, 0.03, so s = sqrt(0.018 / 2), se(slope) = s / sqrt(5), t(2) = 4.303.
+        let f = Fit::of(&[(0.0, 0.0), (1.0, 1.1), (2.0, 1.9), (3.0, 3.0)]).unwrap();
+        assert!((f.slope.mean - 0.98).abs() < 1e-9, "{f:?}");
+        assert!((f.intercept.mean - 0.03).abs() < 1e-9, "{f:?}");
+        assert!(
+            (f.slope.high - 0.98 - 4.303 * 0.009f64.sqrt() / 5f64.sqrt()).abs() < 1e-9,
+            "{f:?}"
+        );
+        // Far from the points the line's value is less certain than at their middle.
+        let (mid, far) = (f.at(1.5), f.at(30.0));
+        assert!(far.high - far.low > mid.high - mid.low);
     }
 }

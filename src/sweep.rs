@@ -78,9 +78,10 @@ pub fn line_of(combination: &Combination) -> Combination {
 }
 
 /// Columns after the name and the other varying settings.
-const COLUMNS: [&str; 4] = [
+const COLUMNS: [&str; 5] = [
     "Sustained rec/s",
     "P99 ms there",
+    "Path mc per MB/s there",
     "Not sustained rec/s",
     "Why not",
 ];
@@ -120,11 +121,11 @@ pub fn table(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Option<Ta
     let rows = lines
         .iter()
         .map(|(Line { name, rest, .. }, points)| {
-            let mut sustained: Option<(i64, f64)> = None;
+            let mut sustained: Option<(i64, &Measurement)> = None;
             let mut failed: Option<(i64, String)> = None;
             for (rate, r) in points.iter() {
                 match shortfall(&r.measurement, p99_limit_ms) {
-                    None => sustained = Some((*rate, p99(&r.measurement))),
+                    None => sustained = Some((*rate, &r.measurement)),
                     Some(why) => {
                         failed = Some((*rate, why));
                         break;
@@ -138,11 +139,12 @@ pub fn table(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Option<Ta
                     .map(|v| rest.get(v).cloned().unwrap_or_default()),
             );
             match sustained {
-                Some((rate, p99)) => {
+                Some((rate, m)) => {
                     row.push(rate.to_string());
-                    row.push(format!("{p99:.1}"));
+                    row.push(format!("{:.1}", p99(m)));
+                    row.push(crate::metrics::named(crate::metrics::PATH_COST).format(m));
                 }
-                None => row.extend(["none".to_string(), String::new()]),
+                None => row.extend(["none".to_string(), String::new(), String::new()]),
             }
             match failed {
                 Some((rate, why)) => {
@@ -214,28 +216,57 @@ mod tests {
                 "Name",
                 "Sustained rec/s",
                 "P99 ms there",
+                "Path mc per MB/s there",
                 "Not sustained rec/s",
                 "Why not"
             ]
         );
         assert_eq!(t.rows.len(), 2);
+        // (the sample measured no cost)
         assert_eq!(
-            t.rows[0][..4],
-            ["01-no-proxy-baseline", "2000", "40.0", "3000"]
+            t.rows[0][..5],
+            ["01-no-proxy-baseline", "2000", "40.0", "n/a", "3000"]
         );
-        assert_eq!(t.rows[0][4], "reached 2100 rec/s, 70% of the target");
+        assert_eq!(t.rows[0][5], "reached 2100 rec/s, 70% of the target");
         // With a latency limit, 2000 rec/s is not sustained either.
         let t = table(&results, Some(20)).unwrap();
-        assert_eq!(t.rows[0][1..4], ["1000", "5.0", "2000"]);
-        assert_eq!(t.rows[0][4], "p99 40.0 ms over P99_LIMIT_MS=20");
+        assert_eq!(t.rows[0][1..5], ["1000", "5.0", "n/a", "2000"]);
+        assert_eq!(t.rows[0][5], "p99 40.0 ms over P99_LIMIT_MS=20");
         // Every rate sustained says so.
         let mut easy = at(1000, 1.0, 5.0);
         easy.extend(at(2000, 1.0, 5.0));
         let t = table(&easy, None).unwrap();
-        assert_eq!(t.rows[0][3], "none measured");
+        assert_eq!(t.rows[0][4], "none measured");
         // One rate, or none: no sweep table.
         assert!(table(&at(1000, 1.0, 5.0), None).is_none());
         assert!(table(&crate::report::tests::sample(), None).is_none());
+    }
+
+    #[test]
+    fn the_paths_cost_is_shown_at_the_sustained_rate() {
+        use crate::cost::{PhaseCost, Role, ServiceCost};
+        let mut results = at(1000, 1.0, 5.0);
+        results.extend(at(2000, 1.0, 6.0));
+        for r in results.iter_mut().filter(|r| r.name == "02-no-filters") {
+            let rate: f64 = r.combination[VAR].parse().unwrap();
+            // The proxy: 1 ms of CPU per MB at 1000 rec/s, 0.5 at 2000 (bigger batches).
+            r.measurement.cost = vec![PhaseCost {
+                phase: "produce".into(),
+                records: 1000,
+                record_bytes: 1_000_000,
+                seconds: 1.0,
+                services: vec![ServiceCost {
+                    service: "proxy".into(),
+                    role: Role::Path,
+                    cpu_s: 1000.0 / rate,
+                    rx_bytes: 0,
+                    tx_bytes: 0,
+                }],
+            }];
+        }
+        let t = table(&results, None).unwrap();
+        let row = t.rows.iter().find(|r| r[0] == "02-no-filters").unwrap();
+        assert_eq!(row[1..4], ["2000", "6.0", "500.00"]);
     }
 
     #[test]

@@ -864,3 +864,40 @@ fn the_readme_documents_every_setting_and_which_may_vary() {
     varying.sort_unstable();
     assert_eq!(listed, varying);
 }
+
+#[test]
+fn a_sizing_run_that_cannot_state_an_interval_or_a_cost_is_refused_before_anything_starts() {
+    let root = suite();
+    let sizing = ["sizing", "--to", "1e4", "--steps", "2"];
+    for (env, names) in [
+        (&[("REPEAT", "1")][..], "REPEAT=1"),
+        (
+            &[("REPEAT", "2"), ("MODE", "end-to-end"), ("DURATION", "10s")][..],
+            "DURATION=10",
+        ),
+        (&[("REPEAT", "2"), ("MODE", "backlog")][..], "MODE=backlog"),
+    ] {
+        let out = perf_tests(root.path(), &sizing, env);
+        assert_eq!(out.status.code(), Some(2), "{env:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(names), "{env:?}: {}", stderr(&out));
+    }
+    for traffic in ["0", "-5", "lots"] {
+        let flag = format!("--traffic={traffic}");
+        let mut args = sizing.to_vec();
+        args.push(&flag);
+        let out = perf_tests(root.path(), &args, &[("REPEAT", "2")]);
+        assert_eq!(out.status.code(), Some(2), "--traffic {traffic}");
+        assert!(stderr(&out).contains("--traffic"), "{}", stderr(&out));
+    }
+    assert!(!root.path().join("results").exists());
+    // What it would do, said before it does it.
+    let mut args = sizing.to_vec();
+    args.extend(["--dry-run", "--traffic", "40"]);
+    let out = perf_tests(root.path(), &args, &[("REPEAT", "2")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("the cores of 40 MB/s of produce + consume traffic"),
+        "{}",
+        stdout(&out)
+    );
+}

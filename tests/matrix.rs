@@ -1,6 +1,7 @@
 //! Matrices on the real engine: every selected scenario at every combination of the settings
 //! given as lists, one row each in the tables and the results, a varying proxy image and a
-//! varying broker image each really used, and one run's two images compared with each other.
+//! varying broker image each really used, and one run's two images compared with each other;
+//! rate sweeps and sizing runs.
 
 mod common;
 use common::{engine_lock, leftovers, only_run, perf_tests_command, perf_tests_run, run_id_of};
@@ -39,7 +40,7 @@ fn the_run(results: &Path) -> (PathBuf, Vec<(String, ScenarioResult)>) {
         .unwrap()
         .map(|e| e.unwrap())
         .map(|e| e.file_name().into_string().unwrap())
-        .filter(|n| n.ends_with(".json") && n != "run.json")
+        .filter(|n| n.ends_with(".json") && n != "run.json" && n != "sizing.json")
         .map(|n| {
             let r = serde_json::from_slice(&std::fs::read(run.join(&n)).unwrap()).unwrap();
             (n, r)
@@ -215,5 +216,146 @@ async fn a_sweep_stops_raising_the_rate_at_the_first_the_path_does_not_sustain()
         .map(|(_, r)| r.combination["THROUGHPUT"].as_str())
         .collect();
     assert_eq!(rates, ["1000", "2500500"]);
+    assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
+}
+
+/// The path's CPU seconds over every phase of a repetition, and the MB of traffic they moved,
+/// read from the record's raw counters.
+fn path_cpu_and_mb(m: &perf_tests::model::Measurement) -> (f64, f64) {
+    let cpu: f64 = m
+        .cost
+        .iter()
+        .flat_map(|p| &p.services)
+        .filter(|s| s.role == perf_tests::cost::Role::Path)
+        .map(|s| s.cpu_s)
+        .sum();
+    let mb: f64 = m.cost.iter().map(|p| p.traffic_bytes() as f64).sum::<f64>() / 1e6;
+    (cpu, mb)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sizing_run_states_each_paths_coefficient_with_its_interval_and_the_latency_it_adds() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    // 1000 rec/s is easy; no path here sustains 2.5 million.
+    let out = perf_tests_command("sizing", results.path())
+        .args([
+            "--from",
+            "1000",
+            "--to",
+            "5e6",
+            "--steps",
+            "3",
+            "--traffic",
+            "50",
+        ])
+        .env("TEST", "0[12]-.*")
+        .env("NUM_RECORDS", "3e3")
+        .env("REPEAT", "2")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (run, records) = the_run(results.path());
+    let sizing: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("sizing.json")).unwrap()).unwrap();
+    let line = |name: &str| {
+        sizing["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {sizing}"))
+            .clone()
+    };
+    let proxy = line("02-no-filters");
+    assert_eq!(proxy["sustained_rec_s"], 1000, "{proxy}");
+    assert_eq!(proxy["ceiling"][0], 2500500, "{proxy}");
+    // The coefficient is the mean over the two repetitions at 1000 rec/s of the path's CPU over
+    // its traffic, each from the raw counters kept in the results.
+    let at_1000 = records
+        .iter()
+        .map(|(_, r)| r)
+        .find(|r| r.name == "02-no-filters" && r.combination["THROUGHPUT"] == "1000")
+        .unwrap();
+    assert_eq!(at_1000.repetitions.len(), 2);
+    let each: Vec<f64> = at_1000
+        .repetitions
+        .iter()
+        .map(|m| {
+            let (cpu, mb) = path_cpu_and_mb(m);
+            assert!(cpu > 0.0 && mb > 0.0, "{:?}", m.cost);
+            cpu * 1000.0 / mb
+        })
+        .collect();
+    let c = &proxy["coefficient"];
+    assert_eq!(c["n"], 2, "{c}");
+    let mean = c["mean"].as_f64().unwrap();
+    assert!(
+        (mean - (each[0] + each[1]) / 2.0).abs() < 1e-6 * mean,
+        "{c} vs {each:?}"
+    );
+    assert!(c["low"].as_f64().unwrap() <= mean && mean <= c["high"].as_f64().unwrap());
+    // Two points at one rate fit no line: the cores of 50 MB/s follow from the coefficient.
+    assert_eq!(proxy["by_fit"], false, "{proxy}");
+    let cores = proxy["cores"]["mean"].as_f64().unwrap();
+    assert!((cores - mean * 50.0 / 1000.0).abs() < 1e-9, "{proxy}");
+    // The latency it adds at 1000 rec/s, against the reference measured in the same rounds.
+    let rate = &proxy["rates"][0];
+    assert_eq!(rate["rate_rec_s"], 1000);
+    assert_eq!(rate["against"], "01-no-proxy-baseline");
+    assert_eq!(rate["added_p99_ms"]["n"], 2, "{rate}");
+    // The reference has no path of its own to size.
+    assert!(line("01-no-proxy-baseline")["coefficient"].is_null());
+    // Printed and kept in Markdown as well.
+    let table = &stdout[stdout.find("Sizing").expect("a sizing table")..];
+    let row = table.lines().find(|l| l.starts_with("02-")).unwrap();
+    assert!(row.contains(&format!("{mean:.2} [")), "{row}");
+    assert!(table.contains("Cores at 50 MB/s"), "{table}");
+    assert!(table.contains("Sizing by Rate"), "{table}");
+    let md = std::fs::read_to_string(run.join("sizing.md")).unwrap();
+    assert!(md.contains("| 02-no-filters "), "{md}");
+    // The run reads back as any other (its sizing is no scenario record).
+    let cmp = common::bin()
+        .arg("compare")
+        .arg(&run)
+        .arg(&run)
+        .args(["--format", "plain"])
+        .output()
+        .unwrap();
+    let (cmp_out, cmp_err) = text(&cmp);
+    assert_eq!(cmp.status.code(), Some(0), "{cmp_out}\n{cmp_err}");
+    assert!(cmp_out.contains("Path mc per MB/s"), "{cmp_out}");
+    assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sizing_run_with_no_rate_below_the_ceiling_fails_and_names_from() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let out = perf_tests_command("sizing", results.path())
+        .args(["--from", "5e6", "--to", "5e6", "--steps", "1"])
+        .env("TEST", "01-.*")
+        .env("NUM_RECORDS", "3e3")
+        .env("REPEAT", "2")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "no scenario sustained any rate of the sizing run: lower --from (now 5000000)"
+        ),
+        "{stderr}"
+    );
+    assert!(stdout.contains("no rate below the ceiling"), "{stdout}");
+    // What was measured is kept.
+    let (run, records) = the_run(results.path());
+    assert_eq!(records.len(), 1);
+    assert!(run.join("sizing.json").is_file());
     assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
 }

@@ -33,6 +33,11 @@ pub enum Command {
     /// Raise each scenario's producer rate (THROUGHPUT) step by step until the path no longer
     /// sustains it, and report the highest rate each sustained
     Sweep(SweepArgs),
+    /// Size the selected paths: a repeated rate sweep whose sustained repetitions give each
+    /// path's millicores per MB/s of produce + consume traffic with its 95% interval, the
+    /// latency it adds at each rate against the reference scenario, its highest sustained rate
+    /// and the cores a given traffic needs
+    Sizing(SizingArgs),
     /// List the suite's scenarios and whether TEST selects them (marked *)
     List,
     /// Build or list the images the suite needs (no registry: images are made here)
@@ -81,6 +86,23 @@ pub struct SweepArgs {
     /// Print the plan and the rates, start nothing
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Options of `sizing`.
+#[derive(Debug, Args)]
+pub struct SizingArgs {
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+    /// Produce + consume traffic in MB/s (10^6 bytes) whose cores of path the sizing states
+    #[arg(long, value_name = "MB_PER_S", default_value_t = 100.0, value_parser = traffic)]
+    pub traffic: f64,
+}
+
+fn traffic(s: &str) -> anyhow::Result<f64> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => anyhow::bail!("{s:?}: expected MB/s above 0, e.g. 100 or 12.5"),
+    }
 }
 
 fn rate(s: &str) -> anyhow::Result<u64> {

@@ -18,7 +18,9 @@ use std::path::Path;
 
 use clap::Parser;
 
-pub use args::{Cli, Command, CompareArgs, FormatArg, RunArgs, SettingsArgs, SweepArgs};
+pub use args::{
+    Cli, Command, CompareArgs, FormatArg, RunArgs, SettingsArgs, SizingArgs, SweepArgs,
+};
 
 use crate::engine::Engine;
 use crate::model::ScenarioResult;
@@ -59,8 +61,9 @@ pub fn main() -> i32 {
         }
     };
     match cli.command.unwrap_or(Command::Run(RunArgs::default())) {
-        Command::Run(args) => run(&settings, args.dry_run, false),
-        Command::Sweep(args) => sweep(&settings, &args),
+        Command::Run(args) => run(&settings, args.dry_run, How::Run),
+        Command::Sweep(args) => sweep(&settings, &args, None),
+        Command::Sizing(args) => sizing(&settings, &args),
         Command::List => list(&settings),
         Command::Images(cmd) => block_on(images::execute(cmd, &settings)),
         Command::Clean { images, force } => block_on(clean(images, force)),
@@ -131,8 +134,45 @@ fn exit_code_of(e: &anyhow::Error) -> i32 {
     }
 }
 
-/// `sweep`: a run whose matrix gets THROUGHPUT as its last axis, over the sweep's rates.
-fn sweep(settings: &Settings, args: &SweepArgs) -> i32 {
+/// What kind of run a command asked for.
+enum How {
+    Run,
+    Sweep,
+    Sizing(crate::sizing::Request),
+}
+
+/// `sizing`: a sweep, repeated, whose results are also sized (see `crate::sizing`).
+fn sizing(settings: &Settings, args: &SizingArgs) -> i32 {
+    if let Some(d) = settings.duration {
+        eprintln!(
+            "error: DURATION={d} cannot be sized: a run bounded by time does not measure each \
+             phase's cost; give NUM_RECORDS instead"
+        );
+        return EXIT_USAGE;
+    }
+    if settings.repeat < 2 {
+        eprintln!(
+            "error: REPEAT={}: a sizing run states intervals, not single passes; give REPEAT 2 or \
+             more (each round climbs every rate again)",
+            settings.repeat
+        );
+        return EXIT_USAGE;
+    }
+    let request = crate::sizing::Request {
+        traffic_mb_s: args.traffic,
+        from: sweep_from(&args.sweep),
+    };
+    sweep(settings, &args.sweep, Some(request))
+}
+
+/// A sweep's lowest rate: `--from`, else a tenth of `--to`.
+fn sweep_from(args: &SweepArgs) -> u64 {
+    args.from.unwrap_or((args.to / 10).max(1))
+}
+
+/// `sweep`: a run whose matrix gets THROUGHPUT as its last axis, over the sweep's rates (with
+/// `sizing`, a sizing run's).
+fn sweep(settings: &Settings, args: &SweepArgs, sizing: Option<crate::sizing::Request>) -> i32 {
     if settings.matrix.iter().any(|a| a.var == crate::sweep::VAR) {
         eprintln!(
             "error: THROUGHPUT cannot be given to a sweep: the sweep varies it (--from, --to, \
@@ -148,8 +188,7 @@ fn sweep(settings: &Settings, args: &SweepArgs) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let from = args.from.unwrap_or((args.to / 10).max(1));
-    let rates = match crate::sweep::rates(from, args.to, args.steps) {
+    let rates = match crate::sweep::rates(sweep_from(args), args.to, args.steps) {
         Ok(rates) => rates,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -163,12 +202,16 @@ fn sweep(settings: &Settings, args: &SweepArgs) -> i32 {
         var: crate::sweep::VAR.to_string(),
         values,
     });
-    run(&settings, args.dry_run, true)
+    run(
+        &settings,
+        args.dry_run,
+        sizing.map_or(How::Sweep, How::Sizing),
+    )
 }
 
-fn run(settings: &Settings, dry_run: bool, sweep: bool) -> i32 {
+fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
     let planned = plan::plan_run(settings, &crate::engine::new_run_id()).and_then(|mut plan| {
-        plan.sweep = sweep;
+        plan.sweep = !matches!(how, How::Run);
         Ok((plan, crate::driver::for_settings(settings)?.describe()))
     });
     let (plan, driver) = match planned {
@@ -178,8 +221,19 @@ fn run(settings: &Settings, dry_run: bool, sweep: bool) -> i32 {
             return EXIT_USAGE;
         }
     };
+    let sizing = match how {
+        How::Sizing(request) => Some(request),
+        _ => None,
+    };
     if dry_run {
         print!("{}", plan.render());
+        if let Some(s) = &sizing {
+            println!(
+                "sizing: each path's millicores per MB/s over every sustained repetition, and \
+                 the cores of {} MB/s of produce + consume traffic",
+                s.traffic_mb_s
+            );
+        }
         println!("{driver}");
         return EXIT_OK;
     }
@@ -209,6 +263,7 @@ fn run(settings: &Settings, dry_run: bool, sweep: bool) -> i32 {
         started,
         ended,
     );
+    info.sizing = sizing;
     let Some(failure) = output.failure else {
         return finish(
             &settings.results_dir,
@@ -253,6 +308,10 @@ fn finish(
 ) -> i32 {
     let tables = crate::export::text::render(scenario_results, info.settings.p99_limit_ms);
     let _ = write!(out, "{tables}");
+    let sizing = crate::export::sizing::of_run(info, scenario_results);
+    if let Some(sizing) = &sizing {
+        let _ = write!(out, "{}", crate::export::sizing::render(sizing));
+    }
     match crate::export::write_run(results_dir, info, scenario_results) {
         Ok(dir) => {
             let _ = writeln!(out, "Results: {}", dir.display());
@@ -261,6 +320,13 @@ fn finish(
             eprintln!("error: cannot write results: {e:#}");
             return EXIT_FAILURE;
         }
+    }
+    if sizing.is_some_and(|s| !s.sized_any()) {
+        eprintln!(
+            "error: no scenario sustained any rate of the sizing run: lower --from (now {})",
+            info.sizing.as_ref().map_or(0, |r| r.from)
+        );
+        return EXIT_FAILURE;
     }
     let disagreeing: Vec<&str> = scenario_results
         .iter()

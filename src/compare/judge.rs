@@ -123,6 +123,12 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
     }
     warnings.extend(interleaving(base, new));
     warnings.extend(drift(base, new, &pairs, &decided));
+    warnings.extend(
+        pairs
+            .iter()
+            .zip(&decided)
+            .filter_map(|(&(name, b, n), d)| unlike_rates(name, b, n, *d)),
+    );
 
     let (mut rows, spreads): (Vec<Row>, Vec<f64>) = pairs
         .iter()
@@ -228,20 +234,55 @@ pub(super) struct Decides {
     throttled: bool,
     /// Every repetition of both sides has latencies from the intended send times.
     intended: bool,
+    /// Every repetition of both sides had the same THROUGHPUT target.
+    same_rate: bool,
 }
 
 impl Decides {
     fn of(base: &[Measurement], new: &[Measurement]) -> Decides {
         let all = || base.iter().chain(new);
+        let first = base.first().map(|m| m.producer.target_rec_s);
         Decides {
             throttled: all().all(|m| m.producer.target_rec_s > 0.0),
             intended: all().all(|m| m.producer.intended.is_some()),
+            same_rate: all().all(|m| Some(m.producer.target_rec_s) == first),
         }
     }
 
     fn primary(self, m: &Metric) -> bool {
-        metrics::decides(m, self.throttled, self.intended)
+        metrics::decides(m, self.throttled, self.intended, self.same_rate)
     }
+}
+
+/// The warning for a scenario whose path cost both sides measured at fixed rates that differ:
+/// CPU per MB/s depends on the rate (batching), so its cost is reported there, not judged.
+fn unlike_rates(
+    name: &str,
+    base: &[Measurement],
+    new: &[Measurement],
+    d: Decides,
+) -> Option<String> {
+    let cost = metrics::named(metrics::PATH_COST);
+    let measured = |reps: &[Measurement]| reps.iter().any(|m| !(cost.get)(m).is_nan());
+    if !d.throttled || d.same_rate || !measured(base) || !measured(new) {
+        return None;
+    }
+    let rates = |reps: &[Measurement]| {
+        let mut v: Vec<String> = reps
+            .iter()
+            .map(|m| format!("{:.0}", m.producer.target_rec_s))
+            .collect();
+        v.sort();
+        v.dedup();
+        v.join(" / ")
+    };
+    Some(format!(
+        "{name}: THROUGHPUT is {} in the base and {} in the new results: CPU per MB/s depends on \
+         the rate, so its {} is reported, not judged",
+        rates(base),
+        rates(new),
+        metrics::PATH_COST
+    ))
 }
 
 /// The values of `m` over `reps`, leaving out repetitions that lack it.

@@ -172,6 +172,99 @@ mod tests {
         );
     }
 
+    /// `side(&[1.0; n])` at a fixed `rate`, the proxy of 02 using `cpu_s[i]` CPU seconds in
+    /// each phase of repetition i (01 has no path of its own).
+    fn costly(rate: f64, cpu_s: &[f64]) -> Side {
+        use crate::cost::{PhaseCost, Role, ServiceCost};
+        let mut s = side(&vec![1.0; cpu_s.len()]);
+        for (name, reps) in &mut s.scenarios {
+            for (m, cpu) in reps.iter_mut().zip(cpu_s) {
+                m.producer.target_rec_s = rate;
+                m.producer.rate_rec_s = rate;
+                let service = |name: &str, role, cpu_s| ServiceCost {
+                    service: name.into(),
+                    role,
+                    cpu_s,
+                    rx_bytes: 0,
+                    tx_bytes: 0,
+                };
+                let mut services = vec![service("kafka", Role::RunWide, 5.0)];
+                if name.as_str() == "02-no-filters" {
+                    services.push(service("proxy", Role::Path, *cpu));
+                }
+                m.cost = ["produce", "consume"]
+                    .map(|phase| PhaseCost {
+                        phase: phase.into(),
+                        records: 100_000,
+                        record_bytes: 100_000_000,
+                        seconds: 20.0,
+                        services: services.clone(),
+                    })
+                    .to_vec();
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn at_one_fixed_rate_the_paths_cpu_per_mb_s_decides() {
+        let spread = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0];
+        let base = costly(5000.0, &spread);
+        // The proxy burns 10% more CPU at the rate it still holds.
+        let dearer: Vec<f64> = spread.iter().map(|c| c * 1.1).collect();
+        let c = compare(&base, &costly(5000.0, &dearer), 5.0);
+        let reg: Vec<(&str, &str)> = c
+            .regressions()
+            .iter()
+            .map(|r| (r.scenario.as_str(), r.metric))
+            .collect();
+        assert_eq!(reg, [("02-no-filters", metrics::PATH_COST)]);
+        let row = c
+            .rows
+            .iter()
+            .find(|r| r.metric == metrics::PATH_COST)
+            .unwrap();
+        // 1 s over 100 MB each phase: 10 millicores per MB/s, then 11.
+        assert!(
+            (row.base - 10.0).abs() < 1e-9 && (row.new - 11.0).abs() < 1e-9,
+            "{row:?}"
+        );
+        // The baseline has no path of its own: no cost row.
+        assert!(!c
+            .rows
+            .iter()
+            .any(|r| r.scenario == "01-no-proxy-baseline" && r.metric == metrics::PATH_COST));
+        // The same CPU is no regression.
+        assert_eq!(compare(&base, &costly(5000.0, &spread), 5.0).exit_code(), 0);
+        // At another rate the cost is reported, not judged, and the warning names THROUGHPUT.
+        let c = compare(&base, &costly(6000.0, &dearer), 5.0);
+        let row = c
+            .rows
+            .iter()
+            .find(|r| r.metric == metrics::PATH_COST)
+            .unwrap();
+        assert!(!row.primary);
+        assert!(
+            c.warnings.iter().any(|w| w.starts_with(
+                "02-no-filters: THROUGHPUT is 5000 in the \
+                 base and 6000 in the new results"
+            )),
+            "{:?}",
+            c.warnings
+        );
+        // Unthrottled, the cost is secondary (it depends on the rate reached).
+        let mut free = costly(5000.0, &dearer);
+        for (_, reps) in &mut free.scenarios {
+            reps.iter_mut().for_each(|m| m.producer.target_rec_s = -1.0);
+        }
+        let c = compare(&free, &free.clone(), 5.0);
+        assert!(c
+            .rows
+            .iter()
+            .filter(|r| r.metric == metrics::PATH_COST)
+            .all(|r| !r.primary));
+    }
+
     /// `side(scale)` whose repetitions came from runs `runs` (one per repetition).
     fn side_of_runs(scale: &[f64], runs: &[usize]) -> Side {
         let mut s = side(scale);
@@ -468,6 +561,7 @@ mod tests {
                         metrics::Table::Intended
                             | metrics::Table::EndToEnd
                             | metrics::Table::CatchUp
+                            | metrics::Table::Cost
                     )
                 })
                 .count()
@@ -567,9 +661,11 @@ mod tests {
 
     #[test]
     fn every_metric_has_a_sensible_direction() {
-        assert_eq!(metrics::compared().count(), 28);
+        assert_eq!(metrics::compared().count(), 31);
         for m in metrics::compared() {
+            // Latencies, times and costs: less is better.
             let expected = if m.name.contains("Lat")
+                || m.name.contains(" mc per ")
                 || m.name.starts_with("Percentile")
                 || m.name.ends_with(" ms")
                 || m.name.ends_with(" s")

@@ -68,7 +68,7 @@ impl Phase {
         match self {
             Phase::Produce => "produce",
             Phase::Consume => "consume",
-            Phase::ProduceAndConsume => "produce_and_consume",
+            Phase::ProduceAndConsume => crate::cost::PRODUCE_AND_CONSUME,
         }
     }
 }

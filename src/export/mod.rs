@@ -8,6 +8,7 @@
 pub mod json;
 pub mod markdown;
 pub mod series;
+pub mod sizing;
 pub mod svg;
 pub mod text;
 
@@ -32,6 +33,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(markdown::Markdown),
         Box::new(svg::Svg),
         Box::new(series::Series),
+        Box::new(sizing::SizingFiles),
     ]
 }
 
