@@ -89,6 +89,17 @@ const fn with_spread(m: Metric, header: &'static str) -> Metric {
 use Better::{Higher, Lower};
 use Table::{CatchUp, Consumer, Cost, EndToEnd, Intended, Producer};
 
+/// A figure of the fetch (the reading after the partitions were assigned); NaN (shown `n/a`, not
+/// compared) in a DURATION run, whose group reads while the producers send: there is no fetch
+/// phase of its own to time, only the run's measured seconds.
+fn fetched(m: &Measurement, v: f64) -> f64 {
+    if m.series.is_empty() {
+        v
+    } else {
+        f64::NAN
+    }
+}
+
 /// One latency from the intended send time; NaN (shown `n/a`, not compared) when the
 /// measurement has none.
 fn intended(m: &Measurement, f: fn(&crate::model::LatencySummary) -> f64) -> f64 {
@@ -175,14 +186,14 @@ pub const METRICS: [Metric; 38] = [
         m.consumer.rebalance_ms
     }),
     metric("Fetch Time ms", "ms", Some(Lower), Consumer, 0, |m| {
-        m.consumer.fetch_ms
+        fetched(m, m.consumer.fetch_ms)
     }),
     metric("Fetch Mi/s", "MiB/s", Some(Higher), Consumer, 4, |m| {
-        m.consumer.fetch_mib_s
+        fetched(m, m.consumer.fetch_mib_s)
     }),
     with_spread(
         metric("Fetch rec/s", "rec/s", Some(Higher), Consumer, 4, |m| {
-            m.consumer.fetch_rec_s
+            fetched(m, m.consumer.fetch_rec_s)
         }),
         "Fetch rec/s ±CV%",
     ),

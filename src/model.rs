@@ -32,7 +32,23 @@ pub struct ProducerResult {
     /// does not measure it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intended: Option<LatencySummary>,
+    /// Every record's latency in HdrHistogram's compressed form (see
+    /// `crate::workload::latency::encode`), by distribution ([`SEND`], [`INTENDED`]); empty
+    /// from a tool that keeps none, and in a summary of repetitions (each repetition has its
+    /// own).
+    #[serde(default, skip_serializing_if = "Histograms::is_empty")]
+    pub histograms: Histograms,
 }
+
+/// Latency histograms by distribution, each in HdrHistogram's compressed form (µs).
+pub type Histograms = std::collections::BTreeMap<String, String>;
+
+/// The distribution of latencies from each send call to its acknowledgement.
+pub const SEND: &str = "send";
+/// The distribution of latencies from each record's intended send time to its acknowledgement.
+pub const INTENDED: &str = "intended";
+/// The distribution of latencies from each record's send to its receipt by the consumer.
+pub const END_TO_END: &str = "end-to-end";
 
 /// The latencies of records, in milliseconds: a producer's from each record's intended send
 /// time to its acknowledgement (`intended`), a consumer's from each record's send to its receipt
@@ -77,6 +93,10 @@ pub struct ConsumerResult {
     /// producer kept sending. The rates above are then those of the catch-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catch_up: Option<CatchUp>,
+    /// The end-to-end latencies in HdrHistogram's compressed form ([`END_TO_END`]), as the
+    /// producer's `histograms`.
+    #[serde(default, skip_serializing_if = "Histograms::is_empty")]
+    pub histograms: Histograms,
 }
 
 /// How a consumer group caught up with a backlog while a live producer kept sending at a fixed
@@ -276,6 +296,7 @@ impl Measurement {
             .unwrap_or(&reps[0]);
         Measurement {
             producer: ProducerResult {
+                histograms: Default::default(),
                 sent: worst.producer.sent,
                 failed: worst.producer.failed,
                 rate_rec_s: med(|m| m.producer.rate_rec_s),
@@ -291,6 +312,7 @@ impl Measurement {
                 intended: latency_summary(reps, |m| m.producer.intended.as_ref()),
             },
             consumer: ConsumerResult {
+                histograms: Default::default(),
                 consumed_mib: med(|m| m.consumer.consumed_mib),
                 consumed_mib_s: med(|m| m.consumer.consumed_mib_s),
                 consumed_recs: worst.consumer.consumed_recs,
@@ -560,6 +582,7 @@ mod tests {
 
     fn producer(rate: f64, target: f64, avg: f64, p50: f64, max: f64) -> ProducerResult {
         ProducerResult {
+            histograms: Default::default(),
             sent: 1000,
             failed: 0,
             rate_rec_s: rate,
@@ -615,6 +638,7 @@ mod tests {
             cost: Vec::new(),
             producer: producer(rate, -1.0, 1.0, 1.0, 2.0),
             consumer: ConsumerResult {
+                histograms: Default::default(),
                 consumed_mib: 1.0,
                 consumed_mib_s: rate / 1024.0,
                 consumed_recs: consumed,

@@ -416,6 +416,7 @@ pub(crate) mod tests {
                 series: Vec::new(),
                 cost: Vec::new(),
                 producer: ProducerResult {
+                    histograms: Default::default(),
                     sent: 10_000_000,
                     failed: 0,
                     rate_rec_s: p[0],
@@ -431,6 +432,7 @@ pub(crate) mod tests {
                     intended: None,
                 },
                 consumer: ConsumerResult {
+                    histograms: Default::default(),
                     consumed_mib: c[0],
                     consumed_mib_s: c[1],
                     consumed_recs: c[2] as u64,
@@ -691,6 +693,30 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             ]
         );
         assert!(render_markdown(&results).contains("**Cost**"));
+    }
+
+    #[test]
+    fn a_duration_run_has_no_fetch_figures_to_show() {
+        let mut results = sample();
+        results[0].measurement.series = vec![Second {
+            t_s: 1,
+            warm_up: false,
+            produced: 10,
+            consumed: 10,
+            lag: 0,
+            produce_p50_ms: 1.0,
+            produce_p99_ms: 1.0,
+            produce_max_ms: 1.0,
+            e2e_p50_ms: 1.0,
+            e2e_p99_ms: 1.0,
+            e2e_max_ms: 1.0,
+        }];
+        let t = consumer_table(&results);
+        let col = |name: &str| t.columns.iter().position(|c| c == name).unwrap();
+        for name in ["Fetch Time ms", "Fetch Mi/s", "Fetch rec/s"] {
+            assert_eq!(t.rows[0][col(name)], "n/a", "{name}");
+            assert_ne!(t.rows[1][col(name)], "n/a", "{name}");
+        }
     }
 
     #[test]

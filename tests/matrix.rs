@@ -288,6 +288,26 @@ async fn a_sizing_run_states_each_paths_coefficient_with_its_interval_and_the_la
             cpu * 1000.0 / mb
         })
         .collect();
+    // Every repetition kept its latency histograms, each counting the records acknowledged.
+    for m in &at_1000.repetitions {
+        let keys: Vec<&str> = m.producer.histograms.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["intended", "send"]);
+        for h in m.producer.histograms.values() {
+            let h = perf_tests::workload::latency::decode(h).unwrap();
+            assert_eq!(h.len(), m.producer.sent);
+        }
+    }
+    let logs = std::fs::read_dir(&run)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "hlog")
+        })
+        .count();
+    assert_eq!(logs, records.len());
     let c = &proxy["coefficient"];
     assert_eq!(c["n"], 2, "{c}");
     let mean = c["mean"].as_f64().unwrap();
@@ -315,6 +335,12 @@ async fn a_sizing_run_states_each_paths_coefficient_with_its_interval_and_the_la
     assert!(table.contains("Sizing by Rate"), "{table}");
     let md = std::fs::read_to_string(run.join("sizing.md")).unwrap();
     assert!(md.contains("| 02-no-filters "), "{md}");
+    // The charts draw the cost per scenario and over the rates.
+    let svg = std::fs::read_to_string(run.join("charts.svg")).unwrap();
+    assert!(svg.contains(r#"class="bar cost""#), "no cost bars");
+    assert!(
+        svg.contains("Path CPU (millicores per MB/s of produce + consume, median) by THROUGHPUT")
+    );
     // The run reads back as any other (its sizing is no scenario record).
     let cmp = common::bin()
         .arg("compare")

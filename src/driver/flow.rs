@@ -535,6 +535,7 @@ pub(crate) mod tests {
 
     pub fn producer(sent: u64) -> ProducerResult {
         ProducerResult {
+            histograms: Default::default(),
             sent,
             failed: 0,
             rate_rec_s: 1000.0,
@@ -586,6 +587,7 @@ pub(crate) mod tests {
                 let got = records.min(*self.records.lock().unwrap() - *at);
                 *at += got;
                 Ok(ConsumerResult {
+                    histograms: Default::default(),
                     consumed_mib: 0.0,
                     consumed_mib_s: 0.0,
                     consumed_recs: got,

@@ -254,6 +254,7 @@ pub fn parse_consumer_output(stdout: &str) -> Result<ConsumerLine> {
 /// The producer record of a run from its final line.
 pub fn producer_result(total: &ProducerTotal, requested: u64, throughput: i64) -> ProducerResult {
     ProducerResult {
+        histograms: Default::default(),
         sent: total.sent,
         // The tool counts only successful sends and waits for every callback before its final
         // line, so the rest failed.
@@ -279,6 +280,7 @@ pub fn producer_result(total: &ProducerTotal, requested: u64, throughput: i64) -
 /// The consumer record of a run from its summary line.
 pub fn consumer_result(line: &ConsumerLine) -> ConsumerResult {
     ConsumerResult {
+        histograms: Default::default(),
         consumed_mib: line.consumed_mib,
         consumed_mib_s: line.mib_s,
         consumed_recs: line.records,

@@ -21,17 +21,17 @@ fn pretty<T: Serialize>(name: String, value: &T) -> Result<(String, String)> {
 impl Exporter for Json {
     fn files(&self, info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>> {
         let mut files = vec![pretty(RUN_FILE.to_string(), info)?];
-        for (r, name) in results.iter().zip(file_names(results)) {
-            files.push(pretty(name, r)?);
+        for (r, stem) in results.iter().zip(file_stems(results)) {
+            files.push(pretty(format!("{stem}.json"), r)?);
         }
         Ok(files)
     }
 }
 
-/// `<scenario>.json`, or with a matrix `<scenario>@<n>.json`, n numbering the run's distinct
-/// combinations in order (the values themselves, such as image references, may not be file
-/// names; the record inside holds them).
-fn file_names(results: &[ScenarioResult]) -> Vec<String> {
+/// `<scenario>`, or with a matrix `<scenario>@<n>`, n numbering the run's distinct combinations
+/// in order (the values themselves, such as image references, may not be file names; the record
+/// inside holds them): the names of each scenario's files, `.json` and others.
+pub(super) fn file_stems(results: &[ScenarioResult]) -> Vec<String> {
     let mut combinations: Vec<&crate::matrix::Combination> = Vec::new();
     for r in results {
         if !combinations.contains(&&r.combination) {
@@ -43,14 +43,14 @@ fn file_names(results: &[ScenarioResult]) -> Vec<String> {
         .iter()
         .map(|r| {
             if r.combination.is_empty() {
-                format!("{}.json", r.name)
+                r.name.clone()
             } else {
                 let n = combinations
                     .iter()
                     .position(|c| *c == &r.combination)
                     .unwrap_or(0)
                     + 1;
-                format!("{}@{n:0width$}.json", r.name)
+                format!("{}@{n:0width$}", r.name)
             }
         })
         .collect()
@@ -64,8 +64,8 @@ mod tests {
     fn a_matrix_numbers_its_combinations_in_the_file_names() {
         let mut results = crate::report::tests::sample();
         assert_eq!(
-            file_names(&results),
-            ["01-no-proxy-baseline.json", "02-no-filters.json"]
+            file_stems(&results),
+            ["01-no-proxy-baseline", "02-no-filters"]
         );
         let mut more = results.clone();
         for (r, size) in results.iter_mut().zip(["100", "100"]) {
@@ -76,12 +76,12 @@ mod tests {
         }
         results.extend(more);
         assert_eq!(
-            file_names(&results),
+            file_stems(&results),
             [
-                "01-no-proxy-baseline@01.json",
-                "02-no-filters@01.json",
-                "01-no-proxy-baseline@02.json",
-                "02-no-filters@02.json"
+                "01-no-proxy-baseline@01",
+                "02-no-filters@01",
+                "01-no-proxy-baseline@02",
+                "02-no-filters@02"
             ]
         );
     }

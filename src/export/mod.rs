@@ -5,6 +5,7 @@
 //! renamed into place, so a results directory is either complete or absent. A run never replaces
 //! another: when the name is taken, `-2`, `-3`, ... is appended.
 
+pub mod histograms;
 pub mod json;
 pub mod markdown;
 pub mod series;
@@ -34,6 +35,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(svg::Svg),
         Box::new(series::Series),
         Box::new(sizing::SizingFiles),
+        Box::new(histograms::Histograms),
     ]
 }
 

@@ -3,8 +3,10 @@
 //! p99.9) per scenario as grouped bars; when scenarios were repeated, each bar is the median and
 //! carries a min–max error bar. A run with a matrix adds, for each setting it varied, a line
 //! chart of the producer's throughput and of its 99th percentile over that setting's values, one
-//! line per scenario (and combination of the other varying settings). Every bar and point has
-//! a `<title>` with its exact value.
+//! line per scenario (and combination of the other varying settings). When the path's own
+//! services were costed, a panel of their millicores per MB/s of produce + consume traffic
+//! follows the latencies, and each varying setting gets that line too (the cost at each rate of
+//! a sweep). Every bar and point has a `<title>` with its exact value.
 
 use std::fmt::Write;
 
@@ -102,9 +104,15 @@ fn axes_of(results: &[ScenarioResult]) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// Height of the two line panels of one varying setting with `lines` lines in the legend.
-fn line_block_height(lines: usize) -> f64 {
-    2.0 * (TOP + PANEL_HEIGHT + LABEL_SPACE) + lines as f64 * LEGEND_LINE
+/// Height of the `panels` line panels of one varying setting with `lines` lines in the legend.
+fn line_block_height(lines: usize, panels: f64) -> f64 {
+    panels * (TOP + PANEL_HEIGHT + LABEL_SPACE) + lines as f64 * LEGEND_LINE
+}
+
+/// Whether any scenario's own services were costed (a baseline has none).
+fn has_cost(results: &[ScenarioResult]) -> bool {
+    let cost = metrics::named(metrics::PATH_COST);
+    results.iter().any(|r| !(cost.get)(&r.measurement).is_nan())
 }
 
 /// The SVG document for a run's results.
@@ -123,11 +131,14 @@ pub fn render(results: &[ScenarioResult]) -> String {
         // Room for the line charts' value labels.
         width = width.max(LEFT + RIGHT + 4.0 * GROUP_WIDTH);
     }
-    let bars_height = 2.0 * (TOP + PANEL_HEIGHT + LABEL_SPACE);
+    let costed = has_cost(results);
+    let panels = if costed { 3.0 } else { 2.0 };
+    let bars_height = panels * (TOP + PANEL_HEIGHT + LABEL_SPACE);
+    let per_block = if costed { 3.0 } else { 2.0 };
     let height = bars_height
         + blocks
             .iter()
-            .map(|(_, _, l)| line_block_height(l.len()))
+            .map(|(_, _, l)| line_block_height(l.len(), per_block))
             .sum::<f64>();
     let repeated = results.iter().any(|r| r.repetitions.len() > 1);
     let mut svg = document(width, height);
@@ -139,14 +150,24 @@ pub fn render(results: &[ScenarioResult]) -> String {
 
     throughput_panel(&mut svg, results, width, suffix, repeated);
     latency_panel(&mut svg, results, width, suffix, repeated);
+    if costed {
+        cost_panel(&mut svg, results, width, suffix, repeated);
+    }
 
     let mut top = bars_height;
+    let charts: &[Chart] = if costed {
+        &[Chart::Throughput, Chart::P99, Chart::Cost]
+    } else {
+        &[Chart::Throughput, Chart::P99]
+    };
     for (var, values, lines) in &blocks {
-        line_chart(&mut svg, top, width, var, values, lines, Chart::Throughput);
-        let second = top + TOP + PANEL_HEIGHT + LABEL_SPACE;
-        line_chart(&mut svg, second, width, var, values, lines, Chart::P99);
-        legend(&mut svg, second + TOP + PANEL_HEIGHT + LABEL_SPACE, lines);
-        top += line_block_height(lines.len());
+        let mut at = top;
+        for chart in charts {
+            line_chart(&mut svg, at, width, var, values, lines, *chart);
+            at += TOP + PANEL_HEIGHT + LABEL_SPACE;
+        }
+        legend(&mut svg, at, lines);
+        top += line_block_height(lines.len(), per_block);
     }
     svg.push_str("</svg>\n");
     svg
@@ -253,11 +274,62 @@ fn latency_panel(
     }
 }
 
+/// The path's own services' millicores per MB/s of produce + consume traffic per scenario, as
+/// bars (with their spread when repeated); a scenario without a path of its own gets none.
+fn cost_panel(
+    svg: &mut String,
+    results: &[ScenarioResult],
+    width: f64,
+    suffix: &str,
+    repeated: bool,
+) {
+    let metric = metrics::named(metrics::PATH_COST);
+    let series: Vec<(f64, f64, f64)> = results.iter().map(|r| spread(r, metric)).collect();
+    let top = 3.0 * TOP + 2.0 * (PANEL_HEIGHT + LABEL_SPACE);
+    let max = nice_ceiling(
+        series
+            .iter()
+            .map(|s| s.2)
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max),
+    );
+    panel(
+        svg,
+        top,
+        width,
+        max,
+        &format!("Path CPU (millicores per MB/s of produce + consume{suffix})"),
+    );
+    for (i, (r, (med, lo, hi))) in results.iter().zip(&series).enumerate() {
+        label(svg, i, top, r);
+        if med.is_nan() {
+            continue;
+        }
+        let bw = GROUP_WIDTH * 0.5;
+        let x = LEFT + i as f64 * GROUP_WIDTH + (GROUP_WIDTH - bw) / 2.0;
+        bar(
+            svg,
+            "bar cost",
+            "#54a24b",
+            x,
+            bw,
+            top,
+            max,
+            *med,
+            &format!("{}: {med:.2} mc per MB/s", r.label()),
+        );
+        if repeated {
+            error_bar(svg, x + bw / 2.0, top, max, *lo, *hi);
+        }
+    }
+}
+
 /// What a line chart shows.
 #[derive(Clone, Copy)]
 enum Chart {
     Throughput,
     P99,
+    Cost,
 }
 
 impl Chart {
@@ -270,6 +342,7 @@ impl Chart {
                 Some(i) => i.p99_ms,
                 None => r.measurement.producer.p99_ms,
             },
+            Chart::Cost => (metrics::named(metrics::PATH_COST).get)(&r.measurement),
         };
         (v, self.unit())
     }
@@ -278,6 +351,7 @@ impl Chart {
         match self {
             Chart::Throughput => "rec/s",
             Chart::P99 => "ms",
+            Chart::Cost => "mc per MB/s",
         }
     }
 
@@ -288,6 +362,9 @@ impl Chart {
                 "Producer 99th percentile (ms, median; from the intended send times where \
                  measured) by {var}"
             ),
+            Chart::Cost => {
+                format!("Path CPU (millicores per MB/s of produce + consume, median) by {var}")
+            }
         }
     }
 }
@@ -323,8 +400,16 @@ fn line_chart(
     }
     for (k, line) in lines.iter().enumerate() {
         let colour = PALETTE[k % PALETTE.len()];
-        let points: Vec<String> = line
+        // A point without the value (a baseline's path cost) is not drawn.
+        let drawn: Vec<&(usize, &ScenarioResult)> = line
             .points
+            .iter()
+            .filter(|(_, r)| chart.value(r).0.is_finite())
+            .collect();
+        if drawn.is_empty() {
+            continue;
+        }
+        let points: Vec<String> = drawn
             .iter()
             .map(|(x, r)| format!("{:.1},{:.1}", x_of(*x), y_of(top, max, chart.value(r).0)))
             .collect();
@@ -333,7 +418,7 @@ fn line_chart(
             r#"<polyline class="line" points="{}" fill="none" stroke="{colour}" stroke-width="2"/>"#,
             points.join(" ")
         );
-        for (x, r) in &line.points {
+        for (x, r) in drawn {
             let (v, unit) = chart.value(r);
             let _ = writeln!(
                 svg,
@@ -681,6 +766,36 @@ mod tests {
                 assert_eq!(*title, format!("{} {name}: {:.1} ms", r.label(), field(r)));
             }
         }
+    }
+
+    #[test]
+    fn the_paths_cost_is_drawn_as_the_results_hold_it() {
+        use crate::cost::{PhaseCost, Role, ServiceCost};
+        let mut results = crate::report::tests::sample();
+        assert!(!render(&results).contains("bar cost"));
+        // 02's proxy: 0.4 s of CPU for 100 MB in each of two phases, 4 mc per MB/s.
+        results[1].measurement.cost = ["produce", "consume"]
+            .map(|phase| PhaseCost {
+                phase: phase.into(),
+                records: 100_000,
+                record_bytes: 100_000_000,
+                seconds: 10.0,
+                services: vec![ServiceCost {
+                    service: "proxy".into(),
+                    role: Role::Path,
+                    cpu_s: 0.4,
+                    rx_bytes: 0,
+                    tx_bytes: 0,
+                }],
+            })
+            .to_vec();
+        let svg = render(&results);
+        check_well_formed(&svg).unwrap();
+        let drawn = bars(&svg, "bar cost");
+        // The baseline has no path of its own: one bar, 02's, at its value.
+        assert_eq!(drawn.len(), 1);
+        assert_eq!(drawn[0].0, "02-no-filters: 4.00 mc per MB/s");
+        assert!(svg.contains("Path CPU (millicores per MB/s of produce + consume)"));
     }
 
     #[test]

@@ -285,6 +285,10 @@ fn consume_blocking(
     }
     let mut r = result(count, bytes, total, rebalance);
     r.end_to_end = (stamped > 0).then(|| end_to_end.summary(stamped));
+    if stamped > 0 {
+        r.histograms
+            .insert(crate::model::END_TO_END.to_string(), end_to_end.encoded());
+    }
     if members.len() > 1 {
         r.per_client = members.iter().map(|m| m.count).collect();
     }
@@ -514,6 +518,7 @@ fn result(count: u64, bytes: u64, total: Duration, rebalance: Duration) -> Consu
         }
     };
     ConsumerResult {
+        histograms: Default::default(),
         consumed_mib: mib,
         consumed_mib_s: per(mib, total),
         consumed_recs: count,

@@ -2,6 +2,8 @@
 //! summarised in milliseconds. The producer tallies its latencies with it (from the send call,
 //! and from the intended send time), the consumer its end-to-end latencies.
 
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
 use crate::model::LatencySummary;
@@ -61,6 +63,35 @@ impl Latencies {
     }
 }
 
+/// A histogram of µs in HdrHistogram's compressed form (V2, deflated, base64), as its Java,
+/// C, Go, Python and Rust implementations read it (`Histogram.decodeFromCompressedByteBuffer`).
+pub fn encode(h: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    // Writing into memory fails only on a histogram too large to encode, which these bounds
+    // cannot hold.
+    V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .expect("a bounded histogram serialises");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The histogram of a string [`encode`] wrote.
+pub fn decode(text: &str) -> anyhow::Result<Histogram<u64>> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| anyhow::anyhow!("not base64: {e}"))?;
+    Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .map_err(|e| anyhow::anyhow!("not an HdrHistogram: {e:?}"))
+}
+
+impl Latencies {
+    /// Every latency tallied, in HdrHistogram's compressed form (see [`encode`]).
+    pub fn encoded(&self) -> String {
+        encode(&self.histogram)
+    }
+}
+
 impl Default for Latencies {
     fn default() -> Self {
         Latencies::new()
@@ -100,5 +131,22 @@ mod tests {
         assert!((3_500..3_505).contains(&p50), "{p50}");
         assert!(h.max() >= 250_000 && h.max() < 250_300, "{}", h.max());
         assert!(h.min() <= 100);
+    }
+
+    #[test]
+    fn the_compressed_form_reads_back_as_the_same_histogram() {
+        let mut l = Latencies::new();
+        for us in [120u64, 950, 4_000, 4_100, 1_200_000] {
+            l.record(us);
+        }
+        let back = decode(&l.encoded()).unwrap();
+        assert_eq!(back.len(), 5);
+        assert_eq!(
+            back.value_at_quantile(0.5),
+            l.histogram.value_at_quantile(0.5)
+        );
+        assert_eq!(back.max(), l.histogram.max());
+        assert!(decode("not a histogram").is_err());
+        assert!(decode("aGVsbG8=").is_err());
     }
 }

@@ -18,7 +18,7 @@ use rdkafka::producer::{BaseProducer, Producer, ProducerContext};
 use super::client::LastError;
 use super::latency::Latencies;
 use super::properties::client_config;
-use crate::model::ProducerResult;
+use crate::model::{ProducerResult, INTENDED, SEND};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -225,6 +225,12 @@ fn summarise(cfg: &ProduceConfig, parts: Vec<Produced>) -> ProducerResult {
             -1.0
         },
         intended: throttled.then(|| intended.summary(acked)),
+        histograms: [(SEND, &sent)]
+            .into_iter()
+            .chain(throttled.then_some((INTENDED, &intended)))
+            .filter(|(_, l)| l.count() > 0)
+            .map(|(k, l)| (k.to_string(), l.encoded()))
+            .collect(),
     }
 }
 

@@ -234,9 +234,10 @@ impl Watcher {
             consumed_mib,
             consumed_mib_s: per_s(consumed) * size / MIB,
             consumed_rec_s: per_s(consumed),
-            fetch_ms: secs * 1000.0,
-            fetch_mib_s: per_s(consumed) * size / MIB,
-            fetch_rec_s: per_s(consumed),
+            // No fetch phase of its own to time: the group read while the producers sent.
+            fetch_ms: 0.0,
+            fetch_mib_s: 0.0,
+            fetch_rec_s: 0.0,
             end_to_end: cfg
                 .consume
                 .end_to_end
