@@ -82,6 +82,23 @@ async fn every_second_is_recorded_and_a_stall_shows_where_it_happened() {
     );
     assert!(rate > 0.0 && rate <= 2000.0 * 1.05, "{rate}");
 
+    // Costed over the whole run (its warm-up included), with the records of the whole run: the
+    // proxy worked for them for at least the measured seconds' records.
+    let cost = m["cost"].as_array().unwrap_or_else(|| panic!("{m}"));
+    assert_eq!(cost.len(), 1, "{m}");
+    assert_eq!(cost[0]["phase"], "produce_and_consume");
+    assert_eq!(cost[0]["records"].as_f64().unwrap(), sent);
+    assert!(cost[0]["seconds"].as_f64().unwrap() >= 10.0, "{}", cost[0]);
+    let proxy_cpu = cost[0]["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["service"] == "kroxylicious-no-filters")
+        .unwrap_or_else(|| panic!("{}", cost[0]))["cpu_s"]
+        .as_f64()
+        .unwrap();
+    assert!(proxy_cpu > 0.0, "{}", cost[0]);
+
     // Each container's memory, sample by sample.
     let proxy = result["resources"]
         .as_array()

@@ -145,8 +145,9 @@ enum How {
 fn sizing(settings: &Settings, args: &SizingArgs) -> i32 {
     if let Some(d) = settings.duration {
         eprintln!(
-            "error: DURATION={d} cannot be sized: a run bounded by time does not measure each \
-             phase's cost; give NUM_RECORDS instead"
+            "error: DURATION={d} cannot be sized: a run bounded by time is costed over its whole \
+             span, its warm-up included, while a sizing counts measured phases only; give \
+             NUM_RECORDS instead"
         );
         return EXIT_USAGE;
     }

@@ -146,7 +146,7 @@ async fn on_topic(
     steps.done("end_offsets_before");
     match (spec.mode, spec.duration) {
         (Mode::EndToEnd, Some(duration)) => {
-            return timed(session, spec, duration, &group, before, steps).await
+            return timed(session, spec, marks, duration, &group, before, steps).await
         }
         (Mode::EndToEnd, None) => {
             return end_to_end(session, spec, marks, &group, before, steps).await
@@ -248,6 +248,7 @@ async fn end_to_end(
 async fn timed(
     session: &dyn Session,
     spec: &MeasureSpec,
+    marks: &dyn Marks,
     duration: Duration,
     group: &str,
     before: u64,
@@ -258,6 +259,9 @@ async fn timed(
         duration.as_secs(),
         spec.duration_warm_up.as_secs()
     ));
+    // Costed over the whole run, its warm-up included: the counters can be read only around the
+    // one workload process, and the records counted are the whole run's too.
+    marks.start(Phase::ProduceAndConsume).await;
     let r = session
         .soak(spec, group, &|e| {
             if let Event::Line(l) = e {
@@ -266,6 +270,7 @@ async fn timed(
         })
         .await
         .context("produce and consume for the DURATION")?;
+    marks.end(Phase::ProduceAndConsume, r.producer.sent).await;
     steps.done("produce_and_consume");
     crate::progress::detail("counting the topic's records at the broker (end offsets)");
     let after = session.end_offsets(spec).await.context("end offsets")?;
