@@ -88,7 +88,7 @@ const COLUMNS: [&str; 5] = [
 
 /// Per scenario (and combination of the other varying settings), the highest THROUGHPUT
 /// sustained below the first that was not, with its p99, and that first rate with the reason;
-/// `None` unless some scenario was measured at two or more rates.
+/// `None` unless THROUGHPUT varied (a matrix over it, or a sweep).
 pub fn table(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Option<TableData> {
     // A catch-up's THROUGHPUT is its live producer's rate, not one the path had to sustain.
     if results
@@ -111,7 +111,8 @@ pub fn table(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Option<Ta
         })
         .filter(|(_, rates)| !rates.is_empty())
         .collect();
-    if !lines.iter().any(|(_, rates)| rates.len() > 1) {
+    // A sweep stopped at its first rate has one point a line, and still its table.
+    if lines.is_empty() {
         return None;
     }
     let others = crate::matrix::varying(lines.iter().map(|(l, _)| &l.rest));
@@ -237,8 +238,11 @@ mod tests {
         easy.extend(at(2000, 1.0, 5.0));
         let t = table(&easy, None).unwrap();
         assert_eq!(t.rows[0][4], "none measured");
-        // One rate, or none: no sweep table.
-        assert!(table(&at(1000, 1.0, 5.0), None).is_none());
+        // A sweep that stopped at its first rate still says so.
+        let t = table(&at(1000, 1.0, 50.0), Some(20)).unwrap();
+        assert_eq!(t.rows[0][1], "none");
+        assert_eq!(t.rows[0][5], "p99 50.0 ms over P99_LIMIT_MS=20");
+        // THROUGHPUT did not vary: no sweep table.
         assert!(table(&crate::report::tests::sample(), None).is_none());
     }
 

@@ -219,6 +219,59 @@ async fn a_sweep_stops_raising_the_rate_at_the_first_the_path_does_not_sustain()
     assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sweep_stops_at_the_first_rate_whose_p99_passes_p99_limit_ms() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    // Every rate here is easy for the baseline; a round trip through the broker with acks=all
+    // takes more than a millisecond at the 99th percentile, so the limit stops the climb.
+    let out = perf_tests_command("sweep", results.path())
+        .args(["--from", "500", "--to", "1500", "--steps", "3"])
+        .env("TEST", "01-.*")
+        .env("NUM_RECORDS", "2e3")
+        .env("P99_LIMIT_MS", "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (run, records) = the_run(results.path());
+    // Which rates the limit should have stopped, from what was measured: the climb ends at the
+    // first whose p99 (from the intended send times) passed 1 ms, and nothing above it is
+    // measured.
+    let p99_at: Vec<(u64, f64)> = records
+        .iter()
+        .map(|(_, r)| {
+            let m = &r.measurement;
+            assert!(
+                m.producer.rate_rec_s >= 0.95 * m.producer.target_rec_s,
+                "{m:?}"
+            );
+            (
+                r.combination["THROUGHPUT"].parse().unwrap(),
+                m.producer.intended.as_ref().unwrap().p99_ms,
+            )
+        })
+        .collect();
+    let (stop, p99) = *p99_at
+        .iter()
+        .find(|(_, p99)| *p99 > 1.0)
+        .unwrap_or_else(|| panic!("no rate had a p99 over 1 ms: {p99_at:?}"));
+    assert_eq!(p99_at.last().unwrap().0, stop, "{p99_at:?}");
+    assert!(
+        stderr.contains(&format!(
+            "does not sustain {stop} rec/s: p99 {p99:.1} ms over P99_LIMIT_MS=1"
+        )),
+        "{stderr}"
+    );
+    let row = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Highest Sustained Rate"))
+        .find(|l| l.starts_with("01-"))
+        .unwrap();
+    assert!(row.contains("over P99_LIMIT_MS=1"), "{row}");
+    assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
+}
+
 /// The path's CPU seconds over every phase of a repetition, and the MB of traffic they moved,
 /// read from the record's raw counters.
 fn path_cpu_and_mb(m: &perf_tests::model::Measurement) -> (f64, f64) {
