@@ -112,7 +112,7 @@ async fn the_broker_killed_mid_produce_ends_the_run_naming_it() {
         &run_id,
         results.path(),
         &[
-            "error: scenario 01-no-proxy-baseline: a container of the run stopped during the measurement",
+            "error: scenario 01-no-proxy-baseline: a container of the run stopped during the measurement (its produce phase)",
             "service \"broker1\" (container ",
             "exited with code 137 (killed)",
             "log lines ---",
@@ -145,7 +145,7 @@ async fn a_proxy_killed_mid_consume_ends_the_run_naming_it() {
         &run_id,
         results.path(),
         &[
-            "error: scenario 02-no-filters: a container of the run stopped during the measurement",
+            "error: scenario 02-no-filters: a container of the run stopped during the measurement (its consume phase)",
             "service \"kroxylicious-no-filters\" (container ",
             "exited with code 137 (killed)",
         ],
@@ -173,7 +173,7 @@ async fn the_workload_container_killed_ends_the_run_naming_it() {
         &run_id,
         results.path(),
         &[
-            "error: scenario 01-no-proxy-baseline: a container of the run stopped during the measurement",
+            "error: scenario 01-no-proxy-baseline: a container of the run stopped during the measurement (its produce phase)",
             "workload (load generator) (container ",
             "exited with code 137 (killed)",
         ],

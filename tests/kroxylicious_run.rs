@@ -543,9 +543,55 @@ async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
     assert!(took < Duration::from_secs(30), "took {took:?}:\n{stderr}");
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("stopped during the measurement")
+        stderr.contains("stopped during the measurement (its produce phase)")
             && stderr.contains("service \"kroxylicious-no-filters\"")
             && stderr.contains("exited with code 137 (killed)"),
+        "{stderr}"
+    );
+    assert_eq!(leftovers(&run_id).await, (0, 0), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_killed_during_the_warm_up_ends_the_run_at_once_naming_it_and_the_warm_up() {
+    use std::time::{Duration, Instant};
+
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let mut cmd = perf_tests_run(results.path());
+    // A warm-up far longer than the test waits for: only the kill can end it early.
+    cmd.env("TEST", "02.*")
+        .env("NUM_RECORDS", "1000")
+        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "5e7");
+    let Started {
+        mut child,
+        lines,
+        run_id,
+    } = start_run(cmd, |line| line.starts_with("==> 02-"));
+    wait_for("the warm-up's produce", Duration::from_secs(180), || {
+        workload_runs(&run_id, "produce", "--num-records 50000000")
+    });
+    let proxy = running_container(&run_id, "kroxylicious-no-filters").expect("the proxy runs");
+    let killed = Command::new("docker")
+        .args(["kill", &proxy])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let sent = Instant::now();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    let took = sent.elapsed();
+    let stderr = rest.join("\n");
+    assert!(took < Duration::from_secs(30), "took {took:?}:\n{stderr}");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("stopped during the warm-up before the measurement")
+            && stderr.contains("service \"kroxylicious-no-filters\"")
+            && stderr.contains("exited with code 137 (killed)"),
+        "{stderr}"
+    );
+    // Nothing was measured, so nothing was kept.
+    assert!(
+        std::fs::read_dir(results.path()).map_or(true, |mut d| d.next().is_none()),
         "{stderr}"
     );
     assert_eq!(leftovers(&run_id).await, (0, 0), "{stderr}");

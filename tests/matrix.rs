@@ -12,7 +12,9 @@ use std::process::{Command, Output};
 use perf_tests::model::ScenarioResult;
 
 const PROXY_A: &str = "perf-tests/kroxylicious:0.12.0";
-const PROXY_B: &str = "perf-tests-test/kroxylicious:b";
+/// The same proxy whose JVM stops at its first compiler tier (C1): another build, another
+/// image id, and more CPU per record.
+const PROXY_B: &str = "perf-tests-test/kroxylicious:c1";
 const KAFKA_A: &str = "perf-tests/kafka:4.4.0";
 const KAFKA_B: &str = "perf-tests-test/kafka:b";
 
@@ -24,6 +26,40 @@ fn tag(from: &str, to: &str) {
         .status()
         .unwrap();
     assert!(ok.success(), "docker tag {from} {to}");
+}
+
+/// `to`: `from` with `JAVA_OPTIONS` (which the proxy's start script passes to its JVM) baked
+/// in, built from a Dockerfile on stdin by the local engine; returns its image id.
+fn with_jvm_options(from: &str, to: &str, options: &str) -> String {
+    use std::io::Write;
+    let mut build = Command::new("docker")
+        .args(["build", "-q", "-t", to, "-"])
+        .env_remove("DOCKER_HOST")
+        .env("DOCKER_BUILDKIT", "0")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    write!(
+        build.stdin.take().unwrap(),
+        "FROM {from}\nENV JAVA_OPTIONS=\"{options}\"\n"
+    )
+    .unwrap();
+    let out = build.wait_with_output().unwrap();
+    assert!(out.status.success(), "docker build {to}");
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert!(id.starts_with("sha256:"), "{id}");
+    id
+}
+
+fn image_id(image: &str) -> String {
+    let out = Command::new("docker")
+        .args(["image", "inspect", "-f", "{{.Id}}", image])
+        .env_remove("DOCKER_HOST")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "docker image inspect {image}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 fn text(out: &Output) -> (String, String) {
@@ -53,7 +89,14 @@ fn the_run(results: &Path) -> (PathBuf, Vec<(String, ScenarioResult)>) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_matrix_over_record_size_and_the_proxy_image_measures_every_combination() {
     let _lock = engine_lock(false);
-    tag(PROXY_A, PROXY_B);
+    let ids = [
+        (PROXY_A, image_id(PROXY_A)),
+        (
+            PROXY_B,
+            with_jvm_options(PROXY_A, PROXY_B, "-XX:TieredStopAtLevel=1"),
+        ),
+    ];
+    assert_ne!(ids[0].1, ids[1].1);
     let results = tempfile::tempdir().unwrap();
     let out = perf_tests_run(results.path())
         .env("TEST", "0[12]-.*")
@@ -93,11 +136,13 @@ async fn a_matrix_over_record_size_and_the_proxy_image_measures_every_combinatio
             "{file}: {} MiB",
             r.measurement.consumer.consumed_mib
         );
-        // The proxy scenario ran the combination's image, and only that one.
+        // The proxy scenario ran the combination's image (by its id), and only that one.
         if r.name.starts_with("02") {
             let other = if image == PROXY_A { PROXY_B } else { PROXY_A };
-            assert!(
-                r.images.contains_key(image.as_str()),
+            let id = &ids.iter().find(|(i, _)| i == image).unwrap().1;
+            assert_eq!(
+                r.images.get(image.as_str()),
+                Some(id),
                 "{file}: {:?}",
                 r.images
             );

@@ -63,11 +63,22 @@ pub(super) async fn guarded<T>(
     workload: &[(String, String)],
     work: impl Future<Output = Result<T>>,
 ) -> Result<T> {
+    guarded_where(watcher, &|| phase.to_string(), workload, work).await
+}
+
+/// [`guarded`] for work whose phase moves on while it runs (the warm-up, then each measured
+/// phase): `phase` says where it is when a fault is found.
+pub(super) async fn guarded_where<T>(
+    watcher: &dyn Watcher,
+    phase: &dyn Fn() -> String,
+    workload: &[(String, String)],
+    work: impl Future<Output = Result<T>>,
+) -> Result<T> {
     // Checked at once too: a container that died between phases (while the previous scenario
     // came down) ends this one before it starts.
     let watch = async {
         loop {
-            if let Some(fault) = watcher.check(phase, workload).await {
+            if let Some(fault) = watcher.check(&phase(), workload).await {
                 return fault;
             }
             tokio::time::sleep(WATCH_EVERY).await;
@@ -81,11 +92,11 @@ pub(super) async fn guarded<T>(
     };
     match outcome {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => match watcher.check(phase, workload).await {
-            Some(fault) => Err(fault.into_error(phase)),
+        Ok(Err(e)) => match watcher.check(&phase(), workload).await {
+            Some(fault) => Err(fault.into_error(&phase())),
             None => Err(e),
         },
-        Err(fault) => Err(fault.into_error(phase)),
+        Err(fault) => Err(fault.into_error(&phase())),
     }
 }
 

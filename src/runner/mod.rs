@@ -530,9 +530,11 @@ async fn measure_scenario(
         record_size: settings.record_size,
         started: RefCell::new(None),
         phases: RefCell::new(Vec::new()),
+        stage: RefCell::new(CostMarks::WARM_UP.to_string()),
     };
     let measure = flow::measure_marked(session, &spec, &marks);
-    let measured = guarded(watcher, "the measurement", &workload, measure).await;
+    let stage = || marks.stage.borrow().clone();
+    let measured = guarded_where(watcher, &stage, &workload, measure).await;
     let costs = marks.phases.take();
     // Only a run bounded by time keeps each sample's memory: a soak's growth over time.
     let used = sampler.finish(settings.duration.is_some()).await;
@@ -864,9 +866,10 @@ mod tests {
     async fn a_container_that_dies_ends_the_measurement_naming_it_and_everything_comes_down() {
         let root = tempfile::tempdir().unwrap();
         let plan = planned(root.path());
+        // It dies as the measurement starts: in its warm-up, before any measured phase.
         let mut site = FakeSite {
             dies: Some((
-                "the measurement",
+                "the warm-up before the measurement",
                 "service \"proxy\" (container c-proxy) exited with code 137 (killed)",
             )),
             ..FakeSite::default()
@@ -875,7 +878,7 @@ mod tests {
         let msg = format!("{err:#}");
         assert!(
             msg.contains("scenario 01-proxy")
-                && msg.contains("stopped during the measurement")
+                && msg.contains("stopped during the warm-up before the measurement")
                 && msg.contains("service \"proxy\" (container c-proxy) exited with code 137"),
             "{msg}"
         );

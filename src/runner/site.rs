@@ -134,10 +134,21 @@ pub(super) struct CostMarks<'a> {
     pub(super) record_size: u64,
     pub(super) started: RefCell<Option<(Instant, cost::Readings)>>,
     pub(super) phases: RefCell<Vec<cost::PhaseCost>>,
+    /// Where the measurement is, for a fault's message: the warm-up, then each measured phase.
+    pub(super) stage: RefCell<String>,
+}
+
+impl CostMarks<'_> {
+    /// Before any measured phase starts.
+    pub(super) const WARM_UP: &'static str = "the warm-up before the measurement";
 }
 
 impl flow::Marks for CostMarks<'_> {
-    fn start(&self, _: flow::Phase) -> LocalBoxFuture<'_, ()> {
+    fn start(&self, phase: flow::Phase) -> LocalBoxFuture<'_, ()> {
+        *self.stage.borrow_mut() = format!(
+            "the measurement (its {} phase)",
+            phase.name().replace('_', " ")
+        );
         Box::pin(async move {
             let counters = self.sampling.counters().await;
             *self.started.borrow_mut() = Some((Instant::now(), counters));
@@ -145,6 +156,10 @@ impl flow::Marks for CostMarks<'_> {
     }
 
     fn end(&self, phase: flow::Phase, records: u64) -> LocalBoxFuture<'_, ()> {
+        *self.stage.borrow_mut() = format!(
+            "the measurement (after its {} phase)",
+            phase.name().replace('_', " ")
+        );
         Box::pin(async move {
             let end = self.sampling.counters().await;
             let Some((at, start)) = self.started.borrow_mut().take() else {
