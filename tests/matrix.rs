@@ -478,6 +478,14 @@ async fn a_sizing_run_with_no_rate_below_the_ceiling_fails_and_names_from() {
         "{stderr}"
     );
     assert!(stdout.contains("no rate below the ceiling"), "{stdout}");
+    // The saturation warning says so too, printed and kept.
+    let saturated = "01-no-proxy-baseline: producer reached ";
+    assert!(
+        stdout.contains(saturated)
+            && stdout
+                .contains("of THROUGHPUT=5000000: the path is saturated below the requested rate"),
+        "{stdout}"
+    );
     // What was measured is kept.
     let (run, records) = the_run(results.path());
     assert_eq!(records.len(), 1);
