@@ -529,24 +529,25 @@ async fn a_jdk_older_than_the_artifact_stops_the_run_before_anything_starts() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
+/// Runs 02 with `env`, kills its proxy once the load generator runs the `produce` step with
+/// `--num-records <records>`, and asserts that the run ended within 30 s, exit 1, saying the
+/// proxy stopped during `phase`, with nothing left.
+async fn kill_the_proxy_during(env: &[(&str, &str)], records: &str, phase: &str) {
     use std::time::{Duration, Instant};
 
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
     let mut cmd = perf_tests_run(results.path());
-    // Far more records than the test waits for: only the kill can end the measurement early.
-    cmd.env("TEST", "02.*").env("NUM_RECORDS", "5e7");
+    cmd.env("TEST", "02.*").envs(env.iter().copied());
     let Started {
         mut child,
         lines,
         run_id,
     } = start_run(cmd, |line| line.starts_with("==> 02-"));
-    // The proxy comes up, answers, the path is warmed; then the measured produce runs, and
+    // The proxy comes up, answers, the path is warmed; the step the test waits for runs, and
     // the proxy dies in it.
-    wait_for("the measured produce", Duration::from_secs(180), || {
-        workload_runs(&run_id, "produce", "--num-records 50000000")
+    wait_for(phase, Duration::from_secs(180), || {
+        workload_runs(&run_id, "produce", &format!("--num-records {records}"))
     });
     let proxy = running_container(&run_id, "kroxylicious-no-filters").expect("the proxy runs");
     let killed = Command::new("docker")
@@ -562,58 +563,34 @@ async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
     assert!(took < Duration::from_secs(30), "took {took:?}:\n{stderr}");
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("stopped during the measurement (its produce phase)")
+        stderr.contains(&format!("stopped during {phase}"))
             && stderr.contains("service \"kroxylicious-no-filters\"")
             && stderr.contains("exited with code 137 (killed)"),
+        "{stderr}"
+    );
+    // Nothing completed, so nothing was kept.
+    assert!(
+        std::fs::read_dir(results.path()).map_or(true, |mut d| d.next().is_none()),
         "{stderr}"
     );
     assert_eq!(leftovers(&run_id).await, (0, 0), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_proxy_killed_during_the_warm_up_ends_the_run_at_once_naming_it_and_the_warm_up() {
-    use std::time::{Duration, Instant};
+async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
+    // Far more records than the test waits for: only the kill can end the measurement early.
+    let env = [("NUM_RECORDS", "5e7")];
+    kill_the_proxy_during(&env, "50000000", "the measurement (its produce phase)").await;
+}
 
-    let _lock = engine_lock(false);
-    let results = tempfile::tempdir().unwrap();
-    let mut cmd = perf_tests_run(results.path());
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_killed_during_the_warm_up_ends_the_run_at_once_naming_it_and_the_warm_up() {
     // A warm-up far longer than the test waits for: only the kill can end it early.
-    cmd.env("TEST", "02.*")
-        .env("NUM_RECORDS", "1000")
-        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "5e7");
-    let Started {
-        mut child,
-        lines,
-        run_id,
-    } = start_run(cmd, |line| line.starts_with("==> 02-"));
-    wait_for("the warm-up's produce", Duration::from_secs(180), || {
-        workload_runs(&run_id, "produce", "--num-records 50000000")
-    });
-    let proxy = running_container(&run_id, "kroxylicious-no-filters").expect("the proxy runs");
-    let killed = Command::new("docker")
-        .args(["kill", &proxy])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let sent = Instant::now();
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    let status = child.wait().unwrap();
-    let took = sent.elapsed();
-    let stderr = rest.join("\n");
-    assert!(took < Duration::from_secs(30), "took {took:?}:\n{stderr}");
-    assert_eq!(status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("stopped during the warm-up before the measurement")
-            && stderr.contains("service \"kroxylicious-no-filters\"")
-            && stderr.contains("exited with code 137 (killed)"),
-        "{stderr}"
-    );
-    // Nothing was measured, so nothing was kept.
-    assert!(
-        std::fs::read_dir(results.path()).map_or(true, |mut d| d.next().is_none()),
-        "{stderr}"
-    );
-    assert_eq!(leftovers(&run_id).await, (0, 0), "{stderr}");
+    let env = [
+        ("NUM_RECORDS", "1000"),
+        ("WARM_UP_NUM_RECORDS_PRE_TEST", "5e7"),
+    ];
+    kill_the_proxy_during(&env, "50000000", "the warm-up before the measurement").await;
 }
 
 /// The cost of each measured phase comes from counters read at its edges: the records crossed

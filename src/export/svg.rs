@@ -173,7 +173,47 @@ pub fn render(results: &[ScenarioResult]) -> String {
     svg
 }
 
-/// The producer's throughput per scenario, as bars (with their spread when repeated).
+/// One bar a scenario of one metric: what a single-bar panel draws.
+struct Bars {
+    /// The plot area's top.
+    top: f64,
+    metric: &'static str,
+    class: &'static str,
+    colour: &'static str,
+    title: String,
+    /// A bar's `<title>`, from its value.
+    value: fn(f64) -> String,
+}
+
+/// A panel of one bar per scenario (the median, with its spread when repeated); a scenario
+/// without the value (a baseline's path cost) gets its label and no bar.
+fn bar_panel(svg: &mut String, results: &[ScenarioResult], width: f64, repeated: bool, b: Bars) {
+    let metric = metrics::named(b.metric);
+    let series: Vec<(f64, f64, f64)> = results.iter().map(|r| spread(r, metric)).collect();
+    let max = nice_ceiling(
+        series
+            .iter()
+            .map(|s| s.2)
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max),
+    );
+    panel(svg, b.top, width, max, &b.title);
+    for (i, (r, (med, lo, hi))) in results.iter().zip(&series).enumerate() {
+        label(svg, i, b.top, r);
+        if med.is_nan() {
+            continue;
+        }
+        let bw = GROUP_WIDTH * 0.5;
+        let x = LEFT + i as f64 * GROUP_WIDTH + (GROUP_WIDTH - bw) / 2.0;
+        let title = format!("{}: {}", r.label(), (b.value)(*med));
+        bar(svg, b.class, b.colour, x, bw, b.top, max, *med, &title);
+        if repeated {
+            error_bar(svg, x + bw / 2.0, b.top, max, *lo, *hi);
+        }
+    }
+}
+
+/// The producer's throughput per scenario, as bars.
 fn throughput_panel(
     svg: &mut String,
     results: &[ScenarioResult],
@@ -181,38 +221,15 @@ fn throughput_panel(
     suffix: &str,
     repeated: bool,
 ) {
-    let series: Vec<(f64, f64, f64)> = results
-        .iter()
-        .map(|r| spread(r, metrics::named(THROUGHPUT)))
-        .collect();
-    let top = TOP;
-    let max = nice_ceiling(series.iter().map(|s| s.2).fold(0.0, f64::max));
-    panel(
-        svg,
-        top,
-        width,
-        max,
-        &format!("Producer throughput (rec/s{suffix})"),
-    );
-    for (i, (r, (med, lo, hi))) in results.iter().zip(&series).enumerate() {
-        let bw = GROUP_WIDTH * 0.5;
-        let x = LEFT + i as f64 * GROUP_WIDTH + (GROUP_WIDTH - bw) / 2.0;
-        bar(
-            svg,
-            "bar throughput",
-            "#4c78a8",
-            x,
-            bw,
-            top,
-            max,
-            *med,
-            &format!("{}: {med:.0} rec/s", r.label()),
-        );
-        if repeated {
-            error_bar(svg, x + bw / 2.0, top, max, *lo, *hi);
-        }
-        label(svg, i, top, r);
-    }
+    let bars = Bars {
+        top: TOP,
+        metric: THROUGHPUT,
+        class: "bar throughput",
+        colour: "#4c78a8",
+        title: format!("Producer throughput (rec/s{suffix})"),
+        value: |v| format!("{v:.0} rec/s"),
+    };
+    bar_panel(svg, results, width, repeated, bars);
 }
 
 /// The producer's latency percentiles per scenario, as groups of bars with a legend.
@@ -275,7 +292,7 @@ fn latency_panel(
 }
 
 /// The path's own services' millicores per MB/s of produce + consume traffic per scenario, as
-/// bars (with their spread when repeated); a scenario without a path of its own gets none.
+/// bars; a scenario without a path of its own gets none.
 fn cost_panel(
     svg: &mut String,
     results: &[ScenarioResult],
@@ -283,45 +300,15 @@ fn cost_panel(
     suffix: &str,
     repeated: bool,
 ) {
-    let metric = metrics::named(metrics::PATH_COST);
-    let series: Vec<(f64, f64, f64)> = results.iter().map(|r| spread(r, metric)).collect();
-    let top = 3.0 * TOP + 2.0 * (PANEL_HEIGHT + LABEL_SPACE);
-    let max = nice_ceiling(
-        series
-            .iter()
-            .map(|s| s.2)
-            .filter(|v| v.is_finite())
-            .fold(0.0, f64::max),
-    );
-    panel(
-        svg,
-        top,
-        width,
-        max,
-        &format!("Path CPU (millicores per MB/s of produce + consume{suffix})"),
-    );
-    for (i, (r, (med, lo, hi))) in results.iter().zip(&series).enumerate() {
-        label(svg, i, top, r);
-        if med.is_nan() {
-            continue;
-        }
-        let bw = GROUP_WIDTH * 0.5;
-        let x = LEFT + i as f64 * GROUP_WIDTH + (GROUP_WIDTH - bw) / 2.0;
-        bar(
-            svg,
-            "bar cost",
-            "#54a24b",
-            x,
-            bw,
-            top,
-            max,
-            *med,
-            &format!("{}: {med:.2} mc per MB/s", r.label()),
-        );
-        if repeated {
-            error_bar(svg, x + bw / 2.0, top, max, *lo, *hi);
-        }
-    }
+    let bars = Bars {
+        top: 3.0 * TOP + 2.0 * (PANEL_HEIGHT + LABEL_SPACE),
+        metric: metrics::PATH_COST,
+        class: "bar cost",
+        colour: "#54a24b",
+        title: format!("Path CPU (millicores per MB/s of produce + consume{suffix})"),
+        value: |v| format!("{v:.2} mc per MB/s"),
+    };
+    bar_panel(svg, results, width, repeated, bars);
 }
 
 /// What a line chart shows.
