@@ -310,7 +310,7 @@ impl Sizing {
                         l.sustained_rec_s.map_or("none".into(), |r| r.to_string()),
                         l.ceiling
                             .as_ref()
-                            .map_or("none measured".into(), |(r, _)| r.to_string()),
+                            .map_or("none measured (raise --to)".into(), |(r, _)| r.to_string()),
                     ]
                 })
                 .collect(),
