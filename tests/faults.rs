@@ -333,7 +333,8 @@ async fn the_engine_going_away_ends_the_run_and_clean_removes_what_it_left() {
     assert!(took < Duration::from_secs(15), "took {took:?}:\n{stderr}");
     assert_eq!(status.code(), Some(1), "{stderr}");
     let gone = format!(
-        "the Docker engine at {host} stopped answering during the measurement; this run's \
+        "the Docker engine at {host} stopped answering during the measurement (its produce \
+         phase); this run's \
          containers and networks could not be removed: `perf-tests clean` removes them once the \
          engine answers again"
     );
