@@ -149,18 +149,42 @@ impl PhaseCost {
 /// The name of the phase in which the end-to-end mode produced and consumed at once.
 pub const PRODUCE_AND_CONSUME: &str = "produce_and_consume";
 
+/// What the path's own services did over all of a measurement's phases together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathLoad {
+    /// Their CPU seconds.
+    pub cpu_s: f64,
+    /// MB (10^6 bytes) of records the phases moved, both directions counted.
+    pub traffic_mb: f64,
+    /// The phases' wall seconds.
+    pub seconds: f64,
+}
+
+impl PathLoad {
+    /// Over `phases`; `None` without any, or without a path of its own (the baseline).
+    pub fn of(phases: &[PhaseCost]) -> Option<PathLoad> {
+        if phases.is_empty() {
+            return None;
+        }
+        Some(PathLoad {
+            cpu_s: phases
+                .iter()
+                .map(|p| p.path().map(|s| s.cpu_s))
+                .sum::<Option<f64>>()?,
+            traffic_mb: phases.iter().map(|p| p.traffic_bytes()).sum::<u64>() as f64 / 1e6,
+            seconds: phases.iter().map(|p| p.seconds).sum(),
+        })
+    }
+}
+
 /// The path's coefficient over a measurement's phases, as the Kroxylicious sizing guide counts
 /// it: millicores of the path's own services per MB/s of record traffic, produced and consumed
 /// added (`CPU_millicores = coefficient x (produce MB/s + consume MB/s)`). It is the path's CPU
 /// seconds over every measured phase, x 1000, over the MB those phases moved. `None` without a
 /// path of its own or without any cost measured.
 pub fn path_coefficient(phases: &[PhaseCost]) -> Option<f64> {
-    let cpu_s: f64 = phases
-        .iter()
-        .map(|p| p.path().map(|s| s.cpu_s))
-        .sum::<Option<f64>>()?;
-    let mb = phases.iter().map(|p| p.traffic_bytes()).sum::<u64>() as f64 / 1e6;
-    (mb > 0.0).then(|| cpu_s * 1000.0 / mb)
+    let load = PathLoad::of(phases)?;
+    (load.traffic_mb > 0.0).then(|| load.cpu_s * 1000.0 / load.traffic_mb)
 }
 
 /// The path's millicores per MB/s of records in the phase named `phase`; `None` when that phase

@@ -33,7 +33,7 @@ pub struct ProducerResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intended: Option<LatencySummary>,
     /// Every record's latency in HdrHistogram's compressed form (see
-    /// `crate::workload::latency::encode`), by distribution ([`SEND`], [`INTENDED`]); empty
+    /// `crate::workload::latency::Latencies::encoded`), by distribution ([`SEND`], [`INTENDED`]); empty
     /// from a tool that keeps none, and in a summary of repetitions (each repetition has its
     /// own).
     #[serde(default, skip_serializing_if = "Histograms::is_empty")]

@@ -14,7 +14,7 @@ use crate::cost;
 use crate::metrics::PATH_COST;
 use crate::model::{Measurement, ScenarioResult};
 use crate::stats::{Fit, Interval};
-use crate::sweep::{self, shortfall};
+use crate::sweep::{self, shortfall, Climb};
 use crate::table::TableData;
 
 /// What the user asked of a sizing run, kept in `run.json`.
@@ -95,16 +95,17 @@ fn latency(m: &Measurement, q: u8) -> f64 {
     }
 }
 
-/// Values of `f` over the repetitions that reached their rate, leaving out those it lacks.
-fn sustained_values(
-    reps: &[&Measurement],
-    p99_limit_ms: Option<u64>,
-    f: impl Fn(&Measurement) -> Option<f64>,
-) -> Vec<f64> {
-    reps.iter()
+/// The repetitions of `r` that reached their rate themselves.
+fn reached(r: &ScenarioResult, p99_limit_ms: Option<u64>) -> Vec<&Measurement> {
+    r.all_measurements()
+        .into_iter()
         .filter(|m| shortfall(m, p99_limit_ms).is_none())
-        .filter_map(|m| f(m))
         .collect()
+}
+
+/// The interval of the mean of `f` over `reps`, leaving out those that lack it.
+fn mean_of(reps: &[&Measurement], f: impl Fn(&Measurement) -> Option<f64>) -> Option<Interval> {
+    Interval::of_mean(&reps.iter().filter_map(|m| f(m)).collect::<Vec<_>>())
 }
 
 /// The sizing of `results` (a sizing run's).
@@ -112,35 +113,21 @@ pub fn analyse(results: &[ScenarioResult], request: &Request, p99_limit_ms: Opti
     let coefficient = |m: &Measurement| cost::path_coefficient(&m.cost);
     let mut lines = Vec::new();
     let mut warnings = Vec::new();
-    for (label, mut points) in by_line(results) {
-        points.sort_by_key(|(rate, _)| *rate);
-        let mut sustained = Vec::new();
-        let mut ceiling = None;
-        for (rate, r) in &points {
-            match shortfall(&r.measurement, p99_limit_ms) {
-                None => sustained.push((*rate, *r)),
-                Some(why) => {
-                    ceiling = Some((*rate, why));
-                    break;
-                }
-            }
-        }
-        if sustained.is_empty() {
+    for (label, points) in by_line(results) {
+        let Climb { sustained, ceiling } = Climb::of(points, p99_limit_ms);
+        if let (None, Some((lowest, _))) = (sustained.first(), &ceiling) {
             warnings.push(format!(
-                "{label}: no rate below the ceiling (the lowest, {} rec/s, was not sustained): \
-                 lower --from (now {})",
-                points.first().map_or(0, |(r, _)| *r),
+                "{label}: no rate below the ceiling (the lowest, {lowest} rec/s, was not \
+                 sustained): lower --from (now {})",
                 request.from
             ));
         }
+        // Every repetition that reached its rate, at every sustained rate.
         let all: Vec<&Measurement> = sustained
             .iter()
-            .flat_map(|(_, r)| r.all_measurements())
+            .flat_map(|(_, r)| reached(r, p99_limit_ms))
             .collect();
-        let pooled = |f: &dyn Fn(&Measurement) -> Option<f64>| {
-            Interval::of_mean(&sustained_values(&all, p99_limit_ms, f))
-        };
-        let coefficient_all = pooled(&coefficient);
+        let coefficient_all = mean_of(&all, coefficient);
         let has_path = all.iter().any(|m| coefficient(m).is_some());
         if !sustained.is_empty() && has_path && coefficient_all.is_none() {
             warnings.push(format!(
@@ -152,11 +139,7 @@ pub fn analyse(results: &[ScenarioResult], request: &Request, p99_limit_ms: Opti
             .iter()
             .map(|(rate, r)| rate_sizing(*rate, r, results, p99_limit_ms))
             .collect();
-        let load: Vec<(f64, f64)> = all
-            .iter()
-            .filter(|m| shortfall(m, p99_limit_ms).is_none())
-            .filter_map(|m| traffic_and_cores(m))
-            .collect();
+        let load: Vec<(f64, f64)> = all.iter().filter_map(|m| traffic_and_cores(m)).collect();
         let fit = Fit::of(&load);
         let max_traffic = load.iter().map(|p| p.0).reduce(f64::max);
         let t = request.traffic_mb_s;
@@ -178,8 +161,8 @@ pub fn analyse(results: &[ScenarioResult], request: &Request, p99_limit_ms: Opti
             by_fit: fit.is_some(),
             max_traffic_mb_s: max_traffic,
             coefficient: coefficient_all,
-            produce: pooled(&|m| cost::phase_coefficient(&m.cost, "produce")),
-            consume: pooled(&|m| cost::phase_coefficient(&m.cost, "consume")),
+            produce: mean_of(&all, |m| cost::phase_coefficient(&m.cost, "produce")),
+            consume: mean_of(&all, |m| cost::phase_coefficient(&m.cost, "consume")),
             sustained_rec_s: sustained.last().map(|(rate, _)| *rate),
             ceiling,
             rates,
@@ -195,14 +178,8 @@ pub fn analyse(results: &[ScenarioResult], request: &Request, p99_limit_ms: Opti
 /// A repetition's traffic through the path (MB/s of records, produced + consumed) and the
 /// cores its own services used, over all its measured phases; `None` without a path or a cost.
 fn traffic_and_cores(m: &Measurement) -> Option<(f64, f64)> {
-    let cpu_s: f64 = m
-        .cost
-        .iter()
-        .map(|p| p.path().map(|s| s.cpu_s))
-        .sum::<Option<f64>>()?;
-    let seconds: f64 = m.cost.iter().map(|p| p.seconds).sum();
-    let mb = m.cost.iter().map(|p| p.traffic_bytes()).sum::<u64>() as f64 / 1e6;
-    (seconds > 0.0 && !m.cost.is_empty()).then(|| (mb / seconds, cpu_s / seconds))
+    let load = cost::PathLoad::of(&m.cost)?;
+    (load.seconds > 0.0).then(|| (load.traffic_mb / load.seconds, load.cpu_s / load.seconds))
 }
 
 /// The results by line (a scenario at one combination of the settings other than THROUGHPUT),
@@ -237,9 +214,9 @@ fn rate_sizing(
     p99_limit_ms: Option<u64>,
 ) -> RateSizing {
     let reps = r.all_measurements();
-    let coefficient = Interval::of_mean(&sustained_values(&reps, p99_limit_ms, |m| {
+    let coefficient = mean_of(&reached(r, p99_limit_ms), |m| {
         cost::path_coefficient(&m.cost)
-    }));
+    });
     let reference = (!r.reference)
         .then(|| {
             results

@@ -72,14 +72,9 @@ impl Interval {
         if values.len() < 2 {
             return None;
         }
-        let m = mean(values);
-        let half = t_975(values.len() - 1) * std_dev(values) / (values.len() as f64).sqrt();
-        Some(Interval {
-            mean: m,
-            low: m - half,
-            high: m + half,
-            n: values.len(),
-        })
+        let n = values.len();
+        let se = std_dev(values) / (n as f64).sqrt();
+        Some(Interval::around(mean(values), se, n - 1, n))
     }
 
     /// An estimate with standard error `se` on `df` degrees of freedom, from `n` values.

@@ -70,6 +70,34 @@ pub fn shortfall(m: &Measurement, p99_limit_ms: Option<u64>) -> Option<String> {
     }
 }
 
+/// A line's rates in rising order, split where it stopped keeping up: the rates sustained below
+/// the first that was not, and that first one with why (`None` when every rate was).
+pub struct Climb<'a> {
+    pub sustained: Vec<(i64, &'a ScenarioResult)>,
+    pub ceiling: Option<(i64, String)>,
+}
+
+impl<'a> Climb<'a> {
+    /// Sorts `points` (rate, result) and climbs them, each judged by its summary.
+    pub fn of(mut points: Vec<(i64, &'a ScenarioResult)>, p99_limit_ms: Option<u64>) -> Climb<'a> {
+        points.sort_by_key(|(rate, _)| *rate);
+        let mut sustained = Vec::new();
+        for (rate, r) in points {
+            if let Some(why) = shortfall(&r.measurement, p99_limit_ms) {
+                return Climb {
+                    sustained,
+                    ceiling: Some((rate, why)),
+                };
+            }
+            sustained.push((rate, r));
+        }
+        Climb {
+            sustained,
+            ceiling: None,
+        }
+    }
+}
+
 /// The combination without the rate: what a line of a sweep shares.
 pub fn line_of(combination: &Combination) -> Combination {
     let mut rest = combination.clone();
@@ -97,19 +125,19 @@ pub fn table(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Option<Ta
     {
         return None;
     }
-    // Each line's points at a positive rate, in rising order.
-    let lines: Vec<(Line, Vec<(i64, &ScenarioResult)>)> = lines_over(results, VAR)
+    // Each line's points at a positive rate, climbed.
+    let lines: Vec<(Line, Climb)> = lines_over(results, VAR)
         .into_iter()
         .map(|l| {
-            let mut rates: Vec<(i64, &ScenarioResult)> = l
+            let rates: Vec<(i64, &ScenarioResult)> = l
                 .points
                 .iter()
                 .filter_map(|(v, r)| Some((v.parse::<i64>().ok().filter(|v| *v > 0)?, *r)))
                 .collect();
-            rates.sort_by_key(|(rate, _)| *rate);
-            (l, rates)
+            let climb = Climb::of(rates, p99_limit_ms);
+            (l, climb)
         })
-        .filter(|(_, rates)| !rates.is_empty())
+        .filter(|(_, c)| !c.sustained.is_empty() || c.ceiling.is_some())
         .collect();
     // A sweep stopped at its first rate has one point a line, and still its table.
     if lines.is_empty() {
@@ -121,36 +149,26 @@ pub fn table(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Option<Ta
     columns.extend(COLUMNS.iter().map(|c| c.to_string()));
     let rows = lines
         .iter()
-        .map(|(Line { name, rest, .. }, points)| {
-            let mut sustained: Option<(i64, &Measurement)> = None;
-            let mut failed: Option<(i64, String)> = None;
-            for (rate, r) in points.iter() {
-                match shortfall(&r.measurement, p99_limit_ms) {
-                    None => sustained = Some((*rate, &r.measurement)),
-                    Some(why) => {
-                        failed = Some((*rate, why));
-                        break;
-                    }
-                }
-            }
+        .map(|(Line { name, rest, .. }, climb)| {
             let mut row = vec![name.clone()];
             row.extend(
                 others
                     .iter()
                     .map(|v| rest.get(v).cloned().unwrap_or_default()),
             );
-            match sustained {
-                Some((rate, m)) => {
+            match climb.sustained.last() {
+                Some((rate, r)) => {
+                    let m = &r.measurement;
                     row.push(rate.to_string());
                     row.push(format!("{:.1}", p99(m)));
                     row.push(crate::metrics::named(crate::metrics::PATH_COST).format(m));
                 }
                 None => row.extend(["none".to_string(), String::new(), String::new()]),
             }
-            match failed {
+            match &climb.ceiling {
                 Some((rate, why)) => {
                     row.push(rate.to_string());
-                    row.push(why);
+                    row.push(why.clone());
                 }
                 None => row.extend([
                     "none measured".to_string(),

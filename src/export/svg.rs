@@ -132,9 +132,14 @@ pub fn render(results: &[ScenarioResult]) -> String {
         width = width.max(LEFT + RIGHT + 4.0 * GROUP_WIDTH);
     }
     let costed = has_cost(results);
-    let panels = if costed { 3.0 } else { 2.0 };
-    let bars_height = panels * (TOP + PANEL_HEIGHT + LABEL_SPACE);
-    let per_block = if costed { 3.0 } else { 2.0 };
+    // Each line chart stands under its bar panel: as many of one as of the other.
+    let charts: &[Chart] = if costed {
+        &[Chart::Throughput, Chart::P99, Chart::Cost]
+    } else {
+        &[Chart::Throughput, Chart::P99]
+    };
+    let per_block = charts.len() as f64;
+    let bars_height = per_block * (TOP + PANEL_HEIGHT + LABEL_SPACE);
     let height = bars_height
         + blocks
             .iter()
@@ -148,18 +153,31 @@ pub fn render(results: &[ScenarioResult]) -> String {
         ""
     };
 
-    throughput_panel(&mut svg, results, width, suffix, repeated);
+    let throughput = Bars {
+        top: TOP,
+        metric: THROUGHPUT,
+        class: "bar throughput",
+        colour: "#4c78a8",
+        title: format!("Producer throughput (rec/s{suffix})"),
+        value: |v| format!("{v:.0} rec/s"),
+    };
+    bar_panel(&mut svg, results, width, repeated, throughput);
     latency_panel(&mut svg, results, width, suffix, repeated);
     if costed {
-        cost_panel(&mut svg, results, width, suffix, repeated);
+        // The path's own services' millicores per MB/s of produce + consume traffic; a
+        // scenario without a path of its own gets no bar.
+        let cost = Bars {
+            top: 3.0 * TOP + 2.0 * (PANEL_HEIGHT + LABEL_SPACE),
+            metric: metrics::PATH_COST,
+            class: "bar cost",
+            colour: "#54a24b",
+            title: format!("Path CPU (millicores per MB/s of produce + consume{suffix})"),
+            value: |v| format!("{v:.2} mc per MB/s"),
+        };
+        bar_panel(&mut svg, results, width, repeated, cost);
     }
 
     let mut top = bars_height;
-    let charts: &[Chart] = if costed {
-        &[Chart::Throughput, Chart::P99, Chart::Cost]
-    } else {
-        &[Chart::Throughput, Chart::P99]
-    };
     for (var, values, lines) in &blocks {
         let mut at = top;
         for chart in charts {
@@ -211,25 +229,6 @@ fn bar_panel(svg: &mut String, results: &[ScenarioResult], width: f64, repeated:
             error_bar(svg, x + bw / 2.0, b.top, max, *lo, *hi);
         }
     }
-}
-
-/// The producer's throughput per scenario, as bars.
-fn throughput_panel(
-    svg: &mut String,
-    results: &[ScenarioResult],
-    width: f64,
-    suffix: &str,
-    repeated: bool,
-) {
-    let bars = Bars {
-        top: TOP,
-        metric: THROUGHPUT,
-        class: "bar throughput",
-        colour: "#4c78a8",
-        title: format!("Producer throughput (rec/s{suffix})"),
-        value: |v| format!("{v:.0} rec/s"),
-    };
-    bar_panel(svg, results, width, repeated, bars);
 }
 
 /// The producer's latency percentiles per scenario, as groups of bars with a legend.
@@ -289,26 +288,6 @@ fn latency_panel(
         }
         label(svg, i, top, r);
     }
-}
-
-/// The path's own services' millicores per MB/s of produce + consume traffic per scenario, as
-/// bars; a scenario without a path of its own gets none.
-fn cost_panel(
-    svg: &mut String,
-    results: &[ScenarioResult],
-    width: f64,
-    suffix: &str,
-    repeated: bool,
-) {
-    let bars = Bars {
-        top: 3.0 * TOP + 2.0 * (PANEL_HEIGHT + LABEL_SPACE),
-        metric: metrics::PATH_COST,
-        class: "bar cost",
-        colour: "#54a24b",
-        title: format!("Path CPU (millicores per MB/s of produce + consume{suffix})"),
-        value: |v| format!("{v:.2} mc per MB/s"),
-    };
-    bar_panel(svg, results, width, repeated, bars);
 }
 
 /// What a line chart shows.

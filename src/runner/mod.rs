@@ -525,12 +525,12 @@ async fn measure_scenario(
     spec.topics = settings.topics;
     spec.producers = settings.producers;
     spec.consumers = settings.consumers;
-    let marks = CostMarks {
+    let marks = PhaseMarks {
         sampling: sampler.as_ref(),
         record_size: settings.record_size,
         started: RefCell::new(None),
         phases: RefCell::new(Vec::new()),
-        stage: RefCell::new(CostMarks::WARM_UP.to_string()),
+        stage: RefCell::new(PhaseMarks::WARM_UP.to_string()),
     };
     let measure = flow::measure_marked(session, &spec, &marks);
     let stage = || marks.stage.borrow().clone();

@@ -127,9 +127,10 @@ impl Sampling for EngineSampling {
     }
 }
 
-/// The measured phases' edges, at which the sampled containers' counters are read: what each
-/// service used over exactly each phase.
-pub(super) struct CostMarks<'a> {
+/// The measured phases' edges: the sampled containers' counters are read there (what each
+/// service used over exactly each phase), and they say where the measurement is (for a fault's
+/// message).
+pub(super) struct PhaseMarks<'a> {
     pub(super) sampling: &'a dyn Sampling,
     pub(super) record_size: u64,
     pub(super) started: RefCell<Option<(Instant, cost::Readings)>>,
@@ -138,12 +139,12 @@ pub(super) struct CostMarks<'a> {
     pub(super) stage: RefCell<String>,
 }
 
-impl CostMarks<'_> {
+impl PhaseMarks<'_> {
     /// Before any measured phase starts.
     pub(super) const WARM_UP: &'static str = "the warm-up before the measurement";
 }
 
-impl flow::Marks for CostMarks<'_> {
+impl flow::Marks for PhaseMarks<'_> {
     fn start(&self, phase: flow::Phase) -> LocalBoxFuture<'_, ()> {
         *self.stage.borrow_mut() = format!(
             "the measurement (its {} phase)",

@@ -63,19 +63,7 @@ impl Latencies {
     }
 }
 
-/// A histogram of µs in HdrHistogram's compressed form (V2, deflated, base64), as its Java,
-/// C, Go, Python and Rust implementations read it (`Histogram.decodeFromCompressedByteBuffer`).
-pub fn encode(h: &Histogram<u64>) -> String {
-    let mut bytes = Vec::new();
-    // Writing into memory fails only on a histogram too large to encode, which these bounds
-    // cannot hold.
-    V2DeflateSerializer::new()
-        .serialize(h, &mut bytes)
-        .expect("a bounded histogram serialises");
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// The histogram of a string [`encode`] wrote.
+/// The histogram of a string [`Latencies::encoded`] wrote.
 pub fn decode(text: &str) -> anyhow::Result<Histogram<u64>> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
@@ -86,9 +74,17 @@ pub fn decode(text: &str) -> anyhow::Result<Histogram<u64>> {
 }
 
 impl Latencies {
-    /// Every latency tallied, in HdrHistogram's compressed form (see [`encode`]).
+    /// Every latency tallied in HdrHistogram's compressed form (V2, deflated, base64), as its
+    /// Java, C, Go, Python and Rust implementations read it
+    /// (`Histogram.decodeFromCompressedByteBuffer`).
     pub fn encoded(&self) -> String {
-        encode(&self.histogram)
+        let mut bytes = Vec::new();
+        // Writing into memory fails only on a histogram too large to encode, which these
+        // bounds cannot hold.
+        V2DeflateSerializer::new()
+            .serialize(&self.histogram, &mut bytes)
+            .expect("a bounded histogram serialises");
+        base64::engine::general_purpose::STANDARD.encode(bytes)
     }
 }
 
