@@ -227,8 +227,11 @@ impl Records {
             c.rate = Some((done - n) as f64 / dt);
             c.last = (now, done);
         }
+        // Off a terminal the first records through are shown at once: the log tells when the
+        // step got going (a stalled connection set-up shows as a late first line).
+        let first = c.done == 0 && done > 0;
         c.done = done.min(c.total);
-        show_count(&mut c, false);
+        show_count(&mut c, first);
     }
 
     /// The current line, as shown.

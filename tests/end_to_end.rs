@@ -19,12 +19,12 @@ async fn a_stall_shows_in_the_end_to_end_latencies() {
         .env("NUM_RECORDS", "8000")
         .env("THROUGHPUT", "1000")
         .env("MODE", "end-to-end");
-    // The stall starts a second into the measured producer's 8 s (its command line names the
-    // 8000 records; the warm-up's names its own count): the records it sends in the next 1.5 s
-    // wait.
-    let at = StallAt::Step {
+    // The stall starts once the measured producer's first records are acknowledged (its
+    // progress counts out of the 8000; the warm-up shows no count): the records it sends in the
+    // next 1.5 s wait.
+    let at = StallAt::Through {
         step: "produce",
-        with: "--num-records 8000",
+        of: 8000,
     };
     let (status, stderr, run_id) = run_with_a_stall(cmd, "kroxylicious-no-filters", at);
     assert!(status.success(), "{stderr}");

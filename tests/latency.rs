@@ -22,11 +22,11 @@ async fn a_stall_shows_in_the_latency_from_intended_send_times_only() {
             "PRODUCER_PROPERTIES",
             "acks=all queue.buffering.max.messages=50",
         );
-    // The stall starts a second into the measured producer's 8 s (the warm-up's names its own
-    // count).
-    let at = StallAt::Step {
+    // The stall starts once the measured producer's first records are acknowledged (its
+    // progress counts out of the 40000; the warm-up shows no count).
+    let at = StallAt::Through {
         step: "produce",
-        with: "--num-records 40000",
+        of: 40000,
     };
     let (status, stderr, run_id) = run_with_a_stall(cmd, "proxy", at);
     assert!(status.success(), "{stderr}");

@@ -346,16 +346,38 @@ impl ProducerContext for Measuring {
 }
 
 impl Measuring {
+    fn new(origin: Instant, scheduled: bool, record_size: usize, live: Option<Arc<Live>>) -> Self {
+        Measuring {
+            origin,
+            scheduled,
+            record_size,
+            tally: Mutex::new(Tally {
+                sent: Latencies::new(),
+                intended: Latencies::new(),
+                acked: 0,
+                failed: 0,
+                first_failure: None,
+                last_report: None,
+                window: Window::new(origin),
+            }),
+            last_error: LastError::default(),
+            live,
+        }
+    }
+
     fn reported(&self) -> u64 {
         let t = self.tally.lock().unwrap_or_else(|e| e.into_inner());
         t.acked + t.failed
     }
 
-    /// Closes the current window if it is old enough and returns its numbers.
+    /// Closes the current window if it is old enough, or if it holds the step's first
+    /// acknowledgements (so whoever watches learns at once that the path carries records, not
+    /// up to 5 s later), and returns its numbers.
     fn take_window(&self, now: Instant) -> Option<Progress> {
         let mut t = self.tally.lock().unwrap_or_else(|e| e.into_inner());
         let secs = now.duration_since(t.window.start).as_secs_f64();
-        if secs < REPORT_INTERVAL.as_secs_f64() {
+        let first = t.window.count > 0 && t.window.count == t.acked;
+        if secs < REPORT_INTERVAL.as_secs_f64() && !first {
             return None;
         }
         let w = std::mem::replace(&mut t.window, Window::new(now));
@@ -611,23 +633,7 @@ fn measuring_producer(
         eprintln!("warning: {w}");
     }
     let origin = Instant::now();
-    let throttled = cfg.throughput > 0;
-    let context = Measuring {
-        origin,
-        scheduled: throttled,
-        record_size: cfg.record_size,
-        tally: Mutex::new(Tally {
-            sent: Latencies::new(),
-            intended: Latencies::new(),
-            acked: 0,
-            failed: 0,
-            first_failure: None,
-            last_report: None,
-            window: Window::new(origin),
-        }),
-        last_error: LastError::default(),
-        live,
-    };
+    let context = Measuring::new(origin, cfg.throughput > 0, cfg.record_size, live);
     let producer: BaseProducer<Measuring> = config
         .create_with_context(context)
         .context("creating the Kafka producer")?;
@@ -776,6 +782,25 @@ mod tests {
     fn unlimited_never_throttles() {
         let start = Instant::now() - Duration::from_secs(1);
         assert!(!Throttler::new(-1, start).should_throttle(u64::MAX / 2, Instant::now()));
+    }
+
+    #[test]
+    fn the_window_of_the_first_acknowledgements_closes_at_once_the_others_after_5_s() {
+        let origin = Instant::now();
+        let m = Measuring::new(origin, false, 100, None);
+        let ack = |n: u64| {
+            let mut t = m.tally.lock().unwrap();
+            t.acked += n;
+            t.window.count += n;
+        };
+        assert_eq!(m.take_window(origin + Duration::from_millis(10)), None);
+        ack(3);
+        let first = m.take_window(origin + Duration::from_millis(20)).unwrap();
+        assert_eq!(first.records, 3);
+        ack(5);
+        assert_eq!(m.take_window(origin + Duration::from_secs(1)), None);
+        let next = m.take_window(origin + Duration::from_secs(6)).unwrap();
+        assert_eq!(next.records, 5);
     }
 
     #[test]

@@ -214,13 +214,32 @@ pub fn wait_for(what: &str, within: std::time::Duration, mut done: impl FnMut() 
 
 /// The moment of a measurement a stall is put at: each an event of the run, never a time.
 pub enum StallAt<'a> {
-    /// A second after the measured step `step` of the load generator is seen running with
-    /// `with` in its command line (see [`workload_runs`]): its clients have connected by then.
-    /// A pause during a client's connection set-up was seen to stall it for about 10 s (as long
-    /// as librdkafka's API-version request timeout), not for the pause.
-    Step { step: &'a str, with: &'a str },
+    /// Once the run shows the first records of its step `step` (`produce`) through, out of
+    /// `of`: its progress line with a count above zero, which comes with the producer's first
+    /// acknowledgements, so its connections are set up. A pause during a client's connection
+    /// set-up was seen to stall it for about 10 s (as long as librdkafka's API-version request
+    /// timeout), not for the pause.
+    Through { step: &'a str, of: u64 },
     /// Once the run prints a line containing this, after the scenario started.
     Line(&'a str),
+}
+
+impl StallAt<'_> {
+    /// Whether the run's stderr line `line` is the event.
+    fn is(&self, line: &str) -> bool {
+        match self {
+            StallAt::Through { step, of } => line
+                .trim_start()
+                .strip_prefix(&format!("{step} ["))
+                .and_then(|rest| rest.split_once("] "))
+                .and_then(|(_, count)| count.split_once(' '))
+                .and_then(|(count, _)| count.split_once('/'))
+                .is_some_and(|(done, total)| {
+                    total == of.to_string() && done.parse::<u64>().is_ok_and(|d| d > 0)
+                }),
+            StallAt::Line(text) => line.contains(text),
+        }
+    }
 }
 
 /// Runs `cmd` (a `perf-tests run` of one scenario whose `service` is on the path) and stalls
@@ -236,23 +255,8 @@ pub fn run_with_a_stall(
         mut lines,
         run_id,
     } = start_run(cmd, |l| l.starts_with("==> 0"));
-    match at {
-        StallAt::Step { step, with } => {
-            wait_for(
-                &format!("the measured `{step}` step"),
-                std::time::Duration::from_secs(120),
-                || workload_runs(&run_id, step, with),
-            );
-            std::thread::sleep(std::time::Duration::from_secs(1));
-        }
-        StallAt::Line(line) => {
-            let seen = lines
-                .by_ref()
-                .map_while(Result::ok)
-                .any(|l| l.contains(line));
-            assert!(seen, "the run ended before printing {line:?}");
-        }
-    }
+    let seen = lines.by_ref().map_while(Result::ok).any(|l| at.is(&l));
+    assert!(seen, "the run ended before the stall's moment");
     let container = running_container(&run_id, service).expect("the service runs");
     let docker = |args: &[&str]| {
         let status = std::process::Command::new("docker")
