@@ -11,6 +11,8 @@
 //!   combination of the settings a `matrix` varies (a `sweep` is a matrix of rates), after one
 //!   validation of each combination (`Settings::validate`, the suite's bounds, the driver's
 //!   refusals); its `render` is the dry-run text, its `estimate` the time it will take;
+//! - `doctor` checks the host against the plan (the engine, the tools the images still to be
+//!   made need, Maven's reach, the disk the broker's log takes) before anything is built;
 //! - `runner` realises the plan on the `engine` (the Docker Engine API; the only module that
 //!   holds a Docker client), builds what `images` says, and measures each scenario through the
 //!   `driver` chosen for the run: drivers supply primitive steps and report typed progress
@@ -28,6 +30,7 @@ pub mod compare;
 pub mod compose;
 pub mod cost;
 pub mod cpuset;
+pub mod doctor;
 pub mod driver;
 pub mod engine;
 pub mod export;

@@ -3,7 +3,7 @@
 //! the text and Markdown exporters render.
 
 use crate::metrics::{self, Metric, Table};
-use crate::model::ScenarioResult;
+use crate::model::{Measurement, ScenarioResult};
 use crate::stats;
 use crate::table::TableData;
 
@@ -84,6 +84,27 @@ fn metric_table(title: &'static str, which: Table, results: &[ScenarioResult]) -
         columns,
         rows,
     }
+}
+
+/// One measurement's rows of the producer and consumer tables, under `label` (the scenario at
+/// its combination), printed as soon as it is measured so a long run shows its results as they
+/// come (the full tables follow at the end).
+pub fn measured_rows(label: &str, m: &Measurement) -> String {
+    [Table::Producer, Table::Consumer]
+        .into_iter()
+        .map(|which| {
+            let metrics: Vec<&Metric> = metrics::of_table(which).collect();
+            let mut columns = vec!["Name".to_string()];
+            columns.extend(metrics.iter().map(|x| x.name.to_string()));
+            let mut row = vec![label.to_string()];
+            row.extend(metrics.iter().map(|x| x.format(m)));
+            crate::table::plain_body(&TableData {
+                title: "",
+                columns,
+                rows: vec![row],
+            })
+        })
+        .collect()
 }
 
 /// The producer table rows.

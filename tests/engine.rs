@@ -840,3 +840,240 @@ fn unreachable_engine_gives_one_clear_error() {
         "{stderr}"
     );
 }
+
+/// `perf-tests doctor` and the same checks in `run`: the host against the plan.
+mod doctor {
+    use super::common;
+    use std::path::Path;
+
+    fn text(b: &[u8]) -> String {
+        String::from_utf8_lossy(b).into_owned()
+    }
+
+    /// `perf-tests doctor` with NUM_RECORDS=`records`: its output, and the GiB its disk line
+    /// says the broker's log needs.
+    fn doctor_at(records: &str) -> (String, f64) {
+        let out = common::bin()
+            .arg("doctor")
+            .env("NUM_RECORDS", records)
+            .output()
+            .unwrap();
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+        let disk = stdout
+            .lines()
+            .find(|l| l.starts_with("ok    disk "))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        let need = disk
+            .split_once("the broker's log needs about ")
+            .and_then(|(_, n)| n.strip_suffix(" GiB"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{disk}"));
+        (stdout, need)
+    }
+
+    #[test]
+    fn doctor_reports_the_engine_and_the_disk_of_a_ready_host() {
+        // Both suites' images are built before the tests, so nothing needs Maven or cargo.
+        let (stdout, need) = doctor_at("1e6");
+        let engine = stdout
+            .lines()
+            .find(|l| l.starts_with("ok    engine "))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        assert!(
+            engine.contains("storage driver ") && engine.contains("cgroup v"),
+            "{engine}"
+        );
+        assert!(
+            !stdout.contains("FAIL") && !stdout.contains("maven"),
+            "{stdout}"
+        );
+        // A million more records of 1 KiB: about 1 GiB more log, twice (deleted topics linger).
+        let (_, more) = doctor_at("2e6");
+        assert!(
+            (more - need - 2.0).abs() < 0.15,
+            "{need} GiB, then {more} GiB"
+        );
+    }
+
+    #[test]
+    fn an_unreachable_engine_fails_the_doctor_naming_it() {
+        let out = common::bin()
+            .arg("doctor")
+            .env("DOCKER_HOST", "tcp://127.0.0.1:1")
+            .output()
+            .unwrap();
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{stdout}");
+        assert!(
+            stdout
+                .starts_with("FAIL  engine   cannot reach the Docker engine at tcp://127.0.0.1:1"),
+            "{stdout}"
+        );
+    }
+
+    #[test]
+    fn a_disk_too_small_for_the_records_stops_the_run_before_anything_starts() {
+        let results = tempfile::tempdir().unwrap();
+        let out = common::perf_tests_run(results.path())
+            .env("SCENARIOS", "scenarios/offline")
+            .env("TEST", "01.*")
+            .env("NUM_RECORDS", "1e11")
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("this host cannot run the plan; nothing was built or started"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("disk: ")
+                && stderr.contains("NUM_RECORDS=100000000000 of RECORD_SIZE=1024 bytes"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("==> run "), "no run started: {stderr}");
+        assert_eq!(
+            std::fs::read_dir(results.path()).map_or(0, |d| d.count()),
+            0
+        );
+    }
+
+    /// A suite whose one image is made with Maven and is not on the engine.
+    fn maven_suite(dir: &Path, image: &str) {
+        let suite = dir.join("scenarios/doctor");
+        std::fs::create_dir_all(suite.join("01-baseline")).unwrap();
+        std::fs::write(
+            dir.join("broker.yaml"),
+            format!("services:\n  broker:\n    image: {image}\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            suite.join("suite.yaml"),
+            format!(
+                "description: Doctor\ncompose: [../../broker.yaml]\nservices: [broker]\nbootstrap: broker:9092\nready: {{ broker: \"broker:9092\" }}\nimages:\n  {image}:\n    maven:\n      artifacts: [junit:junit:4.13.2]\n      jdk: 17\n      entrypoint: [/bin/busybox, 'true']\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            suite.join("01-baseline/scenario.yaml"),
+            "description: Broker alone\nbootstrap: broker:9092\n",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn no_route_to_the_maven_repository_is_named_before_an_image_is_built() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = "perf-tests-test/doctor-maven:absent";
+        maven_suite(dir.path(), image);
+        // Maven's settings of this HOME send every request to a port nothing listens on.
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".m2")).unwrap();
+        std::fs::write(
+            home.join(".m2/settings.xml"),
+            "<settings><mirrors><mirror><id>none</id><mirrorOf>*</mirrorOf><url>http://127.0.0.1:9/maven2</url></mirror></mirrors></settings>",
+        )
+        .unwrap();
+        let results = dir.path().join("results");
+        let run = |command: &str| {
+            common::perf_tests_command(command, &results)
+                .current_dir(dir.path())
+                .env("SCENARIOS", "scenarios/doctor")
+                .env("HOME", &home)
+                .output()
+                .unwrap()
+        };
+        let doctor = run("doctor");
+        let stdout = text(&doctor.stdout);
+        assert_eq!(doctor.status.code(), Some(1), "{stdout}");
+        assert!(stdout.contains("ok    maven    mvn, a JDK with jlink and busybox, to make perf-tests-test/doctor-maven:absent"), "{stdout}");
+        assert!(stdout.contains("FAIL  maven    no route to the Maven repository http://127.0.0.1:9/maven2 (127.0.0.1:9: "), "{stdout}");
+        let out = run("run");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("maven: no route to the Maven repository http://127.0.0.1:9/maven2"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("building image"), "{stderr}");
+        assert_eq!(
+            common::docker_cli(&["images", "-q", image]).trim(),
+            "",
+            "nothing was built"
+        );
+        assert!(!results.exists(), "no results directory");
+    }
+
+    #[test]
+    fn the_setup_script_finds_this_host_ready_and_names_what_another_user_lacks() {
+        let setup = common::repo().join("scripts/setup");
+        let started = std::time::Instant::now();
+        let out = std::process::Command::new(&setup)
+            .arg("--tests")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stdout).contains("packages present"),
+            "{}",
+            text(&out.stdout)
+        );
+        // Idempotent and quick when everything is there.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{:?}",
+            started.elapsed()
+        );
+        let bad = std::process::Command::new(&setup)
+            .arg("--nope")
+            .output()
+            .unwrap();
+        assert_eq!(bad.status.code(), Some(2));
+        assert!(
+            text(&bad.stderr).contains("unknown argument `--nope`"),
+            "{}",
+            text(&bad.stderr)
+        );
+        // Another user can neither install packages nor reach the engine's socket: the script
+        // says what is missing and how to get it, and fails. (Rust is not what is checked: a
+        // stand-in `cargo` that has nextest stands for the user's own.)
+        let bin = tempfile::tempdir().unwrap();
+        let cargo = bin.path().join("cargo");
+        std::fs::write(&cargo, "#!/bin/sh\nexit 0\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(bin.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let nobody = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&setup)
+            .arg("--tests")
+            .current_dir("/")
+            .env(
+                "PATH",
+                format!("{}:/usr/local/bin:/usr/bin:/bin", bin.path().display()),
+            )
+            .env("HOME", "/tmp")
+            .env_remove("DOCKER_HOST")
+            .output()
+            .unwrap();
+        let stderr = text(&nobody.stderr);
+        assert_eq!(nobody.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("scripts/setup cannot install here (not root)"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(
+                "no Docker engine answers at unix:///var/run/docker.sock: install Docker Engine"
+            ),
+            "{stderr}"
+        );
+    }
+}

@@ -2,7 +2,8 @@
 //! proxy scenario is run twice with REPEAT=5 (with Holm over the two primary tests, 4 a side could
 //! never reach significance), the second time with every proxy container
 //! throttled to a twentieth of a core as it starts (the engine's CPU quota; this kernel has no netem
-//! for a network delay), and `perf-tests compare` must exit 1.
+//! for a network delay), and `perf-tests compare` must exit 1. A broker slowed the same way
+//! moves the reference scenario, and compare warns that the machine or the broker changed.
 
 mod common;
 use common::engine_lock;
@@ -18,13 +19,13 @@ use std::time::Duration;
 use bollard::models::ContainerUpdateBody;
 use bollard::query_parameters::ListContainersOptionsBuilder;
 
-/// Runs the proxy scenario into `results`; returns the run directory. The run's id is put in
-/// `run_id` as soon as the run announces it.
-fn run(results: &Path, run_id: Arc<Mutex<Option<String>>>) -> PathBuf {
+/// Runs the offline suite's scenarios `test` selects into `results`; returns the run directory.
+/// The run's id is put in `run_id` as soon as the run announces it.
+fn run(test: &str, results: &Path, run_id: Arc<Mutex<Option<String>>>) -> PathBuf {
     let mut cmd = common::bin();
     let mut child = cmd
         .env("SCENARIOS", "scenarios/offline")
-        .env("TEST", "02.*")
+        .env("TEST", test)
         .env("NUM_RECORDS", "2e4")
         .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
         .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
@@ -68,9 +69,14 @@ fn run(results: &Path, run_id: Arc<Mutex<Option<String>>>) -> PathBuf {
     )
 }
 
-/// Until `stop`, limits every new running proxy container of the run named in `run_id` to a
-/// twentieth of a core.
-async fn throttle_proxies(stop: Arc<AtomicBool>, run_id: Arc<Mutex<Option<String>>>) -> usize {
+/// Until `stop`, limits every new running container of Compose service `service` of the run
+/// named in `run_id` to `quota` of a core.
+async fn throttle(
+    service: &str,
+    quota: f64,
+    stop: Arc<AtomicBool>,
+    run_id: Arc<Mutex<Option<String>>>,
+) -> usize {
     let docker = common::docker();
     let mut done = HashSet::new();
     while !stop.load(Ordering::Relaxed) {
@@ -81,7 +87,7 @@ async fn throttle_proxies(stop: Arc<AtomicBool>, run_id: Arc<Mutex<Option<String
         let filter = HashMap::from([(
             "label",
             vec![
-                "io.perf-tests.service=proxy".to_string(),
+                format!("io.perf-tests.service={service}"),
                 format!("io.perf-tests.run={id}"),
             ],
         )]);
@@ -98,12 +104,12 @@ async fn throttle_proxies(stop: Arc<AtomicBool>, run_id: Arc<Mutex<Option<String
             if done.contains(&id) {
                 continue;
             }
-            let quota = ContainerUpdateBody {
+            let limit = ContainerUpdateBody {
                 cpu_period: Some(100_000),
-                cpu_quota: Some(5_000),
+                cpu_quota: Some((100_000.0 * quota) as i64),
                 ..Default::default()
             };
-            if docker.update_container(&id, quota).await.is_err() {
+            if docker.update_container(&id, limit).await.is_err() {
                 // Gone between listing and update (a repetition ended): nothing to slow.
                 continue;
             }
@@ -119,15 +125,15 @@ async fn a_throttled_proxy_is_a_significant_regression() {
     let _lock = engine_lock(false);
     let root = tempfile::tempdir().unwrap();
     let base_dir = root.path().join("base");
-    let base = tokio::task::spawn_blocking(move || run(&base_dir, Arc::default()))
+    let base = tokio::task::spawn_blocking(move || run("02.*", &base_dir, Arc::default()))
         .await
         .unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));
     let slow_run_id: Arc<Mutex<Option<String>>> = Arc::default();
-    let injector = tokio::spawn(throttle_proxies(stop.clone(), slow_run_id.clone()));
+    let injector = tokio::spawn(throttle("proxy", 0.05, stop.clone(), slow_run_id.clone()));
     let slow_dir = root.path().join("slow");
-    let slow = tokio::task::spawn_blocking(move || run(&slow_dir, slow_run_id))
+    let slow = tokio::task::spawn_blocking(move || run("02.*", &slow_dir, slow_run_id))
         .await
         .unwrap();
     stop.store(true, Ordering::Relaxed);
@@ -160,5 +166,45 @@ async fn a_throttled_proxy_is_a_significant_regression() {
     assert!(
         change < 0.0 && -change > detectable,
         "{change} vs {detectable}: {rate_row}"
+    );
+}
+
+/// The reference scenario measures none of the path under test: when it moves by itself, the
+/// machine or the broker changed between the sides, and compare says so. The run-wide broker of
+/// the second side is limited to a twentieth of a core as it starts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slowed_broker_moves_the_reference_and_compare_says_the_machine_changed() {
+    let _lock = engine_lock(false);
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = root.path().join("base");
+    let base = tokio::task::spawn_blocking(move || run("01.*", &base_dir, Arc::default()))
+        .await
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let slow_run_id: Arc<Mutex<Option<String>>> = Arc::default();
+    let injector = tokio::spawn(throttle("broker", 0.05, stop.clone(), slow_run_id.clone()));
+    let slow_dir = root.path().join("slow");
+    let slow = tokio::task::spawn_blocking(move || run("01.*", &slow_dir, slow_run_id))
+        .await
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    assert_eq!(injector.await.unwrap(), 1, "the run-wide broker was slowed");
+
+    let out = common::bin()
+        .args(["compare", base.to_str().unwrap(), slow.to_str().unwrap()])
+        .args(["--format", "plain"])
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains(
+            "the reference scenario 01-no-proxy-baseline (it measures none of the path under test) moved by itself"
+        ),
+        "{all}"
     );
 }

@@ -40,6 +40,11 @@ pub enum Command {
     Sizing(SizingArgs),
     /// List the suite's scenarios and whether TEST selects them (marked *)
     List,
+    /// Check that this host can run the scenarios TEST selects: the engine, the tools the
+    /// images still to be made need, the reach of Maven's repository and the disk the broker's
+    /// log takes at NUM_RECORDS; one line each, exit 1 on any problem (`run` checks the same
+    /// before it builds anything)
+    Doctor,
     /// Build or list the images the suite needs (no registry: images are made here)
     #[command(subcommand)]
     Images(super::images::ImagesCommand),

@@ -65,11 +65,34 @@ pub fn main() -> i32 {
         Command::Sweep(args) => sweep(&settings, &args, None),
         Command::Sizing(args) => sizing(&settings, &args),
         Command::List => list(&settings),
+        Command::Doctor => doctor(&settings),
         Command::Images(cmd) => block_on(images::execute(cmd, &settings)),
         Command::Clean { images, force } => block_on(clean(images, force)),
         Command::Compose(cmd) => block_on(compose::execute(cmd)),
         Command::Compare(args) => compare(&settings, &args),
     }
+}
+
+/// `doctor`: every check of the host against the plan, one line each; 1 when any failed.
+fn doctor(settings: &Settings) -> i32 {
+    let plan = match plan::plan_run(settings, &crate::engine::new_run_id()) {
+        Ok(plan) => plan,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return EXIT_USAGE;
+        }
+    };
+    block_on(async {
+        let checks = crate::doctor::check(&plan).await;
+        for c in &checks {
+            println!("{c}");
+        }
+        Ok(if checks.iter().all(|c| c.found.is_ok()) {
+            EXIT_OK
+        } else {
+            EXIT_FAILURE
+        })
+    })
 }
 
 /// `compare`: 0 no regression, 1 a significant regression beyond the threshold, 2 an error.
@@ -245,6 +268,18 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
             return EXIT_FAILURE;
         }
     };
+    let problems: Vec<String> = runtime
+        .block_on(crate::doctor::check(&plan))
+        .into_iter()
+        .filter_map(|c| c.found.err().map(|p| format!("{}: {p}", c.what)))
+        .collect();
+    if !problems.is_empty() {
+        eprintln!(
+            "error: this host cannot run the plan; nothing was built or started (`perf-tests doctor` shows every check):\n  {}",
+            problems.join("\n  ")
+        );
+        return EXIT_FAILURE;
+    }
     let started = chrono::Utc::now();
     let outcome = runtime.block_on(runner::run(&plan));
     let ended = chrono::Utc::now();

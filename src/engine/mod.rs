@@ -70,6 +70,19 @@ pub(crate) const NETWORK: &str = "network";
 /// How long removing a run's containers and networks may take after a failure or a signal.
 pub const SWEEP_WITHIN: Duration = Duration::from_secs(10);
 
+/// The engine's own account of itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineFacts {
+    pub version: String,
+    pub storage_driver: String,
+    /// `1` or `2`.
+    pub cgroup_version: String,
+    /// Where the engine keeps images and containers' writable layers.
+    pub root_dir: String,
+    pub cpus: usize,
+    pub memory_bytes: u64,
+}
+
 /// A connection to the Docker engine, tied to one run id.
 #[derive(Clone)]
 pub struct Engine {
@@ -135,6 +148,33 @@ impl Engine {
             v.version.unwrap_or_else(|| "unknown".into()),
             v.api_version.unwrap_or_else(|| "unknown".into())
         ))
+    }
+
+    /// What `perf-tests doctor` reports of the engine and checks against the run.
+    pub async fn facts(&self) -> Result<EngineFacts> {
+        let info = self
+            .docker
+            .info()
+            .await
+            .context("cannot query the Docker engine's facts")?;
+        let unknown = || "unknown".to_string();
+        Ok(EngineFacts {
+            version: info.server_version.unwrap_or_else(unknown),
+            storage_driver: info.driver.unwrap_or_else(unknown),
+            cgroup_version: info
+                .cgroup_version
+                .map(|v| v.to_string())
+                .unwrap_or_else(unknown),
+            root_dir: info.docker_root_dir.unwrap_or_default(),
+            cpus: info.ncpu.unwrap_or(0).max(0) as usize,
+            memory_bytes: info.mem_total.unwrap_or(0).max(0) as u64,
+        })
+    }
+
+    /// Whether the engine runs on this host (its socket is local), so that its disk is this
+    /// host's.
+    pub fn is_local(&self) -> bool {
+        self.host.starts_with("unix://") || self.host.starts_with("npipe://")
     }
 
     /// The labels every resource of this run carries: the run id, the managed mark and this

@@ -23,7 +23,7 @@ pub const JAVA_HOME: &str = "/opt/java";
 /// Where the resolved jars live in the image (`-cp '/opt/app/libs/*'`).
 pub const LIBS: &str = "/opt/app/libs";
 /// The shell every image gets (Debian's `busybox-static`).
-const BUSYBOX: &str = "/bin/busybox";
+pub const BUSYBOX: &str = "/bin/busybox";
 
 /// The modules of the runtime when the recipe names none: what Kafka and Kroxylicious use
 /// (networking, management, security providers, JFR; `java.desktop` for the `java.beans`

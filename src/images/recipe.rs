@@ -331,26 +331,37 @@ pub enum Outcome {
     Built,
 }
 
+/// Whether the recipe's image is on the engine and current: an image tagged by hand (no
+/// fingerprint) is respected as the user's choice; a Maven recipe's fingerprint is known before
+/// building (the recipe, its files and the JDK); another's is checked only when the recipe's
+/// binary is on this host.
+pub async fn up_to_date(engine: &Engine, recipe: &ImageRecipe) -> Result<bool> {
+    let Some(labels) = engine.image_labels(&recipe.image).await? else {
+        return Ok(false);
+    };
+    let Some(label) = labels.get(FINGERPRINT_LABEL) else {
+        return Ok(true);
+    };
+    let current = match &recipe.recipe {
+        Recipe::Maven(m) => Some(
+            m.fingerprint()
+                .with_context(|| format!("image recipe {}", recipe.describe()))?,
+        ),
+        _ => recipe
+            .built_binary()
+            .map(|b| recipe.fingerprint(&b))
+            .transpose()?,
+    };
+    Ok(current.is_none_or(|c| &c == label))
+}
+
 /// Makes sure the recipe's image is on the engine and current; builds it otherwise.
 pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Result<Outcome> {
-    if let Recipe::Maven(m) = &recipe.recipe {
-        return ensure_maven(engine, recipe, m, force).await;
+    if !force && up_to_date(engine, recipe).await? {
+        return Ok(Outcome::UpToDate);
     }
-    if !force {
-        if let Some(labels) = engine.image_labels(&recipe.image).await? {
-            // An image tagged by hand (no fingerprint) is respected as the user's choice; a
-            // fingerprint is checked only when the recipe's binary is on this host.
-            let Some(label) = labels.get(FINGERPRINT_LABEL) else {
-                return Ok(Outcome::UpToDate);
-            };
-            let current = recipe
-                .built_binary()
-                .map(|b| recipe.fingerprint(&b))
-                .transpose()?;
-            if current.is_none_or(|c| &c == label) {
-                return Ok(Outcome::UpToDate);
-            }
-        }
+    if let Recipe::Maven(m) = &recipe.recipe {
+        return ensure_maven(engine, recipe, m).await;
     }
     let image = recipe.image.clone();
     let desc = recipe.describe();
@@ -382,27 +393,12 @@ pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Resul
     Ok(Outcome::Built)
 }
 
-/// `ensure` for a Maven recipe: its fingerprint is known before building (the recipe, its
-/// files and the JDK), so an up-to-date image costs one inspect.
-async fn ensure_maven(
-    engine: &Engine,
-    recipe: &ImageRecipe,
-    m: &MavenRecipe,
-    force: bool,
-) -> Result<Outcome> {
+/// Builds a Maven recipe's image.
+async fn ensure_maven(engine: &Engine, recipe: &ImageRecipe, m: &MavenRecipe) -> Result<Outcome> {
     let desc = recipe.describe();
     let fingerprint = m
         .fingerprint()
         .with_context(|| format!("image recipe {desc}"))?;
-    if !force {
-        if let Some(labels) = engine.image_labels(&recipe.image).await? {
-            match labels.get(FINGERPRINT_LABEL) {
-                None => return Ok(Outcome::UpToDate),
-                Some(l) if *l == fingerprint => return Ok(Outcome::UpToDate),
-                Some(_) => {}
-            }
-        }
-    }
     crate::progress::phase(&format!("building image {desc}"));
     let work = recipe.maven_work_dir();
     let mr = m.clone();

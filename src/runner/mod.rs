@@ -215,21 +215,19 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
                 if run.sweep && ceiling.get(&line).is_some_and(|&max| rate > max) {
                     continue;
                 }
-                completed.measuring(Some(crate::model::row_label(
-                    &planned.scenario.name,
-                    &cell.combination,
-                )));
+                let label = crate::model::row_label(&planned.scenario.name, &cell.combination);
+                completed.measuring(Some(label.clone()));
                 let rep = run_scenario(site, &*watcher, cell, planned).await?;
                 completed.measuring(None);
+                crate::progress::println(&crate::report::measured_rows(&label, &rep.measurement));
                 if let Some(why) = run
                     .sweep
                     .then(|| sweep::shortfall(&rep.measurement, cell.settings.p99_limit_ms))
                     .flatten()
                 {
                     crate::progress::println(&format!(
-                        "    {} does not sustain {rate} rec/s: {why}; its higher rates are not \
-                         measured",
-                        crate::model::row_label(&planned.scenario.name, &cell.combination)
+                        "    {label} does not sustain {rate} rec/s: {why}; its higher rates are \
+                         not measured"
                     ));
                     let max = ceiling.entry(line).or_insert(rate);
                     *max = (*max).min(rate);
