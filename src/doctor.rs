@@ -45,6 +45,10 @@ fn fail(what: &'static str, problem: impl Into<String>) -> Check {
 /// its own length, offset and timestamp deltas (Kafka's record format v2, no key, no headers).
 const RECORD_OVERHEAD_BYTES: u64 = 32;
 
+/// What making one image takes on the disk, at most: the image itself (about 100 MiB for the
+/// JVM images), its resolved jars and jlink runtime in the build cache, and Maven's downloads.
+const IMAGE_BYTES: u64 = 512 << 20;
+
 /// How long connecting to Maven's repository may take before it counts as unreachable.
 const REACH_WITHIN: Duration = Duration::from_secs(5);
 
@@ -76,7 +80,7 @@ pub async fn check(run: &RunPlan) -> Vec<Check> {
     if let Some(c) = maven_reach(&to_make).await {
         checks.push(c);
     }
-    checks.push(disk(&engine, &facts, run));
+    checks.push(disk(&engine, &facts, run, to_make.len()));
     checks
 }
 
@@ -281,7 +285,7 @@ pub fn log_bytes(settings: &Settings) -> Option<u64> {
 /// Whether the engine's disk holds the broker's log: each measurement's topic is deleted after
 /// it, but the broker removes a deleted topic's files only after a delay (a minute by default),
 /// so two measurements' logs may be on the disk at once.
-fn disk(engine: &Engine, facts: &EngineFacts, run: &RunPlan) -> Check {
+fn disk(engine: &Engine, facts: &EngineFacts, run: &RunPlan, images: usize) -> Check {
     // The combination whose log is largest; none when one of them has no bound.
     let mut largest: Option<(u64, &Settings)> = None;
     for settings in run.cells.iter().map(|c| &c.settings) {
@@ -298,7 +302,8 @@ fn disk(engine: &Engine, facts: &EngineFacts, run: &RunPlan) -> Check {
     let Some((bytes, settings)) = largest else {
         return ok("disk", "nothing to measure");
     };
-    let need = bytes.saturating_mul(2);
+    let log = bytes.saturating_mul(2);
+    let need = log.saturating_add(images as u64 * IMAGE_BYTES);
     if !engine.is_local() {
         return ok(
             "disk",
@@ -319,14 +324,22 @@ fn disk(engine: &Engine, facts: &EngineFacts, run: &RunPlan) -> Check {
         );
     };
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let images = if images == 0 {
+        String::new()
+    } else {
+        format!(
+            " and {images} images to make about {:.1} GiB",
+            gib(need - log)
+        )
+    };
     if free < need {
         fail(
             "disk",
             format!(
-                "{} has {:.1} GiB free; the broker's log needs about {:.1} GiB at NUM_RECORDS={} of RECORD_SIZE={} bytes (two measurements' topics, as deleted topics linger): lower NUM_RECORDS or free space",
+                "{} has {:.1} GiB free; the broker's log needs about {:.1} GiB at NUM_RECORDS={} of RECORD_SIZE={} bytes (two measurements' topics, as deleted topics linger){images}: lower NUM_RECORDS or free space",
                 root.display(),
                 gib(free),
-                gib(need),
+                gib(log),
                 settings.num_records,
                 settings.record_size
             ),
@@ -335,10 +348,10 @@ fn disk(engine: &Engine, facts: &EngineFacts, run: &RunPlan) -> Check {
         ok(
             "disk",
             format!(
-                "{} has {:.1} GiB free; the broker's log needs about {:.1} GiB",
+                "{} has {:.1} GiB free; the broker's log needs about {:.1} GiB{images}",
                 root.display(),
                 gib(free),
-                gib(need)
+                gib(log)
             ),
         )
     }

@@ -19,11 +19,11 @@ async fn a_stall_shows_in_the_end_to_end_latencies() {
         .env("NUM_RECORDS", "8000")
         .env("THROUGHPUT", "1000")
         .env("MODE", "end-to-end");
-    // The stall starts once the measured producer's first records are acknowledged (its
-    // progress counts out of the 8000; the warm-up shows no count): the records it sends in the
-    // next 1.5 s wait.
+    // The stall starts once the measured consumer has its first records (its progress counts
+    // out of the 8000; the warm-up shows no count): then both clients' connections are set up,
+    // the consumer's fetch connection last. The records sent in the next 1.5 s wait.
     let at = StallAt::Through {
-        step: "produce",
+        step: "consume",
         of: 8000,
     };
     let (status, stderr, run_id) = run_with_a_stall(cmd, "kroxylicious-no-filters", at);

@@ -579,8 +579,8 @@ async fn kill_the_proxy_during(env: &[(&str, &str)], records: &str, phase: &str)
 #[tokio::test(flavor = "multi_thread")]
 async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
     // Far more records than the test waits for: only the kill can end the measurement early.
-    let env = [("NUM_RECORDS", "5e7")];
-    kill_the_proxy_during(&env, "50000000", "the measurement (its produce phase)").await;
+    let env = [("NUM_RECORDS", "1e7")];
+    kill_the_proxy_during(&env, "10000000", "the measurement (its produce phase)").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -588,9 +588,9 @@ async fn a_proxy_killed_during_the_warm_up_ends_the_run_at_once_naming_it_and_th
     // A warm-up far longer than the test waits for: only the kill can end it early.
     let env = [
         ("NUM_RECORDS", "1000"),
-        ("WARM_UP_NUM_RECORDS_PRE_TEST", "5e7"),
+        ("WARM_UP_NUM_RECORDS_PRE_TEST", "1e7"),
     ];
-    kill_the_proxy_during(&env, "50000000", "the warm-up before the measurement").await;
+    kill_the_proxy_during(&env, "10000000", "the warm-up before the measurement").await;
 }
 
 /// The cost of each measured phase comes from counters read at its edges: the records crossed

@@ -222,3 +222,85 @@ fn same_runs_agree_and_a_throttled_producer_is_a_regression() {
         "{stdout}"
     );
 }
+
+/// `benches/ab-campaign.sh` as a user runs it, at its smallest: one A/A campaign of two runs a
+/// side of the offline baseline. Two repetitions a side can never be significant, so the
+/// campaign reports no false alarm whatever the noise; the sides' runs alternate in time.
+#[test]
+fn the_ab_campaign_script_alternates_the_sides_and_counts_the_false_alarms() {
+    let _lock = engine_lock(false);
+    let out_dir = tempfile::tempdir().unwrap();
+    let script = common::repo().join("benches/ab-campaign.sh");
+    let campaign = |bin: &str| {
+        let mut cmd = std::process::Command::new(&script);
+        for var in common::setting_vars() {
+            cmd.env_remove(var);
+        }
+        cmd.env("PERF_TESTS_BIN", bin)
+            .env("CAMPAIGNS", "1")
+            .env("RUNS_PER_SIDE", "2")
+            .env("NUM_RECORDS", "2000")
+            .env("SCENARIOS", "scenarios/offline")
+            .env("TEST", "01.*")
+            .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
+            .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
+            .env("OUT", out_dir.path())
+            .output()
+            .unwrap()
+    };
+    let missing = campaign("/nonexistent/perf-tests");
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .contains("/nonexistent/perf-tests not found; run cargo build --release"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+
+    let out = campaign(env!("CARGO_BIN_EXE_perf-tests"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let order: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("==> campaign 1 of 1: "))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "run 1 of 2, side a",
+            "run 1 of 2, side b",
+            "run 2 of 2, side a",
+            "run 2 of 2, side b"
+        ]
+    );
+    // The runs' own clocks say the same: a, b, a, b.
+    let started = |side: &str| -> Vec<String> {
+        let dir = out_dir.path().join("campaign-1").join(side);
+        let mut t: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| {
+                let info: Value = serde_json::from_slice(
+                    &std::fs::read(e.unwrap().path().join("run.json")).unwrap(),
+                )
+                .unwrap();
+                info["started_at"].as_str().unwrap().to_string()
+            })
+            .collect();
+        t.sort();
+        t
+    };
+    let (a, b) = (started("a"), started("b"));
+    assert_eq!((a.len(), b.len()), (2, 2));
+    assert!(a[0] < b[0] && b[0] < a[1] && a[1] < b[1], "{a:?} {b:?}");
+    let summary = std::fs::read_to_string(out_dir.path().join("summary.txt")).unwrap();
+    assert!(summary.contains("campaign 1: exit 0: "), "{summary}");
+    assert!(
+        summary.contains("false alarms: 0 of 1 A/A comparisons"),
+        "{summary}"
+    );
+    let spread = summary
+        .lines()
+        .find(|l| l.contains("01-no-proxy-baseline") && l.contains("producer rec/s"))
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(spread.trim_end().ends_with("%)"), "{spread}");
+}

@@ -524,3 +524,66 @@ async fn workload_process_fails_with_a_message_on_a_closed_port() {
     );
     assert!(!String::from_utf8_lossy(&output.stdout).contains("PERF-TESTS-RESULT"));
 }
+
+/// `benches/vs-rdkafka-performance.sh` as a user runs it, at its smallest: both tools measured
+/// against the same fresh Tansu broker, the first tool alternating by round, and a count it
+/// cannot pass on to `rdkafka_performance` refused.
+#[test]
+fn the_rdkafka_performance_bench_measures_both_tools_in_alternating_order() {
+    let script = common::repo().join("benches/vs-rdkafka-performance.sh");
+    let bench = |records: &str| {
+        std::process::Command::new(&script)
+            .env("PERF_TESTS_BIN", env!("CARGO_BIN_EXE_perf-tests"))
+            .env("NUM_RECORDS", records)
+            .env("ROUNDS", "2")
+            .output()
+            .unwrap()
+    };
+    let refused = bench("2e5");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("NUM_RECORDS=2e5: write the count out in digits"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let out = bench("20000");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() == 4 && (w[0] == "1" || w[0] == "2"))
+        .collect();
+    let tools: Vec<(&str, &str)> = rows.iter().map(|w| (w[0], w[1])).collect();
+    assert_eq!(
+        tools,
+        [
+            ("1", "rdkafka_performance"),
+            ("1", "perf-tests"),
+            ("2", "perf-tests"),
+            ("2", "rdkafka_performance")
+        ],
+        "{stdout}"
+    );
+    for w in &rows {
+        for rate in &w[2..] {
+            assert!(
+                rate.parse::<f64>().is_ok_and(|r| r > 0.0),
+                "{w:?} in {stdout}"
+            );
+        }
+    }
+    assert!(
+        stdout.contains("median produce: rdkafka_performance "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("2 rounds are too few for a 95% interval of the median (6 at least)"),
+        "{stdout}"
+    );
+}

@@ -350,15 +350,21 @@ fn consume_member_inner(
     };
     let mut last_failure: Option<String> = None;
     let mut reported = start;
+    let mut reported_any = false;
     let mut announced = false;
     while !done(shared.consumed.load(Ordering::SeqCst)) {
         if shared.abort.load(Ordering::SeqCst) {
             bail!("another consumer of the group failed");
         }
         if let Some(progress) = progress.as_mut() {
-            if reported.elapsed() >= PROGRESS_EVERY {
+            // The first records are reported at once: whoever watches learns then that the
+            // group's fetches go through.
+            let consumed = shared.consumed.load(Ordering::SeqCst);
+            let first = consumed > 0 && !reported_any;
+            if first || reported.elapsed() >= PROGRESS_EVERY {
                 reported = Instant::now();
-                progress(shared.consumed.load(Ordering::SeqCst));
+                reported_any |= consumed > 0;
+                progress(consumed);
             }
         }
         let polled = consumer.poll(Duration::from_millis(100));

@@ -214,11 +214,11 @@ pub fn wait_for(what: &str, within: std::time::Duration, mut done: impl FnMut() 
 
 /// The moment of a measurement a stall is put at: each an event of the run, never a time.
 pub enum StallAt<'a> {
-    /// Once the run shows the first records of its step `step` (`produce`) through, out of
-    /// `of`: its progress line with a count above zero, which comes with the producer's first
-    /// acknowledgements, so its connections are set up. A pause during a client's connection
-    /// set-up was seen to stall it for about 10 s (as long as librdkafka's API-version request
-    /// timeout), not for the pause.
+    /// Once the run shows the first records of its step `step` (`produce`, `consume`) through,
+    /// out of `of`: its progress line with a count above zero, which comes with the producer's
+    /// first acknowledgements or the consumer's first records, so that client's connections
+    /// are set up. A pause during a client's connection set-up was seen to stall it for about
+    /// 10 s (as long as librdkafka's API-version request timeout), not for the pause.
     Through { step: &'a str, of: u64 },
     /// Once the run prints a line containing this, after the scenario started.
     Line(&'a str),
