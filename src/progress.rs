@@ -125,9 +125,12 @@ impl Count {
         let done = self.done.min(total);
         let filled = (done as u128 * WIDTH as u128 / total as u128) as usize;
         let elapsed = self.started.elapsed().as_secs_f64();
-        let rate = self
-            .rate
-            .or_else(|| (elapsed > 0.0 && done > 0).then(|| done as f64 / elapsed));
+        // Until a rate is measured over a window, the average since the start stands in once
+        // it rests on a share of the records (the first record alone would promise an ETA of
+        // days).
+        let rate = self.rate.or_else(|| {
+            (elapsed > 0.0 && done > 0 && done * 100 >= total).then(|| done as f64 / elapsed)
+        });
         let tail = match rate {
             Some(r) if r > 0.0 => format!(" {r:.0} rec/s ETA {}", eta((total - done) as f64 / r)),
             _ => format!(" {} elapsed", eta(elapsed)),
@@ -270,6 +273,16 @@ mod tests {
         );
         r.add(10_000);
         assert!(r.line().contains("1000/1000 100%"), "{}", r.line());
+    }
+
+    #[test]
+    fn the_first_records_alone_promise_no_eta() {
+        let r = records("consume", 10_000_000);
+        r.state.lock().unwrap().started = Instant::now() - Duration::from_secs(1);
+        r.set(1);
+        let l = r.line();
+        assert!(l.starts_with("consume [..........] 1/10000000 0% "), "{l}");
+        assert!(l.ends_with(" elapsed") && !l.contains("ETA"), "{l}");
     }
 
     #[test]
