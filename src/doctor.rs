@@ -324,7 +324,7 @@ fn disk(engine: &Engine, facts: &EngineFacts, run: &RunPlan, images: usize) -> C
         );
     };
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    let images = if images == 0 {
+    let for_images = if images == 0 {
         String::new()
     } else {
         format!(
@@ -336,7 +336,7 @@ fn disk(engine: &Engine, facts: &EngineFacts, run: &RunPlan, images: usize) -> C
         fail(
             "disk",
             format!(
-                "{} has {:.1} GiB free; the broker's log needs about {:.1} GiB at NUM_RECORDS={} of RECORD_SIZE={} bytes (two measurements' topics, as deleted topics linger){images}: lower NUM_RECORDS or free space",
+                "{} has {:.1} GiB free; the broker's log needs about {:.1} GiB at NUM_RECORDS={} of RECORD_SIZE={} bytes (two measurements' topics, as deleted topics linger){for_images}: lower NUM_RECORDS or free space",
                 root.display(),
                 gib(free),
                 gib(log),
@@ -348,7 +348,7 @@ fn disk(engine: &Engine, facts: &EngineFacts, run: &RunPlan, images: usize) -> C
         ok(
             "disk",
             format!(
-                "{} has {:.1} GiB free; the broker's log needs about {:.1} GiB{images}",
+                "{} has {:.1} GiB free; the broker's log needs about {:.1} GiB{for_images}",
                 root.display(),
                 gib(free),
                 gib(log)

@@ -11,7 +11,7 @@ use common::engine_lock;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -120,34 +120,40 @@ async fn throttle(
     done.len()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_throttled_proxy_is_a_significant_regression() {
-    let _lock = engine_lock(false);
+/// Runs `test` twice into a temporary directory, the second time with every container of
+/// `service` limited to `quota` of a core as it starts, then compares the two runs; returns
+/// compare's output and how many containers were slowed.
+async fn base_and_slowed(test: &'static str, service: &'static str, quota: f64) -> (Output, usize) {
     let root = tempfile::tempdir().unwrap();
     let base_dir = root.path().join("base");
-    let base = tokio::task::spawn_blocking(move || run("02.*", &base_dir, Arc::default()))
+    let base = tokio::task::spawn_blocking(move || run(test, &base_dir, Arc::default()))
         .await
         .unwrap();
-
     let stop = Arc::new(AtomicBool::new(false));
     let slow_run_id: Arc<Mutex<Option<String>>> = Arc::default();
-    let injector = tokio::spawn(throttle("proxy", 0.05, stop.clone(), slow_run_id.clone()));
+    let injector = tokio::spawn(throttle(service, quota, stop.clone(), slow_run_id.clone()));
     let slow_dir = root.path().join("slow");
-    let slow = tokio::task::spawn_blocking(move || run("02.*", &slow_dir, slow_run_id))
+    let slow = tokio::task::spawn_blocking(move || run(test, &slow_dir, slow_run_id))
         .await
         .unwrap();
     stop.store(true, Ordering::Relaxed);
-    let throttled = injector.await.unwrap();
-    assert_eq!(
-        throttled, 5,
-        "one proxy container per repetition was slowed"
-    );
-
+    let slowed = injector.await.unwrap();
     let out = common::bin()
         .args(["compare", base.to_str().unwrap(), slow.to_str().unwrap()])
         .args(["--format", "plain"])
         .output()
         .unwrap();
+    (out, slowed)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_throttled_proxy_is_a_significant_regression() {
+    let _lock = engine_lock(false);
+    let (out, throttled) = base_and_slowed("02.*", "proxy", 0.05).await;
+    assert_eq!(
+        throttled, 5,
+        "one proxy container per repetition was slowed"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let rate_row = stdout
@@ -175,26 +181,8 @@ async fn a_throttled_proxy_is_a_significant_regression() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slowed_broker_moves_the_reference_and_compare_says_the_machine_changed() {
     let _lock = engine_lock(false);
-    let root = tempfile::tempdir().unwrap();
-    let base_dir = root.path().join("base");
-    let base = tokio::task::spawn_blocking(move || run("01.*", &base_dir, Arc::default()))
-        .await
-        .unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let slow_run_id: Arc<Mutex<Option<String>>> = Arc::default();
-    let injector = tokio::spawn(throttle("broker", 0.05, stop.clone(), slow_run_id.clone()));
-    let slow_dir = root.path().join("slow");
-    let slow = tokio::task::spawn_blocking(move || run("01.*", &slow_dir, slow_run_id))
-        .await
-        .unwrap();
-    stop.store(true, Ordering::Relaxed);
-    assert_eq!(injector.await.unwrap(), 1, "the run-wide broker was slowed");
-
-    let out = common::bin()
-        .args(["compare", base.to_str().unwrap(), slow.to_str().unwrap()])
-        .args(["--format", "plain"])
-        .output()
-        .unwrap();
+    let (out, slowed) = base_and_slowed("01.*", "broker", 0.05).await;
+    assert_eq!(slowed, 1, "the run-wide broker was slowed");
     let all = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -102,7 +102,7 @@ impl Engine {
 
     /// The CPUs the engine's host has, as the engine reports them.
     pub async fn cpus(&self) -> Option<usize> {
-        let n = self.docker.info().await.ok()?.ncpu?;
-        (n > 0).then_some(n as usize)
+        let n = self.facts().await.ok()?.cpus;
+        (n > 0).then_some(n)
     }
 }
