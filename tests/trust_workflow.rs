@@ -297,3 +297,37 @@ fn only_maintainers_start_it_and_one_marked_comment_is_kept() {
         "the workflow finds comments by this marker"
     );
 }
+
+#[test]
+fn the_measuring_job_prepares_the_machine_with_the_base_setup_script_only() {
+    let doc = document();
+    let job = &doc["jobs"]["measure"];
+    let texts = step_texts(job);
+    // One list of packages (scripts/setup's): no step installs any itself.
+    for text in &texts {
+        assert!(
+            !text.contains("apt-get") && !text.contains("apt "),
+            "a step installs packages itself: {text}"
+        );
+    }
+    let setup = texts
+        .iter()
+        .position(|s| s.contains("scripts/setup"))
+        .expect("a step runs scripts/setup");
+    // The base's copy, with the runner's cargo reachable under sudo.
+    assert!(
+        texts[setup].contains("sudo env \"PATH=$PATH\" base/scripts/setup"),
+        "{}",
+        texts[setup]
+    );
+    let build = texts
+        .iter()
+        .position(|s| s.contains("cargo build"))
+        .expect("a build step");
+    assert!(setup < build, "the machine is ready before the build");
+    assert!(
+        std::fs::metadata(workflow().parent().unwrap().join("../../scripts/setup"))
+            .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0),
+        "scripts/setup exists and is executable"
+    );
+}
