@@ -4,7 +4,7 @@
 //! configuration and an image recipe whose Maven artifact does not resolve; each run must leave
 //! nothing on the engine.
 
-mod common;
+use crate::common;
 use common::{
     engine_lock, leftovers, perf_tests_run, repo, running_container, start_run, wait_for,
     workload_runs, Started,

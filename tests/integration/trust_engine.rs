@@ -11,11 +11,11 @@
 //! 2/252), at most 1.6% of pairs of sides when the noise hits both alike. So the A/A here is
 //! judged with `--threshold 50`: a regression must also be a change of the median by more than
 //! half, which identical code on an idle machine does not make (the campaigns in PERFORMANCE.md
-//! measure the false-alarm rate at the default threshold; `tests/compare.rs` checks the
+//! measure the false-alarm rate at the default threshold; `compare.rs` beside this checks the
 //! statistics on fixed samples). The test runs alone (`.config/nextest.toml`) so that other
 //! tests' load does not fall on one side.
 
-mod common;
+use crate::common;
 use common::engine_lock;
 
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The workload against a real Kafka-compatible broker (Tansu, in memory).
-mod common;
+use crate::common;
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

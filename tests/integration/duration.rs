@@ -2,7 +2,7 @@
 //! time, and every second is recorded. A 1.5 s stall of the proxy shows in the seconds it
 //! happened (acknowledgements stop, the end-to-end latency jumps), and the path is calm after.
 
-mod common;
+use crate::common;
 use common::{engine_lock, leftovers, only_run, perf_tests_run, run_with_a_stall, StallAt};
 
 use serde_json::Value;

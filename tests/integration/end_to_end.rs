@@ -2,7 +2,7 @@
 //! latency from its send to its receipt. A path that stalls for 1.5 s shows in those latencies:
 //! the records sent during the stall arrive late.
 
-mod common;
+use crate::common;
 use common::{engine_lock, leftovers, only_run, perf_tests_run, run_with_a_stall, StallAt};
 
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! MODE=backlog on the real engine: through the Kroxylicious proxy, a group of two consumers
 //! finds a backlog waiting and catches up with it while a producer keeps sending.
 
-mod common;
+use crate::common;
 use common::{engine_lock, leftovers, only_run, run_id_of, run_succeeds};
 
 use serde_json::Value;

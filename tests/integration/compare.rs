@@ -1,5 +1,5 @@
 //! `perf-tests compare` on synthetic results directories, through the binary.
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

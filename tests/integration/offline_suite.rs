@@ -1,7 +1,7 @@
 //! The offline suite on the real engine: image recipes, the Tansu broker and proxy images
 //! answering a real rdkafka client, and the TLS path.
 
-mod common;
+use crate::common;
 use common::{engine_lock, repo};
 
 use std::collections::BTreeMap;

@@ -4,7 +4,7 @@
 //! signal), naming what failed, leave nothing on the engine and keep the results of the
 //! scenarios that completed.
 
-mod common;
+use crate::common;
 use common::{
     docker_cli, engine_lock, leftovers, perf_tests_run, running_container, start_run, wait_for,
     workload_runs, Started,

@@ -1,6 +1,6 @@
 //! Against the real Docker engine: images built here from host binaries, no registry.
 
-mod common;
+use crate::common;
 use common::engine_lock;
 
 use bollard::models::ContainerCreateBody;

@@ -1,7 +1,7 @@
 //! Resource sampling against real containers: figures arrive, and sampling costs the runner
 //! under 1% of a core.
 
-mod common;
+use crate::common;
 use common::engine_lock;
 
 use std::time::{Duration, Instant};

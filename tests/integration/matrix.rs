@@ -3,7 +3,7 @@
 //! varying broker image each really used, and one run's two images compared with each other;
 //! rate sweeps and sizing runs.
 
-mod common;
+use crate::common;
 use common::{engine_lock, leftovers, only_run, perf_tests_command, perf_tests_run, run_id_of};
 
 use std::path::{Path, PathBuf};

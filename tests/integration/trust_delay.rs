@@ -5,7 +5,7 @@
 //! for a network delay), and `perf-tests compare` must exit 1. A broker slowed the same way
 //! moves the reference scenario, and compare warns that the machine or the broker changed.
 
-mod common;
+use crate::common;
 use common::engine_lock;
 
 use std::collections::{HashMap, HashSet};

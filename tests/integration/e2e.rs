@@ -1,6 +1,6 @@
 //! The whole default suite, end to end, on the real engine with small counts.
 
-mod common;
+use crate::common;
 use common::{engine_lock, leftovers, perf_tests_run, start_run, wait_for, workload_runs, Started};
 
 use std::process::Command;

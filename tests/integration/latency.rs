@@ -3,7 +3,7 @@
 //! the stall are sent late and, timed from their actual sends, look fast (coordinated omission).
 //! Timed from their intended send times they show the stall.
 
-mod common;
+use crate::common;
 use common::{engine_lock, leftovers, only_run, perf_tests_run, run_with_a_stall, StallAt};
 
 use serde_json::Value;

@@ -5,10 +5,10 @@
 //! (against the real engine), and the native end-offset count the driver relies on (against a
 //! real broker).
 
-mod common;
+use crate::common;
 use common::{engine_lock, leftovers, repo};
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! The `perf-tests` binary as a user runs it: flags, environment, defaults, `list`, `run --dry-run`
 //! and exit codes, against suites created in temporary directories.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Pinning: SERVICES_CPUSET and WORKLOAD_CPUSET reach the engine for every container of a run,
 //! and a CPU the engine lacks is refused before anything starts.
 
-mod common;
+use crate::common;
 use common::{engine_lock, leftovers, perf_tests_run, start_run, Started};
 
 use std::collections::HashMap;

@@ -2,7 +2,7 @@
 //! consumers of one group sharing the partitions (of one topic or several), their figures merged
 //! into one row.
 
-mod common;
+use crate::common;
 use common::{engine_lock, leftovers, only_run, run_id_of, run_succeeds};
 
 use serde_json::Value;
