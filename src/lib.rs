@@ -17,7 +17,8 @@
 //!   holds a Docker client), builds what `images` says, and measures each scenario through the
 //!   `driver` chosen for the run: drivers supply primitive steps and report typed progress
 //!   events, and one measurement flow (`driver::flow`) orders the steps; the native driver runs
-//!   them with the in-container `workload`, whose protocol is one type per step;
+//!   them with the in-container `workload`, whose protocol is one type per step, the same type
+//!   its library runs from (a step's command line is that type rendered and parsed back);
 //!   `resources` samples the containers meanwhile, and `cost` turns their counters read at each
 //!   measured phase's edges into what the path costs;
 //! - the plain `model` records it returns go to `export` (JSON, text and Markdown tables from

@@ -174,10 +174,14 @@ pub enum ConsumerReceives {
 }
 
 /// A scenario's declaration of what its path does to records (`expect:` in scenario.yaml).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
+    /// What the broker must hold: unchanged, upper-cased or encrypted.
+    #[arg(long = "broker-holds")]
     pub broker: BrokerHolds,
+    /// What the consumer must receive: sent or upper-cased.
+    #[arg(long = "consumer-receives")]
     pub consumer: ConsumerReceives,
 }
 

@@ -27,6 +27,7 @@ use crate::model::{ConsumerResult, ProducerResult};
 use crate::scenario::{Scenario, Suite};
 use crate::settings::{Mode, Settings};
 
+pub use crate::workload::args::Endpoint;
 pub use crate::workload::catch_up::CatchUpResult;
 pub use crate::workload::soak::SoakResult;
 pub use crate::workload::verify::{VerifySpec, SAMPLE_RECORDS};

@@ -21,10 +21,13 @@ use crate::engine::{Engine, OneOff};
 use crate::images::workload::IMAGE_PATH;
 use crate::model::{ConsumerResult, ProducerResult};
 use crate::settings::Mode;
+use crate::workload::catch_up::CatchUpConfig;
 use crate::workload::command::{
     self, parse_result_line, Endpoint, Together, WorkloadCommand, RESULT_PREFIX,
 };
 use crate::workload::consumer::{parse_progress_line, ASSIGNED_LINE};
+use crate::workload::soak::SoakConfig;
+use crate::workload::{ConsumeConfig, ProduceConfig};
 
 /// The built-in workload.
 pub struct Native;
@@ -93,18 +96,27 @@ impl NativeSession {
         Endpoint::new(bootstrap, &self.client)
     }
 
+    /// What `spec` produces, `records` of it (a step that stops its producers itself passes
+    /// `MAX_COUNT`) at `throughput`.
+    fn records(&self, spec: &MeasureSpec, records: u64, throughput: i64) -> ProduceConfig {
+        ProduceConfig {
+            endpoint: self.endpoint(&spec.bootstrap),
+            topics: spec.topic_names(),
+            num_records: records,
+            record_size: spec.record_size,
+            throughput,
+            properties: spec.properties.clone(),
+        }
+    }
+
     /// The producers and the group of `spec` running at once, the group named `group`.
     fn together(&self, spec: &MeasureSpec, group: &str) -> Together {
         Together {
-            endpoint: self.endpoint(&spec.bootstrap),
-            topics: spec.topic_names(),
-            group: group.to_string(),
-            record_size: spec.record_size,
-            throughput: spec.throughput,
-            properties: spec.properties.clone(),
+            produce: self.records(spec, crate::settings::MAX_COUNT, spec.throughput),
             producers: spec.producers,
+            group: group.to_string(),
             consumers: spec.consumers,
-            timeout_s: spec.consume_timeout.as_secs_f64(),
+            timeout: spec.consume_timeout.into(),
         }
     }
 
@@ -183,7 +195,7 @@ impl Session for NativeSession {
         Box::pin(self.call(
             WorkloadCommand::Probe(command::Probe {
                 endpoint: self.endpoint(endpoint),
-                timeout_s: timeout.as_secs_f64(),
+                timeout: timeout.into(),
             }),
             &quiet,
         ))
@@ -211,12 +223,7 @@ impl Session for NativeSession {
         Box::pin(async move {
             self.call(
                 WorkloadCommand::Produce(command::Produce {
-                    endpoint: self.endpoint(&spec.bootstrap),
-                    topics: spec.topic_names(),
-                    num_records: records,
-                    record_size: spec.record_size,
-                    throughput,
-                    properties: spec.properties.clone(),
+                    records: self.records(spec, records, throughput),
                     producers: spec.producers,
                 }),
                 progress,
@@ -233,12 +240,12 @@ impl Session for NativeSession {
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ConsumerResult>> {
         Box::pin(self.call(
-            WorkloadCommand::Consume(command::Consume {
+            WorkloadCommand::Consume(ConsumeConfig {
                 endpoint: self.endpoint(&spec.bootstrap),
                 topics: spec.topic_names(),
-                group: group.to_string(),
+                group_id: group.to_string(),
                 expected: records,
-                timeout_s: spec.consume_timeout.as_secs_f64(),
+                timeout: spec.consume_timeout.into(),
                 consumers: spec.consumers,
                 end_to_end: spec.mode == Mode::EndToEnd,
             }),
@@ -256,10 +263,10 @@ impl Session for NativeSession {
             let Some(duration) = spec.duration else {
                 bail!("a run bounded by time needs its DURATION");
             };
-            let cmd = WorkloadCommand::Soak(command::Soak {
+            let cmd = WorkloadCommand::Soak(SoakConfig {
                 clients: self.together(spec, group),
-                duration_s: duration.as_secs(),
-                warm_up_s: spec.duration_warm_up.as_secs(),
+                duration: duration.into(),
+                warm_up: spec.duration_warm_up.into(),
             });
             self.call(cmd, progress).await
         })
@@ -272,10 +279,10 @@ impl Session for NativeSession {
         group: &'a str,
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<CatchUpResult>> {
-        let cmd = WorkloadCommand::CatchUp(command::CatchUp {
+        let cmd = WorkloadCommand::CatchUp(CatchUpConfig {
             clients: self.together(spec, group),
             backlog,
-            limit_s: spec.catch_up_limit.as_secs_f64(),
+            limit: spec.catch_up_limit.into(),
         });
         Box::pin(self.call(cmd, progress))
     }

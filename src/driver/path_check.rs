@@ -6,21 +6,13 @@ use anyhow::{bail, Result};
 use super::{tail, Place, VerifySpec};
 use crate::engine::OneOff;
 use crate::model::PathCheck;
-use crate::workload::command::{parse_result_line, Endpoint, Verify, WorkloadCommand};
+use crate::workload::command::{parse_result_line, WorkloadCommand};
 
 /// The path check (`perf-tests workload verify`) in a container of its own at `place`: sample
 /// records through the endpoint, read back through it and straight from the broker. It is the
 /// native workload's whatever the run's driver, so every driver's rows are proven alike.
 pub async fn path_check(place: &Place<'_>, spec: &VerifySpec) -> Result<PathCheck> {
-    let cmd = WorkloadCommand::Verify(Verify {
-        endpoint: Endpoint::new(&spec.bootstrap, &spec.client),
-        direct: spec.direct.clone(),
-        topic: spec.topic.clone(),
-        broker_holds: spec.expect.broker,
-        consumer_receives: spec.expect.consumer,
-        records: spec.records,
-        record_size: spec.record_size,
-    });
+    let cmd = WorkloadCommand::Verify(spec.clone());
     let out = place
         .engine
         .run_oneoff(

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::driver::{flow, MeasureSpec, Session, VerifySpec, SAMPLE_RECORDS};
+use crate::driver::{flow, Endpoint, MeasureSpec, Session, VerifySpec, SAMPLE_RECORDS};
 use crate::engine::{self, is_engine_gone, Deployment, Engine};
 use crate::model::{Expect, Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
 use crate::plan::{self, Cell, PlannedScenario, RunPlan};
@@ -382,18 +382,18 @@ async fn path_check(
     expect: Expect,
 ) -> Result<PathCheck> {
     let sc = &planned.scenario;
+    let client: Vec<(String, String)> = sc
+        .client
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let spec = VerifySpec {
-        bootstrap: sc.bootstrap.clone(),
+        endpoint: Endpoint::new(&sc.bootstrap, &client),
         direct: planned.direct.clone(),
         topic: planned.topic.clone(),
         expect,
         records: SAMPLE_RECORDS,
         record_size: settings.record_size as usize,
-        client: sc
-            .client
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
     };
     guarded(
         watcher,
@@ -707,7 +707,7 @@ mod tests {
         ) -> LocalBoxFuture<'a, Result<PathCheck>> {
             self.note(format!(
                 "verify {} via {} direct {} tls={tls}",
-                spec.topic, spec.bootstrap, spec.direct
+                spec.topic, spec.endpoint.bootstrap, spec.direct
             ));
             let broker_ok = if self.path_unchanged { 0 } else { spec.records };
             let check = PathCheck {

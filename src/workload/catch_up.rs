@@ -6,26 +6,30 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Result};
+use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::consumer::{consume_until, ConsumeConfig};
-use super::producer::{produce_live, Live, ProduceConfig, Progress};
+use super::args::Seconds;
+use super::consumer::consume_until;
+use super::producer::{produce_live, Live, Progress};
+use super::together::Together;
 use crate::model::{CatchUp, ConsumerResult, ProducerResult};
 
-/// One catch-up: the live producer's records (`produce.num_records` is only a cap) and rate,
-/// and the group that resumes.
-#[derive(Debug, Clone, PartialEq)]
+/// One catch-up: the live producers and the group that resumes (the `catch-up` step's
+/// parameters, on the command line as they are in memory).
+#[derive(Debug, Clone, PartialEq, Args, Serialize)]
 pub struct CatchUpConfig {
-    pub produce: ProduceConfig,
-    pub producers: u32,
-    pub consume: ConsumeConfig,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub clients: Together,
     /// Records waiting for the group when it resumes.
+    #[arg(long)]
     pub backlog: u64,
-    /// How long the group may take; the lag then left is reported.
-    pub limit: Duration,
+    /// Seconds the group may take to catch up; the lag then left is reported.
+    #[arg(long = "limit-s")]
+    pub limit: Seconds,
 }
 
 /// What a catch-up measured: the live producer's results, and the group's, its
@@ -56,7 +60,7 @@ pub async fn catch_up(
     producer_progress: impl FnMut(Progress) + Send,
     mut consumer_progress: impl FnMut(u64, u64) + Send + 'static,
 ) -> Result<CatchUpResult> {
-    if cfg.produce.throughput <= 0 {
+    if cfg.clients.produce.throughput <= 0 {
         bail!("a catch-up's live producer needs a positive rate (THROUGHPUT)");
     }
     let live = Arc::new(Live::default());
@@ -65,14 +69,14 @@ pub async fn catch_up(
         let backlog = cfg.backlog;
         move |consumed: u64| (backlog + live.acked.load(Ordering::Relaxed)).saturating_sub(consumed)
     };
-    let bound = lag_bound(cfg.produce.throughput);
+    let bound = lag_bound(cfg.clients.produce.throughput);
     let state = Arc::new(State::default());
     let done = {
         let (state, lag, backlog) = (state.clone(), lag.clone(), cfg.backlog);
         move |consumed: u64| state.done(consumed >= backlog, lag(consumed), bound)
     };
     let expire = {
-        let (state, limit) = (state.clone(), cfg.limit);
+        let (state, limit) = (state.clone(), cfg.limit.0);
         tokio::spawn(async move {
             tokio::time::sleep(limit).await;
             state.expired.store(true, Ordering::SeqCst);
@@ -80,8 +84,8 @@ pub async fn catch_up(
     };
     let produce = async {
         let r = produce_live(
-            &cfg.produce,
-            cfg.producers,
+            &cfg.clients.produce,
+            cfg.clients.producers,
             Some(live.clone()),
             producer_progress,
         )
@@ -90,10 +94,11 @@ pub async fn catch_up(
         state.expired.store(true, Ordering::SeqCst);
         r
     };
+    let group = cfg.clients.consume(false);
     let consume = async {
         let lag = lag.clone();
         let r = consume_until(
-            &cfg.consume,
+            &group,
             move |n| consumer_progress(n, lag(n)),
             || {},
             done,
@@ -109,7 +114,7 @@ pub async fn catch_up(
     let caught = state.caught.load(Ordering::SeqCst);
     consumer.catch_up = Some(CatchUp {
         backlog: cfg.backlog,
-        live_target_rec_s: cfg.produce.throughput as f64,
+        live_target_rec_s: cfg.clients.produce.throughput as f64,
         live_rec_s: live_result.rate_rec_s,
         lag_bound: bound,
         caught_up_s: caught.then(|| (consumer.rebalance_ms + consumer.fetch_ms) / 1000.0),

@@ -1,10 +1,12 @@
 //! `perf-tests workload …`: the workload's primitive steps as a process, so a driver on the host
 //! can run each inside a container on the scenario's network and read the result back.
 //!
-//! Each step's parameters are one type, and [`WorkloadCommand`] names the steps: clap parses the
-//! command line into them ([`parse_from`]), and [`WorkloadCommand::to_args`] renders them back
-//! from the same definitions (clap's flag of each field, serde's value of it), so the two cannot
-//! drift; a test holds them to each other. Each step prints its progress on stderr and one
+//! Each step's parameters are one type, the one the workload's library runs from
+//! ([`ProduceConfig`], [`ConsumeConfig`], [`CatchUpConfig`], [`SoakConfig`], [`VerifySpec`]),
+//! and [`WorkloadCommand`] names the steps: clap parses the command line into them
+//! ([`parse_from`]), and [`WorkloadCommand::to_args`] renders them back from the same
+//! definitions (clap's flag of each field, serde's value of it), so the two cannot drift and no
+//! step copies its arguments into another type; a test holds them to each other. Each step prints its progress on stderr and one
 //! `PERF-TESTS-RESULT <json>` line on stdout ([`result_line`], [`parse_result_line`]).
 
 use std::time::Duration;
@@ -15,103 +17,19 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use super::args::{Endpoint, Seconds};
 use super::catch_up::CatchUpConfig;
 use super::producer::summary_line;
-use super::properties::parse_pair;
 use super::soak::SoakConfig;
-use super::{probe, Admin, ConsumeConfig, ProduceConfig, TopicSpec};
-use crate::model::{BrokerHolds, ConsumerReceives, Expect};
+pub use super::together::Together;
+use super::verify::VerifySpec;
+use super::{probe, ConsumeConfig, ProduceConfig, TopicSpec};
 
 /// Prefix of the one stdout line that carries the structured result.
 pub const RESULT_PREFIX: &str = "PERF-TESTS-RESULT ";
 
 /// How long a freshly created topic may take to appear in the metadata.
 const TOPIC_VISIBLE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Where a step connects, and how.
-#[derive(Debug, Clone, PartialEq, Args, Serialize)]
-pub struct Endpoint {
-    /// Kafka bootstrap endpoint, host:port.
-    #[arg(long)]
-    pub bootstrap: String,
-    /// Property for every client of the step, key=value; repeatable.
-    #[arg(long = "client-property", value_parser = parse_pair)]
-    pub client_properties: Vec<(String, String)>,
-}
-
-impl Endpoint {
-    /// An endpoint with no extra client properties.
-    pub fn new(bootstrap: impl Into<String>, client: &[(String, String)]) -> Endpoint {
-        Endpoint {
-            bootstrap: bootstrap.into(),
-            client_properties: client.to_vec(),
-        }
-    }
-
-    fn admin(&self) -> Result<Admin> {
-        Admin::connect(&self.bootstrap, &self.client_properties)
-    }
-}
-
-/// Producers and a consuming group running at once in one step, so that its lag is counted
-/// exactly: the backlog mode's catch-up and a DURATION run.
-#[derive(Debug, Clone, PartialEq, Args, Serialize)]
-pub struct Together {
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub endpoint: Endpoint,
-    /// Topic to produce to (records go to the topics in turn) and consume from; repeatable.
-    #[arg(long = "topic", required = true)]
-    pub topics: Vec<String>,
-    /// Consumer group.
-    #[arg(long)]
-    pub group: String,
-    /// Bytes per record value.
-    #[arg(long, default_value_t = 1024)]
-    pub record_size: usize,
-    /// Target records/s; -1 is unlimited.
-    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
-    pub throughput: i64,
-    /// Producer property key=value (Java or librdkafka name); repeatable.
-    #[arg(long = "property", value_parser = parse_pair)]
-    pub properties: Vec<(String, String)>,
-    /// Producers sharing the rate.
-    #[arg(long, default_value_t = 1)]
-    pub producers: u32,
-    /// Consumers in the group.
-    #[arg(long, default_value_t = 1)]
-    pub consumers: u32,
-    /// Seconds without a record after which the group fails.
-    #[arg(long, default_value_t = 60.0)]
-    pub timeout_s: f64,
-}
-
-impl Together {
-    /// The producers' configuration, their count, and the group's (which tallies end-to-end
-    /// latencies when asked). Neither has a count: the step decides when they stop.
-    fn configs(self, end_to_end: bool) -> Result<(ProduceConfig, u32, ConsumeConfig)> {
-        let produce = ProduceConfig {
-            bootstrap: self.endpoint.bootstrap.clone(),
-            topics: self.topics.clone(),
-            num_records: crate::settings::MAX_COUNT,
-            record_size: self.record_size,
-            throughput: self.throughput,
-            properties: self.properties,
-            client: self.endpoint.client_properties.clone(),
-        };
-        let consume = ConsumeConfig {
-            bootstrap: self.endpoint.bootstrap,
-            topics: self.topics,
-            group_id: self.group,
-            expected: crate::settings::MAX_COUNT,
-            timeout: seconds("timeout-s", self.timeout_s)?,
-            client: self.endpoint.client_properties,
-            consumers: self.consumers,
-            end_to_end,
-        };
-        Ok((produce, self.producers, consume))
-    }
-}
 
 /// The workload's steps, each with its parameters.
 #[derive(Debug, Clone, PartialEq, Subcommand, Serialize)]
@@ -127,20 +45,20 @@ pub enum WorkloadCommand {
     Produce(Produce),
     /// Consume exactly this many records with a consumer group and report them
     /// (kafka-consumer-perf-test semantics); the group commits what it read.
-    Consume(Consume),
+    Consume(ConsumeConfig),
     /// Resume a consumer group with a backlog waiting while a live producer sends at a fixed
     /// rate, until the group's lag is down to what 100 ms of the rate adds (MODE=backlog).
-    CatchUp(CatchUp),
+    CatchUp(CatchUpConfig),
     /// Produce at a rate for a time while a group consumes, recording every second
     /// (DURATION); the group then reads what is left.
-    Soak(Soak),
+    Soak(SoakConfig),
     /// Print the number of records in a topic (end offsets minus start offsets).
     EndOffsets(Topics),
     /// Delete a topic.
     DeleteTopic(Topics),
     /// Check what the path does to records: produce samples through the endpoint, read them
     /// back through it and straight from the broker, compare with the expectation.
-    Verify(Verify),
+    Verify(VerifySpec),
 }
 
 /// `probe`'s parameters.
@@ -150,8 +68,8 @@ pub struct Probe {
     #[serde(flatten)]
     pub endpoint: Endpoint,
     /// Seconds to keep trying.
-    #[arg(long, default_value_t = 60.0)]
-    pub timeout_s: f64,
+    #[arg(long = "timeout-s", default_value = "60")]
+    pub timeout: Seconds,
 }
 
 /// `create-topic`'s parameters.
@@ -171,84 +89,16 @@ pub struct CreateTopic {
     pub replication_factor: i32,
 }
 
-/// `produce`'s parameters.
+/// `produce`'s parameters: the records, and how many producers share them and the rate (their
+/// figures merged).
 #[derive(Debug, Clone, PartialEq, Args, Serialize)]
 pub struct Produce {
     #[command(flatten)]
     #[serde(flatten)]
-    pub endpoint: Endpoint,
-    /// Topic to produce to; repeatable (records go to the topics in turn).
-    #[arg(long = "topic", required = true)]
-    pub topics: Vec<String>,
-    /// Records to produce.
-    #[arg(long)]
-    pub num_records: u64,
-    /// Bytes per record value.
-    #[arg(long, default_value_t = 1024)]
-    pub record_size: usize,
-    /// Target records/s; -1 is unlimited.
-    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
-    pub throughput: i64,
-    /// Producer property key=value (Java or librdkafka name); repeatable.
-    #[arg(long = "property", value_parser = parse_pair)]
-    pub properties: Vec<(String, String)>,
+    pub records: ProduceConfig,
     /// Producers sharing the records and the rate, their figures merged.
     #[arg(long, default_value_t = 1)]
     pub producers: u32,
-}
-
-/// `consume`'s parameters.
-#[derive(Debug, Clone, PartialEq, Args, Serialize)]
-pub struct Consume {
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub endpoint: Endpoint,
-    /// Topic to consume from; repeatable (the group subscribes to all).
-    #[arg(long = "topic", required = true)]
-    pub topics: Vec<String>,
-    /// Consumer group.
-    #[arg(long)]
-    pub group: String,
-    /// Records to consume.
-    #[arg(long)]
-    pub expected: u64,
-    /// Seconds without a record after which the consumer fails.
-    #[arg(long, default_value_t = 60.0)]
-    pub timeout_s: f64,
-    /// Consumers in the group, together consuming the records.
-    #[arg(long, default_value_t = 1)]
-    pub consumers: u32,
-    /// Report each record's latency from its send to its receipt.
-    #[arg(long)]
-    pub end_to_end: bool,
-}
-
-/// `catch-up`'s parameters.
-#[derive(Debug, Clone, PartialEq, Args, Serialize)]
-pub struct CatchUp {
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub clients: Together,
-    /// Records waiting for the group.
-    #[arg(long)]
-    pub backlog: u64,
-    /// Seconds the group may take to catch up.
-    #[arg(long)]
-    pub limit_s: f64,
-}
-
-/// `soak`'s parameters.
-#[derive(Debug, Clone, PartialEq, Args, Serialize)]
-pub struct Soak {
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub clients: Together,
-    /// Seconds the producers send.
-    #[arg(long)]
-    pub duration_s: u64,
-    /// Seconds at the start left out of the figures (kept in the series).
-    #[arg(long, default_value_t = 0)]
-    pub warm_up_s: u64,
 }
 
 /// The parameters of a step on topics only (`end-offsets`, `delete-topic`).
@@ -260,32 +110,6 @@ pub struct Topics {
     /// Topic to count or delete; repeatable.
     #[arg(long = "topic", required = true)]
     pub topics: Vec<String>,
-}
-
-/// `verify`'s parameters.
-#[derive(Debug, Clone, PartialEq, Args, Serialize)]
-pub struct Verify {
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub endpoint: Endpoint,
-    /// The broker behind the endpoint, read without the path, host:port.
-    #[arg(long)]
-    pub direct: String,
-    /// Topic to create, check on and delete.
-    #[arg(long)]
-    pub topic: String,
-    /// What the broker must hold: unchanged, upper-cased or encrypted.
-    #[arg(long)]
-    pub broker_holds: BrokerHolds,
-    /// What the consumer must receive: sent or upper-cased.
-    #[arg(long)]
-    pub consumer_receives: ConsumerReceives,
-    /// Sample records.
-    #[arg(long, default_value_t = super::verify::SAMPLE_RECORDS)]
-    pub records: u64,
-    /// Bytes per sample record (at least 64).
-    #[arg(long, default_value_t = 1024)]
-    pub record_size: usize,
 }
 
 impl WorkloadCommand {
@@ -365,10 +189,6 @@ where
     })
 }
 
-fn seconds(name: &str, s: f64) -> Result<Duration> {
-    Duration::try_from_secs_f64(s).with_context(|| format!("--{name} {s}: not a duration"))
-}
-
 /// The stdout line that carries `value` back to the driver.
 pub fn result_line(value: &impl Serialize) -> Result<String> {
     Ok(format!(
@@ -403,10 +223,10 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
         },
         WorkloadCommand::Probe(step) => step.run().await?,
         WorkloadCommand::CreateTopic(step) => step.run().await?,
-        WorkloadCommand::Produce(step) => step.run().await?,
-        WorkloadCommand::Consume(step) => step.run().await?,
-        WorkloadCommand::CatchUp(step) => step.run().await?,
-        WorkloadCommand::Soak(step) => step.run().await?,
+        WorkloadCommand::Produce(step) => produce(step).await?,
+        WorkloadCommand::Consume(cfg) => consume(cfg).await?,
+        WorkloadCommand::CatchUp(cfg) => catch_up(cfg).await?,
+        WorkloadCommand::Soak(cfg) => soak(cfg).await?,
         WorkloadCommand::EndOffsets(step) => {
             result_line(&step.endpoint.admin()?.end_offsets_sum(&step.topics).await?)?
         }
@@ -414,7 +234,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             step.endpoint.admin()?.delete_topics(&step.topics).await?;
             result_line(&())?
         }
-        WorkloadCommand::Verify(step) => step.run().await?,
+        WorkloadCommand::Verify(spec) => result_line(&super::verify::verify(&spec).await?)?,
     };
     println!("{line}");
     Ok(0)
@@ -422,11 +242,10 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
 
 impl Probe {
     async fn run(self) -> Result<String> {
-        let timeout = seconds("timeout-s", self.timeout_s)?;
         probe(
             &self.endpoint.bootstrap,
             &self.endpoint.client_properties,
-            timeout,
+            self.timeout.0,
         )
         .await?;
         result_line(&())
@@ -452,104 +271,44 @@ impl CreateTopic {
     }
 }
 
-impl Produce {
-    async fn run(self) -> Result<String> {
-        let cfg = ProduceConfig {
-            bootstrap: self.endpoint.bootstrap,
-            topics: self.topics,
-            num_records: self.num_records,
-            record_size: self.record_size,
-            throughput: self.throughput,
-            properties: self.properties,
-            client: self.endpoint.client_properties,
-        };
-        let r = super::producer::produce_many(&cfg, self.producers, |p| eprintln!("{p}")).await?;
-        eprintln!("{}", summary_line(&r));
-        result_line(&r)
-    }
+async fn produce(step: Produce) -> Result<String> {
+    let r =
+        super::producer::produce_many(&step.records, step.producers, |p| eprintln!("{p}")).await?;
+    eprintln!("{}", summary_line(&r));
+    result_line(&r)
 }
 
-impl Consume {
-    async fn run(self) -> Result<String> {
-        let cfg = ConsumeConfig {
-            bootstrap: self.endpoint.bootstrap,
-            topics: self.topics,
-            group_id: self.group,
-            expected: self.expected,
-            timeout: seconds("timeout-s", self.timeout_s)?,
-            client: self.endpoint.client_properties,
-            consumers: self.consumers,
-            end_to_end: self.end_to_end,
-        };
-        let expected = cfg.expected;
-        let consumed = super::consumer::consume_reporting(
-            &cfg,
-            move |n| eprintln!("{}", super::consumer::progress_line(n, expected)),
-            || eprintln!("{}", super::consumer::ASSIGNED_LINE),
-        )
-        .await?;
-        result_line(&consumed)
-    }
+async fn consume(cfg: ConsumeConfig) -> Result<String> {
+    let expected = cfg.expected;
+    let consumed = super::consumer::consume_reporting(
+        &cfg,
+        move |n| eprintln!("{}", super::consumer::progress_line(n, expected)),
+        || eprintln!("{}", super::consumer::ASSIGNED_LINE),
+    )
+    .await?;
+    result_line(&consumed)
 }
 
-impl CatchUp {
-    async fn run(self) -> Result<String> {
-        let (produce, producers, consume) = self.clients.configs(false)?;
-        let cfg = CatchUpConfig {
-            produce,
-            producers,
-            consume,
-            backlog: self.backlog,
-            limit: seconds("limit-s", self.limit_s)?,
-        };
-        let r = super::catch_up::catch_up(
-            &cfg,
-            |p| eprintln!("{p}"),
-            |n, lag| eprintln!("{}", super::catch_up::progress_line(n, lag)),
-        )
-        .await?;
-        eprintln!("{}", summary_line(&r.live));
-        result_line(&r)
-    }
+async fn catch_up(cfg: CatchUpConfig) -> Result<String> {
+    let r = super::catch_up::catch_up(
+        &cfg,
+        |p| eprintln!("{p}"),
+        |n, lag| eprintln!("{}", super::catch_up::progress_line(n, lag)),
+    )
+    .await?;
+    eprintln!("{}", summary_line(&r.live));
+    result_line(&r)
 }
 
-impl Soak {
-    async fn run(self) -> Result<String> {
-        let (produce, producers, consume) = self.clients.configs(true)?;
-        let cfg = SoakConfig {
-            produce,
-            producers,
-            consume,
-            duration: Duration::from_secs(self.duration_s),
-            warm_up: Duration::from_secs(self.warm_up_s),
-        };
-        // Every tenth second, and the first ones, so a long run shows it is alive.
-        let r = super::soak::soak(&cfg, |s| {
-            if s.t_s <= 3 || s.t_s % 10 == 0 {
-                eprintln!("{}", super::soak::progress_line(s));
-            }
-        })
-        .await?;
-        result_line(&r)
-    }
-}
-
-impl Verify {
-    async fn run(self) -> Result<String> {
-        let spec = super::verify::VerifySpec {
-            bootstrap: self.endpoint.bootstrap,
-            direct: self.direct,
-            topic: self.topic,
-            expect: Expect {
-                broker: self.broker_holds,
-                consumer: self.consumer_receives,
-            },
-            records: self.records,
-            record_size: self.record_size,
-            client: self.endpoint.client_properties,
-        };
-        result_line(&super::verify::verify(&spec).await?)
-    }
+async fn soak(cfg: SoakConfig) -> Result<String> {
+    // Every tenth second, and the first ones, so a long run shows it is alive.
+    let r = super::soak::soak(&cfg, |s| {
+        if s.t_s <= 3 || s.t_s % 10 == 0 {
+            eprintln!("{}", super::soak::progress_line(s));
+        }
+    })
+    .await?;
+    result_line(&r)
 }
 
 #[cfg(test)]
@@ -565,10 +324,21 @@ mod tests {
     #[test]
     fn every_step_renders_to_arguments_that_parse_back_to_it() {
         let endpoint = Endpoint::new("proxy:9092", &[("security.protocol".into(), "SSL".into())]);
+        let records = |topics: &[&str], num_records| ProduceConfig {
+            endpoint: endpoint.clone(),
+            topics: topics.iter().map(|t| t.to_string()).collect(),
+            num_records,
+            record_size: 512,
+            throughput: 20_000,
+            properties: vec![
+                ("linger.ms".into(), "7".into()),
+                ("acks".into(), "all".into()),
+            ],
+        };
         round_trip(WorkloadCommand::Serve);
         round_trip(WorkloadCommand::Probe(Probe {
             endpoint: endpoint.clone(),
-            timeout_s: 2.5,
+            timeout: Seconds(Duration::from_millis(2500)),
         }));
         round_trip(WorkloadCommand::CreateTopic(CreateTopic {
             endpoint: endpoint.clone(),
@@ -577,55 +347,39 @@ mod tests {
             replication_factor: 2,
         }));
         round_trip(WorkloadCommand::Produce(Produce {
-            endpoint: endpoint.clone(),
-            topics: vec!["t1".into(), "t2".into(), "t3".into()],
-            num_records: 20_000,
-            record_size: 512,
-            throughput: -1,
-            properties: vec![
-                ("linger.ms".into(), "7".into()),
-                ("acks".into(), "all".into()),
-            ],
+            records: ProduceConfig {
+                throughput: -1,
+                ..records(&["t1", "t2", "t3"], 20_000)
+            },
             producers: 3,
         }));
-        round_trip(WorkloadCommand::Consume(Consume {
-            endpoint: endpoint.clone(),
-            topics: vec!["t".into()],
-            group: "g".into(),
-            expected: 10,
-            timeout_s: 60.0,
-            consumers: 2,
-            end_to_end: true,
-        }));
-        round_trip(WorkloadCommand::Consume(Consume {
-            endpoint: endpoint.clone(),
-            topics: vec!["t1".into(), "t2".into()],
-            group: "g".into(),
-            expected: 10,
-            timeout_s: 60.0,
-            consumers: 1,
-            end_to_end: false,
-        }));
+        for (topics, consumers, end_to_end) in [(&["t"][..], 2, true), (&["t1", "t2"], 1, false)] {
+            round_trip(WorkloadCommand::Consume(ConsumeConfig {
+                endpoint: endpoint.clone(),
+                topics: topics.iter().map(|t| t.to_string()).collect(),
+                group_id: "g".into(),
+                expected: 10,
+                timeout: Seconds(Duration::from_secs(60)),
+                consumers,
+                end_to_end,
+            }));
+        }
         let clients = Together {
-            endpoint: endpoint.clone(),
-            topics: vec!["t1".into(), "t2".into()],
-            group: "g".into(),
-            record_size: 100,
-            throughput: 20_000,
-            properties: vec![("acks".into(), "1".into())],
+            produce: records(&["t1", "t2"], crate::settings::MAX_COUNT),
             producers: 2,
+            group: "g".into(),
             consumers: 3,
-            timeout_s: 60.0,
+            timeout: Seconds(Duration::from_secs(45)),
         };
-        round_trip(WorkloadCommand::CatchUp(CatchUp {
+        round_trip(WorkloadCommand::CatchUp(CatchUpConfig {
             clients: clients.clone(),
             backlog: 50_000,
-            limit_s: 300.0,
+            limit: Seconds(Duration::from_secs(300)),
         }));
-        round_trip(WorkloadCommand::Soak(Soak {
+        round_trip(WorkloadCommand::Soak(SoakConfig {
             clients,
-            duration_s: 600,
-            warm_up_s: 30,
+            duration: Seconds(Duration::from_secs(600)),
+            warm_up: Seconds(Duration::from_secs(30)),
         }));
         round_trip(WorkloadCommand::EndOffsets(Topics {
             endpoint: Endpoint::new("broker:9092", &[]),
@@ -635,15 +389,59 @@ mod tests {
             endpoint: endpoint.clone(),
             topics: vec!["t".into()],
         }));
-        round_trip(WorkloadCommand::Verify(Verify {
+        round_trip(WorkloadCommand::Verify(VerifySpec {
             endpoint,
             direct: "broker1:9092".into(),
             topic: "t".into(),
-            broker_holds: BrokerHolds::Encrypted,
-            consumer_receives: ConsumerReceives::UpperCased,
+            expect: crate::model::Expect {
+                broker: crate::model::BrokerHolds::Encrypted,
+                consumer: crate::model::ConsumerReceives::UpperCased,
+            },
             records: 20,
             record_size: 100,
         }));
+    }
+
+    #[test]
+    fn a_group_beside_producers_reads_what_they_write_until_stopped() {
+        let clients = Together {
+            produce: ProduceConfig {
+                endpoint: Endpoint::new("proxy:9092", &[("client.id".into(), "c".into())]),
+                topics: vec!["t1".into(), "t2".into()],
+                num_records: crate::settings::MAX_COUNT,
+                record_size: 100,
+                throughput: 5,
+                properties: vec![("acks".into(), "1".into())],
+            },
+            producers: 2,
+            group: "g".into(),
+            consumers: 3,
+            timeout: Seconds(Duration::from_secs(45)),
+        };
+        let group = clients.consume(true);
+        assert_eq!(group.endpoint, clients.produce.endpoint);
+        assert_eq!(group.topics, clients.produce.topics);
+        assert_eq!(
+            (group.group_id.as_str(), group.consumers, group.timeout),
+            ("g", 3, clients.timeout)
+        );
+        assert_eq!(group.expected, crate::settings::MAX_COUNT);
+        assert!(group.end_to_end && !clients.consume(false).end_to_end);
+    }
+
+    #[test]
+    fn a_time_that_is_not_a_duration_is_refused_naming_its_flag() {
+        let err = parse_from([
+            "perf-tests",
+            "workload",
+            "probe",
+            "--bootstrap",
+            "b:9092",
+            "--timeout-s=-2",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("--timeout-s") && err.contains("`-2`"), "{err}");
     }
 
     #[test]

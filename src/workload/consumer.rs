@@ -16,6 +16,10 @@ use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::message::Message;
 use rdkafka::types::RDKafkaErrorCode;
 
+use clap::Args;
+use serde::Serialize;
+
+use super::args::{Endpoint, Seconds};
 use super::client::LastError;
 use super::latency::Latencies;
 use super::properties::client_config;
@@ -23,24 +27,32 @@ use crate::model::ConsumerResult;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// What to consume and from where.
-#[derive(Debug, Clone, PartialEq)]
+/// What to consume and from where: the `consume` step's parameters, on the command line as they
+/// are in memory.
+#[derive(Debug, Clone, PartialEq, Args, Serialize)]
 pub struct ConsumeConfig {
-    pub bootstrap: String,
-    /// Topics the group subscribes to; at least one.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub endpoint: Endpoint,
+    /// Topic to consume from; repeatable (the group subscribes to all).
+    #[arg(long = "topic", required = true)]
     pub topics: Vec<String>,
+    /// Consumer group.
+    #[arg(long = "group")]
     pub group_id: String,
     /// Records to consume; consumption stops at exactly this many.
+    #[arg(long)]
     pub expected: u64,
-    /// Fail when no record arrives for this long.
-    pub timeout: Duration,
-    /// Client properties shared by every client of the workload.
-    pub client: Vec<(String, String)>,
-    /// Consumers of the group, each in its own thread; the group stops once they have
-    /// consumed `expected` records together.
+    /// Seconds without a record after which the consumer fails.
+    #[arg(long = "timeout-s", default_value = "60")]
+    pub timeout: Seconds,
+    /// Consumers in the group, each in its own thread; the group stops once they have consumed
+    /// `expected` records together.
+    #[arg(long, default_value_t = 1)]
     pub consumers: u32,
     /// Tally each record's latency from its send to its receipt (the producer runs at the same
     /// time); otherwise the clock is not read per record.
+    #[arg(long)]
     pub end_to_end: bool,
 }
 
@@ -410,7 +422,7 @@ fn consume_member_inner(
         // The group's last record, so a member whose partitions hold none does not time out
         // while the others read.
         let quiet = shared.last_record().max(start).elapsed();
-        if quiet >= cfg.timeout {
+        if quiet >= cfg.timeout.0 {
             let why = last_failure
                 .map(|f| format!(" (last consumer error: {f})"))
                 .unwrap_or_else(|| consumer.context().last_error.suffix());
@@ -419,8 +431,8 @@ fn consume_member_inner(
                 shared.consumed.load(Ordering::SeqCst),
                 cfg.expected,
                 super::topics_named(&cfg.topics),
-                cfg.bootstrap,
-                cfg.timeout.as_secs_f64()
+                cfg.endpoint.bootstrap,
+                cfg.timeout.0.as_secs_f64()
             );
         }
     }
@@ -472,7 +484,7 @@ fn finish(
 /// every topic spread round robin; with `hold`, it holds its partitions until the group formed.
 fn group_member(cfg: &ConsumeConfig, hold: bool) -> Result<BaseConsumer<Assigning>> {
     let (config, warnings) = client_config(
-        &cfg.bootstrap,
+        &cfg.endpoint.bootstrap,
         &[
             ("group.id", &cfg.group_id),
             ("auto.offset.reset", "earliest"),
@@ -486,7 +498,7 @@ fn group_member(cfg: &ConsumeConfig, hold: bool) -> Result<BaseConsumer<Assignin
             // the partitions of all topics over the members.
             ("partition.assignment.strategy", "roundrobin"),
         ],
-        &[&cfg.client],
+        &[&cfg.endpoint.client_properties],
     )?;
     for w in warnings {
         eprintln!("warning: {w}");

@@ -5,6 +5,7 @@
 //! (`crate::driver`).
 
 pub mod admin;
+pub mod args;
 pub mod catch_up;
 pub mod client;
 pub mod command;
@@ -14,6 +15,7 @@ pub mod probe;
 pub mod producer;
 pub mod properties;
 pub mod soak;
+pub mod together;
 pub mod verify;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -15,9 +15,13 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::DeliveryResult;
 use rdkafka::producer::{BaseProducer, Producer, ProducerContext};
 
+use clap::Args;
+use serde::Serialize;
+
+use super::args::Endpoint;
 use super::client::LastError;
 use super::latency::Latencies;
-use super::properties::client_config;
+use super::properties::{client_config, parse_pair};
 use crate::model::{ProducerResult, INTENDED, SEND};
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -27,20 +31,29 @@ const _: () = assert!(usize::BITS >= 64);
 /// How often a progress line is emitted, as the Java tool does.
 pub const REPORT_INTERVAL: Duration = Duration::from_secs(5);
 
-/// What to produce and where.
-#[derive(Debug, Clone, PartialEq)]
+/// What to produce and where: the `produce` step's records, and the producers of a step that
+/// runs them beside a group (`soak`, `catch-up`), on the command line as they are in memory.
+#[derive(Debug, Clone, PartialEq, Args, Serialize)]
 pub struct ProduceConfig {
-    pub bootstrap: String,
-    /// Topics the records go to, in turn (record i to topic i mod n); at least one.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub endpoint: Endpoint,
+    /// Topic to produce to; repeatable (record i goes to topic i mod n).
+    #[arg(long = "topic", required = true)]
     pub topics: Vec<String>,
+    /// Records to produce; a step that stops its producers itself (soak, catch-up) leaves it
+    /// at its default, which is no limit.
+    #[arg(long, default_value_t = crate::settings::MAX_COUNT)]
     pub num_records: u64,
+    /// Bytes per record value.
+    #[arg(long, default_value_t = 1024)]
     pub record_size: usize,
     /// Target records/s; any negative value is unlimited.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pub throughput: i64,
-    /// Producer properties (Java or librdkafka names).
+    /// Producer property key=value (Java or librdkafka name); repeatable.
+    #[arg(long = "property", value_parser = parse_pair)]
     pub properties: Vec<(String, String)>,
-    /// Client properties shared by every client of the workload (security, client.id …).
-    pub client: Vec<(String, String)>,
 }
 
 /// One reporting window of the producer.
@@ -593,7 +606,7 @@ fn produce_blocking(
                         i + 1,
                         cfg.num_records,
                         cfg.topics[topic],
-                        cfg.bootstrap,
+                        cfg.endpoint.bootstrap,
                         producer.context().last_error.suffix()
                     ))
                 }
@@ -628,7 +641,11 @@ fn measuring_producer(
     cfg: &ProduceConfig,
     live: Option<Arc<Live>>,
 ) -> Result<(BaseProducer<Measuring>, Instant)> {
-    let (config, warnings) = client_config(&cfg.bootstrap, &[], &[&cfg.client, &cfg.properties])?;
+    let (config, warnings) = client_config(
+        &cfg.endpoint.bootstrap,
+        &[],
+        &[&cfg.endpoint.client_properties, &cfg.properties],
+    )?;
     for w in warnings {
         eprintln!("warning: {w}");
     }
@@ -656,7 +673,7 @@ fn produced(
             "no record of {} was delivered to {} through {}: {}{}",
             cfg.num_records,
             super::topics_named(&cfg.topics),
-            cfg.bootstrap,
+            cfg.endpoint.bootstrap,
             t.first_failure.clone().unwrap_or_default(),
             producer.context().last_error.suffix()
         );
@@ -725,13 +742,12 @@ mod tests {
 
     fn config(num_records: u64, throughput: i64) -> ProduceConfig {
         ProduceConfig {
-            bootstrap: "broker:9092".into(),
+            endpoint: Endpoint::new("broker:9092", &[]),
             topics: vec!["t".into()],
             num_records,
             record_size: 1024,
             throughput,
             properties: Vec::new(),
-            client: Vec::new(),
         }
     }
 

@@ -9,27 +9,32 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::consumer::{consume_until, ConsumeConfig};
+use super::args::Seconds;
+use super::consumer::consume_until;
 use super::latency::Latencies;
-use super::producer::{produce_live, Live, ProduceConfig};
+use super::producer::{produce_live, Live};
+use super::together::Together;
 use crate::model::{ConsumerResult, LatencySummary, ProducerResult, Second};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// One run bounded by time: the producers (`produce.num_records` is only a cap) and the group.
-#[derive(Debug, Clone, PartialEq)]
+/// One run bounded by time: the producers and the group (whose end-to-end latencies give the
+/// series its send-to-receipt figures); the `soak` step's parameters, on the command line as
+/// they are in memory.
+#[derive(Debug, Clone, PartialEq, Args, Serialize)]
 pub struct SoakConfig {
-    pub produce: ProduceConfig,
-    pub producers: u32,
-    /// The group's consumers; `end_to_end` is what gives the series its send-to-receipt
-    /// latencies.
-    pub consume: ConsumeConfig,
-    /// How long the producers send.
-    pub duration: Duration,
-    /// The first part of it, measured but left out of the figures.
-    pub warm_up: Duration,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub clients: Together,
+    /// Seconds the producers send (whole seconds: the series has one entry per second).
+    #[arg(long = "duration-s")]
+    pub duration: Seconds,
+    /// Seconds at the start measured but left out of the figures (kept in the series).
+    #[arg(long = "warm-up-s", default_value = "0")]
+    pub warm_up: Seconds,
 }
 
 /// What a run bounded by time measured: figures of the seconds after the warm-up, the counts of
@@ -88,7 +93,7 @@ pub async fn soak(
             consumed.clone(),
             finished.clone(),
         );
-        let (duration, warm_up) = (cfg.duration.as_secs(), cfg.warm_up.as_secs());
+        let (duration, warm_up) = (cfg.duration.0.as_secs(), cfg.warm_up.0.as_secs());
         let start = tokio::time::Instant::now();
         tokio::spawn(async move {
             let mut watcher = Watcher::new(warm_up, duration);
@@ -111,12 +116,19 @@ pub async fn soak(
         })
     };
     let produce = async {
-        let r = produce_live(&cfg.produce, cfg.producers, Some(live.clone()), |_| {}).await;
+        let r = produce_live(
+            &cfg.clients.produce,
+            cfg.clients.producers,
+            Some(live.clone()),
+            |_| {},
+        )
+        .await;
         produced_all.store(true, Ordering::SeqCst);
         r
     };
+    let group = cfg.clients.consume(true);
     let consume = async {
-        let r = consume_until(&cfg.consume, |_| {}, || {}, done, Some(e2e_window.clone())).await;
+        let r = consume_until(&group, |_| {}, || {}, done, Some(e2e_window.clone())).await;
         // A group that failed leaves nothing to produce for.
         live.stop.store(true, Ordering::SeqCst);
         r
@@ -213,7 +225,7 @@ impl Watcher {
         let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
         let produced: u64 = measured.iter().map(|s| s.produced).sum();
         let consumed: u64 = measured.iter().map(|s| s.consumed).sum();
-        let size = cfg.produce.record_size as f64;
+        let size = cfg.clients.produce.record_size as f64;
         let p: LatencySummary = self.produce.summary(self.produce.count());
         let producer = ProducerResult {
             rate_rec_s: per_s(produced),
@@ -238,10 +250,8 @@ impl Watcher {
             fetch_ms: 0.0,
             fetch_mib_s: 0.0,
             fetch_rec_s: 0.0,
-            end_to_end: cfg
-                .consume
-                .end_to_end
-                .then(|| self.end_to_end.summary(self.end_to_end.count())),
+            // The group of a soak always tallies them (`Together::consume(true)`).
+            end_to_end: Some(self.end_to_end.summary(self.end_to_end.count())),
             ..consumer
         };
         SoakResult {

@@ -21,7 +21,11 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::admin::{Admin, TopicSpec};
+use clap::Args;
+use serde::Serialize;
+
+use super::admin::TopicSpec;
+use super::args::Endpoint;
 use super::client::{LastError, Quiet};
 use super::properties::client_config;
 use crate::model::{BrokerHolds, ConsumerReceives, Expect, PathCheck};
@@ -31,19 +35,29 @@ pub const SAMPLE_RECORDS: u64 = 20;
 /// How long producing, and each read-back, may take.
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// What to check and where.
-#[derive(Debug, Clone, PartialEq)]
+/// What to check and where: the `verify` step's parameters, on the command line as they are in
+/// memory.
+#[derive(Debug, Clone, PartialEq, Args, Serialize)]
 pub struct VerifySpec {
     /// The scenario's endpoint (the path under test).
-    pub bootstrap: String,
-    /// The broker behind it, read without the path.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub endpoint: Endpoint,
+    /// The broker behind the endpoint, read without the path, host:port.
+    #[arg(long)]
     pub direct: String,
+    /// Topic to create, check on and delete.
+    #[arg(long)]
     pub topic: String,
+    #[command(flatten)]
+    #[serde(flatten)]
     pub expect: Expect,
+    /// Sample records.
+    #[arg(long, default_value_t = SAMPLE_RECORDS)]
     pub records: u64,
+    /// Bytes per sample record (at least 64).
+    #[arg(long, default_value_t = 1024)]
     pub record_size: usize,
-    /// Client properties for the endpoint.
-    pub client: Vec<(String, String)>,
 }
 
 /// Sample record `i`: its number, then lower-case prose, `size` bytes (at least 64).
@@ -120,7 +134,7 @@ fn preview(bytes: &[u8]) -> String {
 
 /// Produces the sample, reads it back both ways, compares, deletes the topic.
 pub async fn verify(spec: &VerifySpec) -> Result<PathCheck> {
-    let admin = Admin::connect(&spec.bootstrap, &spec.client)?;
+    let admin = spec.endpoint.admin()?;
     admin
         .create_topic(&TopicSpec::new(&spec.topic), TIMEOUT)
         .await
@@ -137,8 +151,8 @@ async fn check(spec: &VerifySpec) -> Result<PathCheck> {
         .map(|i| sample(i, spec.record_size))
         .collect();
     let (bootstrap, client, topic) = (
-        spec.bootstrap.clone(),
-        spec.client.clone(),
+        spec.endpoint.bootstrap.clone(),
+        spec.endpoint.client_properties.clone(),
         spec.topic.clone(),
     );
     let to_send = sent.clone();
@@ -154,8 +168,8 @@ async fn check(spec: &VerifySpec) -> Result<PathCheck> {
         })
     };
     let received = read(
-        spec.bootstrap.clone(),
-        spec.client.clone(),
+        spec.endpoint.bootstrap.clone(),
+        spec.endpoint.client_properties.clone(),
         "through the endpoint",
     )
     .await

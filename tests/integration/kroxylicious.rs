@@ -7,6 +7,7 @@
 
 use crate::common;
 use common::{engine_lock, leftovers, repo};
+use perf_tests::workload::args::Endpoint;
 
 use crate::support;
 
@@ -968,13 +969,12 @@ async fn workload_end_offsets_counts_the_records_of_a_topic() {
     assert_eq!(count("empty topic"), 0);
     let sent = produce(
         &ProduceConfig {
-            bootstrap: broker.bootstrap.clone(),
+            endpoint: Endpoint::new(&broker.bootstrap, &[]),
             topics: vec![topic.clone()],
             num_records: 1234,
             record_size: 100,
             throughput: -1,
             properties: vec![("acks".into(), "all".into())],
-            client: Vec::new(),
         },
         |_| {},
     )

@@ -1,5 +1,6 @@
 //! The workload against a real Kafka-compatible broker (Tansu, in memory).
 use crate::common;
+use perf_tests::workload::args::Endpoint;
 
 use crate::support;
 
@@ -52,13 +53,12 @@ impl Session for InProcess {
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ProducerResult>> {
         let cfg = ProduceConfig {
-            bootstrap: spec.bootstrap.clone(),
+            endpoint: Endpoint::new(&spec.bootstrap, &[]),
             topics: spec.topic_names(),
             num_records: records,
             record_size: spec.record_size,
             throughput,
             properties: spec.properties.clone(),
-            client: Vec::new(),
         };
         Box::pin(async move { produce(&cfg, |p| progress(Event::Sent(p.records))).await })
     }
@@ -70,12 +70,11 @@ impl Session for InProcess {
         _progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ConsumerResult>> {
         let cfg = ConsumeConfig {
-            bootstrap: spec.bootstrap.clone(),
+            endpoint: Endpoint::new(&spec.bootstrap, &[]),
             topics: spec.topic_names(),
             group_id: group.to_string(),
             expected: records,
-            timeout: spec.consume_timeout,
-            client: Vec::new(),
+            timeout: spec.consume_timeout.into(),
             consumers: spec.consumers,
             end_to_end: spec.mode == Mode::EndToEnd,
         };
@@ -131,13 +130,12 @@ fn topic(prefix: &str) -> String {
 
 fn produce_cfg(bootstrap: &str, topic: &str, num_records: u64, throughput: i64) -> ProduceConfig {
     ProduceConfig {
-        bootstrap: bootstrap.to_string(),
+        endpoint: Endpoint::new(bootstrap, &[]),
         topics: vec![topic.to_string()],
         num_records,
         record_size: 256,
         throughput,
         properties: vec![("acks".into(), "all".into())],
-        client: Vec::new(),
     }
 }
 
@@ -149,12 +147,11 @@ fn consume_cfg(
     timeout_s: u64,
 ) -> ConsumeConfig {
     ConsumeConfig {
-        bootstrap: bootstrap.to_string(),
+        endpoint: Endpoint::new(bootstrap, &[]),
         topics: vec![topic.to_string()],
         group_id: group.to_string(),
         expected,
-        timeout: Duration::from_secs(timeout_s),
-        client: Vec::new(),
+        timeout: Duration::from_secs(timeout_s).into(),
         consumers: 1,
         end_to_end: false,
     }
