@@ -19,12 +19,14 @@
 //!   events, and one measurement flow (`driver::flow`) orders the steps; the native driver runs
 //!   them with the in-container `workload`, whose protocol is one type per step, the same type
 //!   its library runs from (a step's command line is that type rendered and parsed back);
+//!   `ceiling` measures the network on each hop of a scenario's path before it (iperf3),
 //!   `resources` samples the containers meanwhile, and `cost` turns their counters read at each
 //!   measured phase's edges into what the path costs;
 //! - the plain `model` records it returns go to `export` (JSON, text and Markdown tables from
 //!   `report` and `table`, SVG charts), written into a `results` directory, which `compare`
 //!   reads back through the same types; `metrics` names every metric once for all of them.
 
+pub mod ceiling;
 pub mod cli;
 pub mod compare;
 

@@ -433,6 +433,28 @@ pub struct ScenarioResult {
     /// The scenario is its suite's reference (it measures none of the path under test).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reference: bool,
+    /// The network's ceiling on each hop of the path (`NETWORK_CEILING`), measured before the
+    /// first repetition; empty when not measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<NetworkCeiling>,
+}
+
+/// What the network between two places of a scenario carries at most (`crate::ceiling`):
+/// iperf3's TCP throughput from `from` to `to` over the run's network, measured before the
+/// scenario's measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetworkCeiling {
+    /// The sending service, or `load generator` for where the workload runs.
+    pub from: String,
+    /// The receiving service.
+    pub to: String,
+    /// What the receiver got, MiB/s.
+    pub mib_s: f64,
+    /// The sender's mean TCP round-trip time, when the kernel reports it.
+    pub rtt_ms: Option<f64>,
+    pub retransmits: Option<u64>,
+    /// Seconds measured.
+    pub seconds: f64,
 }
 
 /// A scenario's name with its combination, `01-x [RECORD_SIZE=100]`; the name alone without a

@@ -191,6 +191,47 @@ pub fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
     })
 }
 
+/// The network's ceiling on each hop of each scenario's path (`NETWORK_CEILING`) and the share
+/// of it the scenario's producer and consumer rates took (both cross every hop, the consumer's
+/// the other way); `None` when nothing was measured.
+pub fn network_table(results: &[ScenarioResult]) -> Option<TableData> {
+    let share = |rate: f64, ceiling: f64| format!("{:.1}", 100.0 * rate / ceiling);
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .flat_map(|r| {
+            r.network.iter().map(move |n| {
+                vec![
+                    r.label(),
+                    n.from.clone(),
+                    n.to.clone(),
+                    format!("{:.1}", n.mib_s),
+                    n.rtt_ms.map_or("n/a".into(), |t| format!("{t:.3}")),
+                    n.retransmits.map_or("n/a".into(), |t| t.to_string()),
+                    share(r.measurement.producer.rate_mib_s, n.mib_s),
+                    share(r.measurement.consumer.consumed_mib_s, n.mib_s),
+                ]
+            })
+        })
+        .collect();
+    (!rows.is_empty()).then(|| TableData {
+        title: "Network Ceiling",
+        columns: strings(&NETWORK_COLUMNS),
+        rows,
+    })
+}
+
+/// The columns of [`network_table`].
+pub const NETWORK_COLUMNS: [&str; 8] = [
+    "Name",
+    "From",
+    "To",
+    "Ceiling MiB/s",
+    "RTT ms",
+    "Retransmits",
+    "Producer % of ceiling",
+    "Consumer % of ceiling",
+];
+
 /// Each scenario's latency at a fixed THROUGHPUT next to its suite's reference scenario's at
 /// the same combination of settings in the same run, and the difference: what the path adds at
 /// that rate. From the intended send times (so a stall cannot hide) and, in the end-to-end mode,
@@ -404,6 +445,7 @@ pub fn tables(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<Tabl
     all.extend(catch_up_table(results));
     all.extend(crate::sweep::table(results, p99_limit_ms));
     all.extend(resources_table(results));
+    all.extend(network_table(results));
     all.extend(added_latency_table(results));
     all.extend(cost_table(results));
     all.extend(integrity_table(results));
@@ -476,6 +518,7 @@ pub(crate) mod tests {
             path_check: None,
             image_sources: Default::default(),
             reference: name.starts_with("01-"),
+            network: Vec::new(),
         };
         let ok = Integrity {
             requested: 10_000_000,
@@ -642,6 +685,39 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
         );
         assert_eq!(table.rows[0][10..], ["3", "±10.0%", "±0.0%", "±0.0%"]);
         assert_eq!(consumer_table(&results).columns[9], "Runs");
+    }
+
+    #[test]
+    fn the_network_ceiling_shows_each_hop_and_each_rate_as_a_share_of_it() {
+        let mut results = sample();
+        assert!(network_table(&results).is_none());
+        let producer = results[1].measurement.producer.rate_mib_s;
+        let consumer = results[1].measurement.consumer.consumed_mib_s;
+        results[1].network = vec![
+            crate::model::NetworkCeiling {
+                from: "load generator".into(),
+                to: "proxy".into(),
+                mib_s: producer * 4.0,
+                rtt_ms: Some(0.0881),
+                retransmits: Some(12),
+                seconds: 2.0,
+            },
+            crate::model::NetworkCeiling {
+                from: "proxy".into(),
+                to: "broker".into(),
+                mib_s: consumer * 8.0,
+                rtt_ms: None,
+                retransmits: None,
+                seconds: 2.0,
+            },
+        ];
+        let t = network_table(&results).unwrap();
+        assert_eq!(t.rows.len(), 2);
+        let row = |i: usize| t.rows[i].iter().map(String::as_str).collect::<Vec<_>>();
+        assert_eq!(&row(0)[..3], ["02-no-filters", "load generator", "proxy"]);
+        assert_eq!((row(0)[4], row(0)[5], row(0)[6]), ("0.088", "12", "25.0"));
+        assert_eq!((row(1)[4], row(1)[5], row(1)[7]), ("n/a", "n/a", "12.5"));
+        assert!(render_text(&results).contains("Network Ceiling\nName"));
     }
 
     #[test]

@@ -199,9 +199,14 @@ impl Engine {
         );
         let mut labels = self.run_labels();
         labels.insert(super::LABEL_SERVICE.to_string(), spec.name_hint.clone());
-        let networking_config = spec.network.as_ref().map(|n| NetworkingConfig {
-            endpoints_config: Some(HashMap::from([(n.clone(), EndpointSettings::default())])),
-        });
+        // `container:<id>` shares that container's namespace: there is no network to join.
+        let networking_config = spec
+            .network
+            .as_ref()
+            .filter(|n| !n.starts_with("container:"))
+            .map(|n| NetworkingConfig {
+                endpoints_config: Some(HashMap::from([(n.clone(), EndpointSettings::default())])),
+            });
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             entrypoint: spec.entrypoint.clone(),

@@ -129,7 +129,8 @@ pub struct Plan {
     /// Every service the run starts (run-wide and every scenario's, with their dependencies),
     /// in start order.
     pub services: Vec<String>,
-    /// Every image a service of the run uses, and how it is had.
+    /// Every image a service of the run uses, and the network ceiling's when it is measured,
+    /// and how each is had.
     pub images: Vec<PlannedImage>,
     /// The suite's image recipes (also for images the driver runs besides the services').
     pub recipes: Vec<ImageRecipe>,
@@ -255,8 +256,17 @@ fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Pla
         all.extend(p.scenario.services.iter().cloned());
     }
     let services = project.service_closure(&all)?;
-    let recipes = sources.recipes.clone();
-    let images = images_of(&recipes, &project, &services, &variables);
+    let mut recipes = sources.recipes.clone();
+    let mut images = images_of(&recipes, &project, &services, &variables);
+    // The ceiling's iperf3 image is the runner's, whatever the suite (like the workload's).
+    if settings.network_ceiling && !recipes.iter().any(|r| r.image == crate::ceiling::IMAGE) {
+        let r = crate::ceiling::recipe();
+        images.push(PlannedImage {
+            image: r.image.clone(),
+            source: ImageSource::Recipe(r.clone()),
+        });
+        recipes.push(r);
+    }
     Ok(Plan {
         run_id: run_id.to_string(),
         suite: suite.clone(),
@@ -490,15 +500,31 @@ mod tests {
         );
         assert_eq!(p.variables["TLS_DIR"], p.tls_dir.display().to_string());
         assert_eq!(p.run_wide, ["broker"]);
+        // The services' images, and the network ceiling's (NETWORK_CEILING=1 by default).
         assert_eq!(
             p.images,
-            [PlannedImage {
-                image: "b".into(),
-                source: ImageSource::Pull {
-                    chosen_by: "named in the Compose file".into()
+            [
+                PlannedImage {
+                    image: "b".into(),
+                    source: ImageSource::Pull {
+                        chosen_by: "named in the Compose file".into()
+                    }
+                },
+                PlannedImage {
+                    image: crate::ceiling::IMAGE.into(),
+                    source: ImageSource::Recipe(crate::ceiling::recipe()),
                 }
-            }]
+            ]
         );
+        let without = plan(
+            &Settings {
+                network_ceiling: false,
+                ..settings.clone()
+            },
+            "run",
+        )
+        .unwrap();
+        assert!(without.images.iter().all(|i| i.image == "b"));
         let text = p.render(&settings);
         assert!(
             text.contains("Selected scenarios (TEST=01.*): 01-a"),

@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
+use crate::model::{
+    Measurement, NetworkCeiling, PathCheck, PhaseTimes, ScenarioResult, ServiceResources,
+};
 use crate::plan::{Cell, PlannedScenario};
 use crate::resources;
 
@@ -15,6 +17,8 @@ pub(super) struct Repetition {
     pub(super) images: BTreeMap<String, String>,
     pub(super) image_sources: BTreeMap<String, String>,
     pub(super) path_check: Option<PathCheck>,
+    /// The network's ceiling on each hop, measured before the scenario's first repetition.
+    pub(super) network: Vec<NetworkCeiling>,
 }
 
 /// One result from every repetition of a scenario: medians, every repetition, summed phase
@@ -71,5 +75,10 @@ pub(super) fn combine(
             .find(|c| !c.holds())
             .or_else(|| reps.iter().rev().find_map(|r| r.path_check.clone())),
         reference: sc.reference,
+        network: reps
+            .iter()
+            .map(|r| r.network.clone())
+            .find(|n| !n.is_empty())
+            .unwrap_or_default(),
     }
 }

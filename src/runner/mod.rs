@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use crate::driver::{flow, Endpoint, MeasureSpec, Session, VerifySpec, SAMPLE_RECORDS};
 use crate::engine::{self, is_engine_gone, Deployment, Engine};
 use crate::model::{Expect, Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
-use crate::plan::{self, Cell, PlannedScenario, RunPlan};
+use crate::plan::{self, Cell, Plan, PlannedScenario, RunPlan};
 use crate::scenario::Step;
 use crate::settings::Settings;
 use crate::sweep;
@@ -217,7 +217,8 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
                 }
                 let label = crate::model::row_label(&planned.scenario.name, &cell.combination);
                 completed.measuring(Some(label.clone()));
-                let rep = run_scenario(site, &*watcher, cell, planned).await?;
+                let first = reps[i * cells.len() + c].is_empty();
+                let rep = run_scenario(site, &*watcher, cell, planned, first).await?;
                 completed.measuring(None);
                 crate::progress::println(&crate::report::measured_rows(&label, &rep.measurement));
                 if let Some(why) = run
@@ -289,6 +290,7 @@ async fn run_scenario(
     watcher: &dyn Watcher,
     cell: &Cell,
     planned: &PlannedScenario,
+    first: bool,
 ) -> Result<Repetition> {
     let (settings, plan) = (&cell.settings, &cell.plan);
     let sc = &planned.scenario;
@@ -310,6 +312,32 @@ async fn run_scenario(
         .await
         .map_err(ctx)?;
     phases.up_s = t.elapsed().as_secs_f64();
+    // The network's ceiling once per scenario (and combination), before anything is measured.
+    let network = if settings.network_ceiling && first {
+        phase(&format!("{name}: measuring the network ceiling"));
+        let hops = hops(planned, plan);
+        let measured = guarded(
+            watcher,
+            "measuring the network ceiling",
+            &[],
+            site.ceiling(&hops),
+        )
+        .await
+        .map_err(ctx);
+        match measured {
+            Ok(network) => network,
+            Err(e) => {
+                // The session is open: close it before the error ends the scenario.
+                let _ = session.close().await;
+                if !sc.services.is_empty() {
+                    let _ = site.down(&sc.services).await;
+                }
+                return Err(e);
+            }
+        }
+    } else {
+        Vec::new()
+    };
     let outcome = measure_scenario(
         &*site,
         watcher,
@@ -369,7 +397,46 @@ async fn run_scenario(
         image_sources: site.image_sources(&images),
         images,
         path_check,
+        network,
     })
+}
+
+/// The hops `planned`'s records cross: from the load generator to its endpoint's service and,
+/// when that is not the broker's (a proxy in between), from it on to the broker's. A host is
+/// the service of that name, or the one of the scenario's or the run-wide services whose host
+/// name or network alias it is.
+fn hops(planned: &PlannedScenario, plan: &Plan) -> Vec<crate::ceiling::Hop> {
+    let service_at = |host: &str| {
+        planned
+            .closure
+            .iter()
+            .chain(&plan.run_wide)
+            .find(|name| {
+                *name == host
+                    || plan.project.services.get(*name).is_some_and(|s| {
+                        s.hostname.as_deref() == Some(host)
+                            || s.networks.values().flatten().any(|a| a == host)
+                    })
+            })
+            .cloned()
+            .unwrap_or_else(|| host.to_string())
+    };
+    let front_host = crate::ceiling::host(&planned.scenario.bootstrap);
+    let broker_host = crate::ceiling::host(&planned.direct);
+    let (front, broker) = (service_at(front_host), service_at(broker_host));
+    let mut hops = vec![crate::ceiling::Hop {
+        from: None,
+        to: front.clone(),
+        host: front_host.to_string(),
+    }];
+    if front != broker {
+        hops.push(crate::ceiling::Hop {
+            from: Some(front),
+            to: broker,
+            host: broker_host.to_string(),
+        });
+    }
+    hops
 }
 
 /// The path check of `planned`: sample records through its endpoint on the measured topic's name
@@ -623,6 +690,27 @@ mod tests {
         fn watcher(&self) -> Rc<dyn Watcher> {
             Rc::new(FakeWatcher(self.dies))
         }
+        fn ceiling<'a>(
+            &'a self,
+            hops: &'a [crate::ceiling::Hop],
+        ) -> LocalBoxFuture<'a, Result<Vec<crate::model::NetworkCeiling>>> {
+            let pairs: Vec<_> = hops.iter().map(|h| (&h.from, &h.to, &h.host)).collect();
+            self.note(format!("ceiling {pairs:?}"));
+            let measured = hops
+                .iter()
+                .map(
+                    |crate::ceiling::Hop { from, to, .. }| crate::model::NetworkCeiling {
+                        from: from.clone().unwrap_or_else(|| "load generator".into()),
+                        to: to.clone(),
+                        mib_s: 1000.0,
+                        rtt_ms: Some(0.1),
+                        retransmits: Some(0),
+                        seconds: 2.0,
+                    },
+                )
+                .collect();
+            Box::pin(async move { Ok(measured) })
+        }
         fn up<'a>(&'a mut self, services: &'a [String]) -> LocalBoxFuture<'a, Result<()>> {
             self.note(format!("up {}", services.join(" ")));
             Box::pin(async { Ok(()) })
@@ -778,6 +866,9 @@ mod tests {
                 "close".into(),
                 "up proxy vault".into(),
                 "open client={\"client.id\": \"x\"} tls=false".into(),
+                // The network's ceiling on both hops, once the scenario's services are up.
+                "ceiling [(None, \"proxy\", \"proxy\"), (Some(\"proxy\"), \"broker\", \"broker\")]"
+                    .into(),
                 "probe proxy:9092".into(),
                 format!("exec in vault: key {topic}"),
                 "sample run-wide=[\"broker\"] own_broker=false workload=[(\"workload (load generator)\", \"c-workload\")]".into(),
@@ -982,6 +1073,43 @@ mod tests {
         assert_eq!(names, ["01-proxy"]);
     }
 
+    #[test]
+    fn the_hops_go_to_the_services_behind_the_host_names_and_aliases() {
+        let root = tempfile::tempdir().unwrap();
+        let run = planned(root.path());
+        let suite = run.cells[0].settings.scenarios.clone();
+        // The proxy answers as `front` (its host name), the broker as `kafka` (an alias).
+        std::fs::write(
+            root.path().join("c.yaml"),
+            "services:\n  broker: { image: b, networks: { default: { aliases: [kafka] } } }\n  proxy-a: { image: \"proxy:1\", hostname: front, depends_on: [broker] }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            suite.join("suite.yaml"),
+            "description: s\ncompose: [../c.yaml]\nservices: [broker]\nbootstrap: kafka:9092\nready: { broker: \"kafka:9092\" }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            suite.join("01-proxy/scenario.yaml"),
+            "description: p\nservices: [proxy-a]\nbootstrap: front:9092\nready: { proxy-a: \"front:9092\" }\n",
+        )
+        .unwrap();
+        let run = crate::plan::plan_run(&run.cells[0].settings, "r").unwrap();
+        let plan = &run.cells[0].plan;
+        let hop = |from: Option<&str>, to: &str, host: &str| crate::ceiling::Hop {
+            from: from.map(String::from),
+            to: to.into(),
+            host: host.into(),
+        };
+        assert_eq!(
+            hops(&plan.scenarios[0], plan),
+            [
+                hop(None, "proxy-a", "front"),
+                hop(Some("proxy-a"), "broker", "kafka")
+            ]
+        );
+    }
+
     #[tokio::test]
     async fn a_matrix_measures_every_scenario_at_every_combination_interleaved() {
         let root = tempfile::tempdir().unwrap();
@@ -1029,6 +1157,31 @@ mod tests {
         );
         assert!(results.iter().all(|r| r.repetitions.len() == 2));
         assert_eq!(results[1].measurement.integrity.requested, 20);
+        // The network's ceiling once per combination, before its first repetition, and kept.
+        assert_eq!(
+            log.iter().filter(|l| l.starts_with("ceiling")).count(),
+            2,
+            "{log:?}"
+        );
+        assert!(results.iter().all(|r| r.network.len() == 2));
+        // Not at all when the run says so.
+        let run = crate::plan::plan_run(
+            &Settings {
+                network_ceiling: false,
+                ..settings
+            },
+            "r",
+        )
+        .unwrap();
+        let mut site = FakeSite::default();
+        let results = run_all(&mut site, &run).await.unwrap();
+        assert!(!site
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.starts_with("ceiling")));
+        assert!(results.iter().all(|r| r.network.is_empty()));
     }
 
     #[tokio::test]

@@ -16,7 +16,7 @@ use crate::compose::Project;
 use crate::cost;
 use crate::driver::{self, flow, Place, Session, VerifySpec};
 use crate::engine::{Deployment, Engine, ExecOutput};
-use crate::model::{PathCheck, ServiceResources};
+use crate::model::{NetworkCeiling, PathCheck, ServiceResources};
 use crate::plan::Plan;
 use crate::resources;
 
@@ -57,6 +57,12 @@ pub(super) trait Site {
     ) -> Box<dyn Sampling>;
     /// What guards each phase (see [`guarded`]): it outlives borrows of the site, so a phase
     /// that changes the site (bringing services up) is guarded too.
+    /// The network's ceiling on each hop; a hop with a service that has no container in the
+    /// run is left out (and said).
+    fn ceiling<'a>(
+        &'a self,
+        hops: &'a [crate::ceiling::Hop],
+    ) -> LocalBoxFuture<'a, Result<Vec<NetworkCeiling>>>;
     fn watcher(&self) -> Rc<dyn Watcher>;
     /// The machine's online CPUs (what 100% per core of every container adds up to).
     fn cpus(&self) -> usize {
@@ -242,6 +248,49 @@ impl Site for EngineSite<'_> {
 
     fn image_ids(&self) -> BTreeMap<String, String> {
         self.deployment.image_ids()
+    }
+
+    fn ceiling<'a>(
+        &'a self,
+        hops: &'a [crate::ceiling::Hop],
+    ) -> LocalBoxFuture<'a, Result<Vec<NetworkCeiling>>> {
+        Box::pin(async move {
+            let endpoint = |service: &str| {
+                let container = self.deployment.container_id(service)?;
+                Some(crate::ceiling::Endpoint {
+                    service: service.to_string(),
+                    container: container.to_string(),
+                })
+            };
+            let network = self.deployment.network_name("default");
+            let mut measured = Vec::new();
+            for hop in hops {
+                let (from, to, host) = (&hop.from, &hop.to, hop.host.clone());
+                let pair = match (from.as_deref().map(endpoint), endpoint(to)) {
+                    (None, Some(to)) => crate::ceiling::Pair {
+                        from: None,
+                        to,
+                        host,
+                    },
+                    (Some(Some(from)), Some(to)) => crate::ceiling::Pair {
+                        from: Some(from),
+                        to,
+                        host,
+                    },
+                    _ => {
+                        crate::progress::println(&format!(
+                            "    network ceiling from {} to {to} not measured: not a container \
+                             of this run",
+                            from.as_deref().unwrap_or(crate::ceiling::LOAD_GENERATOR)
+                        ));
+                        continue;
+                    }
+                };
+                let cpuset = self.plan.workload_cpuset.clone();
+                measured.push(crate::ceiling::measure(self.engine, &network, cpuset, &pair).await?);
+            }
+            Ok(measured)
+        })
     }
 
     fn watcher(&self) -> Rc<dyn Watcher> {

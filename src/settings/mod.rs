@@ -154,6 +154,10 @@ pub struct Settings {
     pub scenarios: PathBuf,
     /// Directory the run's results directory is created in.
     pub results_dir: PathBuf,
+    /// Whether the network's ceiling on each hop is measured before each scenario
+    /// (`crate::ceiling`); results written before it existed did not.
+    #[serde(default)]
+    pub network_ceiling: bool,
     /// Settings measured at several values (see `crate::matrix`); the fields above hold each
     /// one's first value. Empty: every setting has one value.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -220,6 +224,7 @@ impl Settings {
             mode: Mode::default(),
             scenarios: PathBuf::new(),
             results_dir: PathBuf::new(),
+            network_ceiling: false,
             matrix: Vec::new(),
         }
     }

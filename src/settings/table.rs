@@ -528,6 +528,26 @@ pub static SETTINGS: &[Setting] = &[
         get: |s| s.scenarios.display().to_string(),
     },
     Setting {
+        var: "NETWORK_CEILING",
+        help: "1: before each scenario, measure with iperf3 what the network carries from the \
+               load generator to the scenario's endpoint and from a proxy on to the broker, \
+               printed beside the tables as each rate's share; 0: skip it",
+        default: "1",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: false,
+        field: "network_ceiling",
+        put: |s, var, v| {
+            s.network_ceiling = match v.trim() {
+                "1" => true,
+                "0" => false,
+                other => bail!("{var}={other:?}: expected 0 or 1"),
+            };
+            Ok(())
+        },
+        get: |s| u8::from(s.network_ceiling).to_string(),
+    },
+    Setting {
         var: "RESULTS_DIR",
         help: "Directory each run's results directory is created in",
         default: "results",
@@ -552,6 +572,7 @@ pub(crate) fn another_value(setting: &Setting) -> &'static str {
         "PRODUCER_PROPERTIES" => "acks=1",
         "SERVICES_CPUSET" | "WORKLOAD_CPUSET" => "0",
         "TEST" | "COMMIT_ID" | "SCENARIOS" | "RESULTS_DIR" => "elsewhere",
+        "NETWORK_CEILING" => "0",
         _ if setting.var.ends_with("IMAGE") => "x:y",
         _ => "7",
     }

@@ -7,6 +7,7 @@ mod common;
 mod support;
 
 mod backlog;
+mod ceiling;
 mod cli;
 mod clients;
 mod compare;

@@ -1,0 +1,282 @@
+//! The network's own ceiling (`NETWORK_CEILING`): before a scenario is measured, iperf3 sends
+//! TCP traffic over the run's network from where the load generator runs to the scenario's
+//! endpoint service, and from that service to the broker when they differ (a proxy), so each
+//! rate can be read against what the network it crossed allows (as the reference measured its
+//! cluster network before any Kafka figure).
+//!
+//! The server runs in the receiving service's own network namespace (`container:<id>`), so the
+//! traffic crosses that container's interface, not a stand-in's; the client runs in the sending
+//! service's namespace, or for the load generator as a container on the run's network with the
+//! load generator's CPUs.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+use crate::engine::{Engine, OneOff};
+use crate::images::recipe::{DebianRecipe, ImageRecipe, Recipe};
+use crate::model::NetworkCeiling;
+
+/// The iperf3 image, made here from Debian's package like any `debian:` recipe.
+pub const IMAGE: &str = "perf-tests/iperf3:3";
+/// Where the load generator sends from, in a ceiling's `from`.
+pub const LOAD_GENERATOR: &str = "load generator";
+/// Seconds of traffic per pair (after one second left out while TCP's window opens).
+const SECONDS: u32 = 2;
+const PORT: &str = "5201";
+/// How long the server may take to listen.
+const LISTEN_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The recipe of [`IMAGE`]; every run that measures the ceiling needs it, whatever its suite.
+pub fn recipe() -> ImageRecipe {
+    ImageRecipe {
+        image: IMAGE.to_string(),
+        recipe: Recipe::Debian(DebianRecipe {
+            package: "iperf3".to_string(),
+            bin: "/usr/bin/iperf3".into(),
+        }),
+    }
+}
+
+/// One hop of a scenario's path, by service names: the sender (`None`: the load generator's
+/// place), the receiver, and the host name the sender reaches it by (its alias on the network).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hop {
+    pub from: Option<String>,
+    pub to: String,
+    pub host: String,
+}
+
+/// A hop with its services' containers, ready to measure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pair {
+    /// The sending service's container, or `None` for the load generator's position.
+    pub from: Option<Endpoint>,
+    pub to: Endpoint,
+    /// The receiver's host name on the run's network.
+    pub host: String,
+}
+
+/// A service of the run: its name (which is also its host name on the run's network) and its
+/// container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub service: String,
+    pub container: String,
+}
+
+/// The host part of a `host:port` endpoint.
+pub fn host(endpoint: &str) -> &str {
+    endpoint
+        .rsplit_once(':')
+        .map(|(h, _)| h)
+        .unwrap_or(endpoint)
+}
+
+/// Measures `pair` on `network`; the load generator's position runs on `cpuset`.
+pub async fn measure(
+    engine: &Engine,
+    network: &str,
+    cpuset: Option<String>,
+    pair: &Pair,
+) -> Result<NetworkCeiling> {
+    let from = pair
+        .from
+        .as_ref()
+        .map_or(LOAD_GENERATOR, |e| e.service.as_str());
+    let what = format!("the network ceiling from {from} to {}", pair.to.service);
+    let server = engine
+        .start_detached(OneOff {
+            image: IMAGE.to_string(),
+            // Flushed at once, so its "listening" line is in its log when it listens.
+            cmd: ["-s", "-1", "-p", PORT, "--forceflush"]
+                .map(String::from)
+                .to_vec(),
+            // iperf3 keeps its send buffer in a temporary file; the image has no /tmp.
+            env: vec!["TMPDIR=/".to_string()],
+            network: Some(format!("container:{}", pair.to.container)),
+            name_hint: "network-ceiling-server".to_string(),
+            ..Default::default()
+        })
+        .await
+        .with_context(|| format!("starting the iperf3 server for {what}"))?;
+    let result = async {
+        wait_listening(engine, &server).await?;
+        let out = engine
+            .run_oneoff(
+                OneOff {
+                    image: IMAGE.to_string(),
+                    cmd: [
+                        "-c",
+                        &pair.host,
+                        "-p",
+                        PORT,
+                        "-t",
+                        &SECONDS.to_string(),
+                        "-O",
+                        "1",
+                        "-J",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    env: vec!["TMPDIR=/".to_string()],
+                    network: Some(match &pair.from {
+                        Some(e) => format!("container:{}", e.container),
+                        None => network.to_string(),
+                    }),
+                    name_hint: "network-ceiling-client".to_string(),
+                    cpuset: if pair.from.is_none() { cpuset } else { None },
+                    ..Default::default()
+                },
+                |_| {},
+            )
+            .await?;
+        parse(&out.stdout, from, &pair.to.service).with_context(|| {
+            format!(
+                "iperf3 exited with {}{}",
+                out.exit_code,
+                Some(out.stderr.trim())
+                    .filter(|e| !e.is_empty())
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            )
+        })
+    }
+    .await;
+    let removed = engine.remove_container(&server).await;
+    let ceiling = result.with_context(|| format!("measuring {what}"))?;
+    removed.with_context(|| format!("removing the iperf3 server of {what}"))?;
+    Ok(ceiling)
+}
+
+/// Waits for the server's own "listening" line, so the client never races its start.
+async fn wait_listening(engine: &Engine, server: &str) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        let logs = engine.container_logs(server, 20).await?;
+        if logs.contains("Server listening") {
+            return Ok(());
+        }
+        if start.elapsed() > LISTEN_TIMEOUT {
+            bail!(
+                "the iperf3 server did not listen within {} s; its output: {:?}",
+                LISTEN_TIMEOUT.as_secs(),
+                logs.trim()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[derive(Deserialize)]
+struct Report {
+    error: Option<String>,
+    end: Option<End>,
+}
+
+#[derive(Deserialize)]
+struct End {
+    sum_received: Sum,
+    sum_sent: Option<Sent>,
+    #[serde(default)]
+    streams: Vec<Stream>,
+}
+
+#[derive(Deserialize)]
+struct Sum {
+    bits_per_second: f64,
+    seconds: f64,
+}
+
+#[derive(Deserialize)]
+struct Sent {
+    retransmits: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct Stream {
+    sender: StreamSender,
+}
+
+#[derive(Deserialize)]
+struct StreamSender {
+    /// Microseconds, from the kernel's TCP info (Linux).
+    mean_rtt: Option<f64>,
+}
+
+/// Reads iperf3's JSON report (`-J`) as the ceiling from `from` to `to`: what the receiver got,
+/// the sender's mean round-trip time and retransmissions.
+pub fn parse(json: &str, from: &str, to: &str) -> Result<NetworkCeiling> {
+    let report: Report = serde_json::from_str(json.trim()).with_context(|| {
+        format!(
+            "iperf3 printed no JSON report: {:?}",
+            json.chars().take(300).collect::<String>()
+        )
+    })?;
+    if let Some(e) = report.error {
+        bail!("iperf3: {e}");
+    }
+    let end = report.end.context("iperf3's report has no `end` section")?;
+    let received = end.sum_received.bits_per_second;
+    if received.is_nan() || received <= 0.0 {
+        bail!("iperf3 received nothing");
+    }
+    let rtts: Vec<f64> = end
+        .streams
+        .iter()
+        .filter_map(|s| s.sender.mean_rtt)
+        .collect();
+    Ok(NetworkCeiling {
+        from: from.to_string(),
+        to: to.to_string(),
+        mib_s: end.sum_received.bits_per_second / 8.0 / (1024.0 * 1024.0),
+        rtt_ms: (!rtts.is_empty()).then(|| rtts.iter().sum::<f64>() / rtts.len() as f64 / 1000.0),
+        retransmits: end.sum_sent.and_then(|s| s.retransmits),
+        seconds: end.sum_received.seconds,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REPORT: &str = r#"{"start": {}, "intervals": [],
+        "end": {"streams": [{"sender": {"mean_rtt": 250, "bits_per_second": 1}}],
+                "sum_sent": {"bits_per_second": 8.5e9, "retransmits": 3, "seconds": 2.0},
+                "sum_received": {"bits_per_second": 8388608000, "seconds": 2.0}}}"#;
+
+    #[test]
+    fn a_report_gives_the_received_rate_the_round_trip_and_the_retransmissions() {
+        let c = parse(REPORT, LOAD_GENERATOR, "broker1").unwrap();
+        assert_eq!(
+            (c.from.as_str(), c.to.as_str()),
+            (LOAD_GENERATOR, "broker1")
+        );
+        assert!((c.mib_s - 1000.0).abs() < 1e-9, "{}", c.mib_s);
+        assert_eq!(c.rtt_ms, Some(0.25));
+        assert_eq!((c.retransmits, c.seconds), (Some(3), 2.0));
+    }
+
+    #[test]
+    fn iperf3s_own_error_is_quoted_and_an_empty_transfer_refused() {
+        let err = parse(
+            r#"{"start": {}, "error": "unable to connect to server: Connection refused"}"#,
+            "proxy",
+            "broker1",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("unable to connect to server"), "{err}");
+        let none = REPORT.replace("8388608000", "0");
+        assert!(parse(&none, "proxy", "broker1").is_err());
+        let err = parse("iperf3: parameter error", "proxy", "b").unwrap_err();
+        assert!(format!("{err:#}").contains("parameter error"), "{err:#}");
+    }
+
+    #[test]
+    fn the_host_of_an_endpoint_is_its_service_name() {
+        assert_eq!(host("proxy:9192"), "proxy");
+        assert_eq!(host("broker1"), "broker1");
+    }
+}
