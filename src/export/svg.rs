@@ -1,7 +1,8 @@
-//! `charts.svg`: a hand-written SVG of a run, beside its tables. The upper panel shows producer
-//! throughput per scenario as bars, the lower one the latency percentiles (p50, p95, p99,
-//! p99.9) per scenario as grouped bars; when scenarios were repeated, each bar is the median and
-//! carries a min–max error bar. A run with a matrix adds, for each setting it varied, a line
+//! `charts.svg`: a hand-written SVG of a run, beside its tables. Its panels show the producer's
+//! and the consumer's throughput per scenario as bars, then the producer's latency percentiles
+//! (p50, p95, p99, p99.9) per scenario as grouped bars; when scenarios were repeated, each bar
+//! is the median and carries a min–max error bar. Scenario names are wrapped to their bar
+//! group's width, so long names never run into each other. A run with a matrix adds, for each setting it varied, a line
 //! chart of the producer's throughput and of its 99th percentile over that setting's values, one
 //! line per scenario (and combination of the other varying settings). When the path's own
 //! services were costed, a panel of their millicores per MB/s of produce + consume traffic
@@ -35,10 +36,24 @@ pub(super) const TOP: f64 = 40.0;
 pub(super) const LEFT: f64 = 80.0;
 pub(super) const RIGHT: f64 = 20.0;
 const GROUP_WIDTH: f64 = 140.0;
-const LABEL_SPACE: f64 = 50.0;
+/// Under a panel: a scenario's name in up to [`NAME_LINES`] lines, its combination in up to
+/// [`COMBINATION_LINES`].
+const LABEL_SPACE: f64 = 18.0 + NAME_LINES as f64 * LINE_HEIGHT + COMBINATION_LINES as f64 * 12.0;
+const LINE_HEIGHT: f64 = 13.0;
+const NAME_LINES: usize = 4;
+const COMBINATION_LINES: usize = 2;
+/// Characters of a label line: at 12 px sans-serif (at most about 7 px a character) they stay
+/// within a bar group's width, so no scenario's label runs into the next one's.
+const LABEL_CHARS: usize = 18;
 
-/// The throughput panel's metric (registry name).
+/// The throughput panels' metrics (registry names).
 const THROUGHPUT: &str = "Rate rec/s";
+const CONSUMED: &str = "Consumed rec/s";
+
+/// The top of the plot area of the `k`th bar panel (producer, consumer, latency, cost).
+fn panel_top(k: usize) -> f64 {
+    TOP + k as f64 * (TOP + PANEL_HEIGHT + LABEL_SPACE)
+}
 
 /// The latency series: label, colour, metric (registry name).
 const LATENCIES: [(&str, &str, &str); 4] = [
@@ -132,11 +147,11 @@ pub fn render(results: &[ScenarioResult]) -> String {
         width = width.max(LEFT + RIGHT + 4.0 * GROUP_WIDTH);
     }
     let costed = has_cost(results);
-    // Each line chart stands under its bar panel: as many of one as of the other.
+    // Each line chart stands for one bar panel: as many of one as of the other.
     let charts: &[Chart] = if costed {
-        &[Chart::Throughput, Chart::P99, Chart::Cost]
+        &[Chart::Throughput, Chart::Consumed, Chart::P99, Chart::Cost]
     } else {
-        &[Chart::Throughput, Chart::P99]
+        &[Chart::Throughput, Chart::Consumed, Chart::P99]
     };
     let per_block = charts.len() as f64;
     let bars_height = per_block * (TOP + PANEL_HEIGHT + LABEL_SPACE);
@@ -154,7 +169,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
     };
 
     let throughput = Bars {
-        top: TOP,
+        top: panel_top(0),
         metric: THROUGHPUT,
         class: "bar throughput",
         colour: "#4c78a8",
@@ -162,12 +177,21 @@ pub fn render(results: &[ScenarioResult]) -> String {
         value: |v| format!("{v:.0} rec/s"),
     };
     bar_panel(&mut svg, results, width, repeated, throughput);
+    let consumed = Bars {
+        top: panel_top(1),
+        metric: CONSUMED,
+        class: "bar consumed",
+        colour: "#f58518",
+        title: format!("Consumer throughput (rec/s{suffix})"),
+        value: |v| format!("{v:.0} rec/s"),
+    };
+    bar_panel(&mut svg, results, width, repeated, consumed);
     latency_panel(&mut svg, results, width, suffix, repeated);
     if costed {
         // The path's own services' millicores per MB/s of produce + consume traffic; a
         // scenario without a path of its own gets no bar.
         let cost = Bars {
-            top: 3.0 * TOP + 2.0 * (PANEL_HEIGHT + LABEL_SPACE),
+            top: panel_top(3),
             metric: metrics::PATH_COST,
             class: "bar cost",
             colour: "#54a24b",
@@ -239,7 +263,7 @@ fn latency_panel(
     suffix: &str,
     repeated: bool,
 ) {
-    let top = 2.0 * TOP + PANEL_HEIGHT + LABEL_SPACE;
+    let top = panel_top(2);
     let all: Vec<Vec<(f64, f64, f64)>> = results
         .iter()
         .map(|r| {
@@ -294,6 +318,7 @@ fn latency_panel(
 #[derive(Clone, Copy)]
 enum Chart {
     Throughput,
+    Consumed,
     P99,
     Cost,
 }
@@ -304,6 +329,7 @@ impl Chart {
     fn value(self, r: &ScenarioResult) -> (f64, &'static str) {
         let v = match self {
             Chart::Throughput => (metrics::named(THROUGHPUT).get)(&r.measurement),
+            Chart::Consumed => (metrics::named(CONSUMED).get)(&r.measurement),
             Chart::P99 => match &r.measurement.producer.intended {
                 Some(i) => i.p99_ms,
                 None => r.measurement.producer.p99_ms,
@@ -315,7 +341,7 @@ impl Chart {
 
     fn unit(self) -> &'static str {
         match self {
-            Chart::Throughput => "rec/s",
+            Chart::Throughput | Chart::Consumed => "rec/s",
             Chart::P99 => "ms",
             Chart::Cost => "mc per MB/s",
         }
@@ -324,6 +350,7 @@ impl Chart {
     fn title(self, var: &str) -> String {
         match self {
             Chart::Throughput => format!("Producer throughput (rec/s, median) by {var}"),
+            Chart::Consumed => format!("Consumer throughput (rec/s, median) by {var}"),
             Chart::P99 => format!(
                 "Producer 99th percentile (ms, median; from the intended send times where \
                  measured) by {var}"
@@ -492,23 +519,74 @@ fn error_bar(svg: &mut String, x: f64, top: f64, max: f64, lo: f64, hi: f64) {
     );
 }
 
-/// A bar group's name under the panel, and its combination on a second line under a matrix.
+/// A bar group's name under the panel, wrapped to its group's width (the whole name in its
+/// `<title>`), and its combination under it in a matrix.
 fn label(svg: &mut String, i: usize, top: f64, r: &ScenarioResult) {
     let x = LEFT + (i as f64 + 0.5) * GROUP_WIDTH;
-    let _ = writeln!(
+    let mut y = top + PANEL_HEIGHT + 18.0;
+    let _ = write!(
         svg,
-        r#"<text class="scenario" x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-        top + PANEL_HEIGHT + 18.0,
-        escape(&r.name)
+        r#"<text class="scenario" x="{x:.1}" y="{y:.1}" text-anchor="middle"><title>{}</title>"#,
+        escape(&r.label())
     );
-    if !r.combination.is_empty() {
-        let _ = writeln!(
+    for (k, line) in wrap(&r.name, NAME_LINES).iter().enumerate() {
+        let dy = if k == 0 { 0.0 } else { LINE_HEIGHT };
+        let _ = write!(
             svg,
-            r#"<text class="combination" x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
-            top + PANEL_HEIGHT + 32.0,
-            escape(&crate::matrix::label(&r.combination))
+            r#"<tspan x="{x:.1}" dy="{dy:.1}">{}</tspan>"#,
+            escape(line)
         );
+        y += dy;
     }
+    svg.push_str("</text>\n");
+    if !r.combination.is_empty() {
+        y += LINE_HEIGHT;
+        let _ = write!(
+            svg,
+            r#"<text class="combination" x="{x:.1}" y="{y:.1}" text-anchor="middle" font-size="10">"#
+        );
+        let combination = crate::matrix::label(&r.combination);
+        for (k, line) in wrap(&combination, COMBINATION_LINES).iter().enumerate() {
+            let dy = if k == 0 { 0.0 } else { 12.0 };
+            let _ = write!(
+                svg,
+                r#"<tspan x="{x:.1}" dy="{dy:.1}">{}</tspan>"#,
+                escape(line)
+            );
+        }
+        svg.push_str("</text>\n");
+    }
+}
+
+/// `text` in at most `max_lines` lines of at most [`LABEL_CHARS`] characters, broken after a
+/// `-`, `_`, `,` or space where one is near enough, else within a word; a name longer than that
+/// ends in `…` (its `<title>` holds it whole).
+fn wrap(text: &str, max_lines: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut lines = Vec::new();
+    let mut start = 0;
+    while start < chars.len() && lines.len() < max_lines {
+        let rest = chars.len() - start;
+        let end = if rest <= LABEL_CHARS {
+            chars.len()
+        } else {
+            // The last break within the line, if it leaves the line at least half full.
+            (start + LABEL_CHARS / 2..start + LABEL_CHARS)
+                .rev()
+                .find(|&k| matches!(chars[k], '-' | '_' | ',' | ' '))
+                .map_or(start + LABEL_CHARS, |k| k + 1)
+        };
+        let line: String = chars[start..end].iter().collect();
+        lines.push(line.trim().to_string());
+        start = end;
+    }
+    if start < chars.len() {
+        let last = lines.last_mut().expect("a line");
+        let mut cut: Vec<char> = last.chars().collect();
+        cut.truncate(LABEL_CHARS - 1);
+        *last = cut.into_iter().collect::<String>() + "…";
+    }
+    lines
 }
 
 pub(super) fn y_of(top: f64, max: f64, v: f64) -> f64 {
@@ -667,8 +745,9 @@ mod tests {
         let svg = render(&results);
         check_well_formed(&svg).unwrap();
         assert_eq!(svg.matches(r#"class="bar throughput""#).count(), 2);
+        assert_eq!(svg.matches(r#"class="bar consumed""#).count(), 2);
         assert_eq!(svg.matches(r#"class="bar latency "#).count(), 8);
-        assert_eq!(svg.matches(r#"class="scenario""#).count(), 4);
+        assert_eq!(svg.matches(r#"class="scenario""#).count(), 6);
         assert!(svg.contains("01-&lt;odd&gt; &amp; &quot;name&quot;"));
         // Single runs have no error bars.
         assert!(!svg.contains(r#"class="error""#));
@@ -684,8 +763,8 @@ mod tests {
         }
         let svg = render(&results);
         check_well_formed(&svg).unwrap();
-        // One per throughput bar and one per latency bar.
-        assert_eq!(svg.matches(r#"class="error""#).count(), 2 + 8);
+        // One per throughput bar (producer and consumer) and one per latency bar.
+        assert_eq!(svg.matches(r#"class="error""#).count(), 2 + 2 + 8);
         assert!(svg.contains("bars min–max"));
     }
 
@@ -732,6 +811,89 @@ mod tests {
                 assert_eq!(*title, format!("{} {name}: {:.1} ms", r.label(), field(r)));
             }
         }
+    }
+
+    #[test]
+    fn the_consumer_bars_draw_the_consumer_rates() {
+        let results = crate::report::tests::sample();
+        let svg = render(&results);
+        let drawn = bars(&svg, "bar consumed");
+        assert_eq!(drawn.len(), results.len());
+        for ((title, height), r) in drawn.iter().zip(&results) {
+            let rate = r.measurement.consumer.consumed_rec_s;
+            assert_eq!(*title, format!("{}: {rate:.0} rec/s", r.label()));
+            let first = results[0].measurement.consumer.consumed_rec_s;
+            let expected = drawn[0].1 * rate / first;
+            assert!((height - expected).abs() <= 0.15, "{height} vs {expected}");
+        }
+    }
+
+    /// Each scenario label's lines, from the first panel's labels.
+    fn label_lines(svg: &str) -> Vec<Vec<String>> {
+        svg.lines()
+            .filter(|l| l.contains(r#"class="scenario""#))
+            .map(|l| {
+                l.split("<tspan")
+                    .skip(1)
+                    .map(|t| t[t.find('>').unwrap() + 1..t.find("</tspan>").unwrap()].to_string())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn long_scenario_names_wrap_within_their_group_and_never_overlap() {
+        let mut results = crate::report::tests::sample();
+        let names = [
+            "01-no-proxy-baseline",
+            "02-no-filters",
+            "03-transform-filter",
+            "04-envelope-encryption-filter",
+            "05-envelope-encryption-filter-no-encrypt",
+            // 60 characters, one with no break at all.
+            "06-a-scenario-name-of-sixty-characters-to-test-the-wrapping-",
+            "07abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdef",
+            // Longer than four lines hold: cut, with an ellipsis.
+            "08-abcdefghijklmnopqrstuvwxyz-abcdefghijklmnopqrstuvwxyz-abcdefghijklmnopqrstuvwxyz",
+        ];
+        let template = results[0].clone();
+        results = names
+            .iter()
+            .map(|n| ScenarioResult {
+                name: n.to_string(),
+                ..template.clone()
+            })
+            .collect();
+        let svg = render(&results);
+        check_well_formed(&svg).unwrap();
+        let labels = label_lines(&svg);
+        assert_eq!(labels.len(), names.len() * 3, "three bar panels");
+        for (lines, name) in labels.iter().zip(names.iter().cycle()) {
+            assert!(!lines.is_empty() && lines.len() <= NAME_LINES, "{lines:?}");
+            // Each line fits its group (at most 7 px a character at 12 px): labels of
+            // neighbouring groups, centred 140 px apart, cannot meet.
+            for line in lines {
+                assert!(line.chars().count() <= LABEL_CHARS, "{line:?}");
+                assert!(line.chars().count() as f64 * 7.0 < GROUP_WIDTH, "{line:?}");
+            }
+            // The lines read as the name (whole, or cut with an ellipsis), and the whole name
+            // is the label's title.
+            let joined: String = lines.concat();
+            let shown = joined.trim_end_matches('…');
+            assert!(
+                name.replace(' ', "").starts_with(shown),
+                "{joined:?} of {name}"
+            );
+            assert!(svg.contains(&format!("<title>{name}</title>")), "{name}");
+        }
+        // Names break after their hyphens where they have them.
+        assert_eq!(
+            wrap("05-envelope-encryption-filter-no-encrypt", NAME_LINES),
+            ["05-envelope-", "encryption-filter-", "no-encrypt"]
+        );
+        // Labels stay above the next panel's title.
+        let first_panel_labels_end = panel_top(0) + PANEL_HEIGHT + LABEL_SPACE;
+        assert!(first_panel_labels_end < panel_top(1) - 20.0);
     }
 
     #[test]
@@ -794,10 +956,12 @@ mod tests {
         }
         let svg = render(&results);
         check_well_formed(&svg).unwrap();
-        // Two lines (one per scenario) in each of the two charts over RECORD_SIZE.
-        assert_eq!(svg.matches(r#"class="line""#).count(), 4);
-        assert_eq!(svg.matches(r#"class="point""#).count(), 12);
+        // Two lines (one per scenario) in each of the three charts over RECORD_SIZE: the
+        // producer's and the consumer's rates and the 99th percentile.
+        assert_eq!(svg.matches(r#"class="line""#).count(), 6);
+        assert_eq!(svg.matches(r#"class="point""#).count(), 18);
         assert!(svg.contains("Producer throughput (rec/s, median) by RECORD_SIZE"));
+        assert!(svg.contains("Consumer throughput (rec/s, median) by RECORD_SIZE"));
         assert!(svg.contains("01-no-proxy-baseline, RECORD_SIZE=1000: "));
         assert_eq!(svg.matches(r#"class="legend""#).count(), 2);
         // The throughput line falls with the record size: y grows down the panel.
