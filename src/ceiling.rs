@@ -150,13 +150,18 @@ pub async fn measure(
     Ok(ceiling)
 }
 
-/// Waits for the server's own "listening" line, so the client never races its start.
+/// Waits for the server's own "listening" line, so the client never races its start; a server
+/// that ended instead (it could not listen) is an error quoting it at once.
 async fn wait_listening(engine: &Engine, server: &str) -> Result<()> {
     let start = Instant::now();
     loop {
+        let running = engine.is_running(server).await?;
         let logs = engine.container_logs(server, 20).await?;
         if logs.contains("Server listening") {
             return Ok(());
+        }
+        if !running {
+            bail!("the iperf3 server ended: {:?}", logs.trim());
         }
         if start.elapsed() > LISTEN_TIMEOUT {
             bail!(

@@ -237,6 +237,19 @@ impl Engine {
         Ok(out)
     }
 
+    /// Whether a container is running (not yet exited, nor removed).
+    pub async fn is_running(&self, container: &str) -> Result<bool> {
+        match self.docker.inspect_container(container, None).await {
+            Ok(info) => Ok(info.state.and_then(|s| s.running).unwrap_or(false)),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(false),
+            Err(e) => {
+                Err(anyhow::Error::new(e).context(format!("inspecting container {container}")))
+            }
+        }
+    }
+
     /// Removes every container and network labelled with `run_id`. Returns how many were removed.
     pub async fn remove_run(&self, run_id: &str) -> Result<usize> {
         self.remove_labelled(&format!("{LABEL_RUN}={run_id}")).await

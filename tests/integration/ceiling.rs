@@ -105,3 +105,64 @@ async fn network_ceiling_0_skips_it_and_a_value_not_0_or_1_is_refused() {
     );
     assert_eq!(std::fs::read_dir(refused.path()).unwrap().count(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_iperf3_that_cannot_listen_names_the_hop_quotes_iperf3_and_leaves_nothing() {
+    use perf_tests::ceiling::{self, Endpoint, Pair};
+    use perf_tests::engine::OneOff;
+    let _lock = engine_lock(false);
+    let run_id = format!("ceiling-fail-{}", std::process::id());
+    let engine = common::engine(&run_id).await;
+    perf_tests::images::recipe::ensure(&engine, &ceiling::recipe(), false)
+        .await
+        .unwrap();
+    // A "service" already holding iperf3's port in its network namespace.
+    let holder = engine
+        .start_detached(OneOff {
+            image: ceiling::IMAGE.into(),
+            cmd: ["-s", "-p", "5201", "--forceflush"]
+                .map(String::from)
+                .to_vec(),
+            env: vec!["TMPDIR=/".into()],
+            name_hint: "holder".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let listening = || {
+        let logs = common::docker_cli(&["logs", &holder]);
+        logs.contains("Server listening")
+    };
+    common::wait_for(
+        "the holder listens",
+        std::time::Duration::from_secs(20),
+        listening,
+    );
+    let pair = Pair {
+        from: None,
+        to: Endpoint {
+            service: "holder".into(),
+            container: holder.clone(),
+        },
+        host: "holder".into(),
+    };
+    let started = std::time::Instant::now();
+    let err = ceiling::measure(&engine, "bridge", None, &pair)
+        .await
+        .unwrap_err();
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("measuring the network ceiling from load generator to holder"),
+        "{err}"
+    );
+    assert!(err.contains("Address already in use"), "{err}");
+    // Known at once from the server's end, not after the listening timeout.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "{err}"
+    );
+    // Only the holder is left: the measurement's own server went with the error.
+    assert_eq!(leftovers(&run_id).await, (1, 0));
+    engine.remove_run(&run_id).await.unwrap();
+    assert_eq!(leftovers(&run_id).await, (0, 0));
+}
