@@ -312,29 +312,10 @@ async fn run_scenario(
         .await
         .map_err(ctx)?;
     phases.up_s = t.elapsed().as_secs_f64();
-    // The network's ceiling once per scenario (and combination), before anything is measured.
     let network = if settings.network_ceiling && first {
-        phase(&format!("{name}: measuring the network ceiling"));
-        let hops = hops(planned, plan);
-        let measured = guarded(
-            watcher,
-            "measuring the network ceiling",
-            &[],
-            site.ceiling(&hops),
-        )
-        .await
-        .map_err(ctx);
-        match measured {
-            Ok(network) => network,
-            Err(e) => {
-                // The session is open: close it before the error ends the scenario.
-                let _ = session.close().await;
-                if !sc.services.is_empty() {
-                    let _ = site.down(&sc.services).await;
-                }
-                return Err(e);
-            }
-        }
+        network_ceiling(&*site, watcher, planned, plan, &name)
+            .await
+            .map_err(ctx)?
     } else {
         Vec::new()
     };
@@ -399,6 +380,26 @@ async fn run_scenario(
         path_check,
         network,
     })
+}
+
+/// The network's ceiling on each hop of `planned`'s path, once its services are up and before
+/// anything of it is measured (once per scenario and combination).
+async fn network_ceiling(
+    site: &impl Site,
+    watcher: &dyn Watcher,
+    planned: &PlannedScenario,
+    plan: &Plan,
+    name: &str,
+) -> Result<Vec<crate::model::NetworkCeiling>> {
+    phase(&format!("{name}: measuring the network ceiling"));
+    let hops = hops(planned, plan);
+    guarded(
+        watcher,
+        "measuring the network ceiling",
+        &[],
+        site.ceiling(&hops),
+    )
+    .await
 }
 
 /// The hops `planned`'s records cross: from the load generator to its endpoint's service and,
