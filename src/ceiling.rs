@@ -48,22 +48,34 @@ pub struct Hop {
     pub host: String,
 }
 
+impl Hop {
+    /// Who sends: the service, or the load generator's place.
+    pub fn sender(&self) -> &str {
+        self.from.as_deref().unwrap_or(LOAD_GENERATOR)
+    }
+
+    /// The hop with its services' containers (`container_of` a service), ready to measure;
+    /// `None` when a service of it has no container in the run.
+    pub fn with_containers(&self, container_of: impl Fn(&str) -> Option<String>) -> Option<Pair> {
+        let from_container = match &self.from {
+            Some(service) => Some(container_of(service)?),
+            None => None,
+        };
+        Some(Pair {
+            to_container: container_of(&self.to)?,
+            from_container,
+            hop: self.clone(),
+        })
+    }
+}
+
 /// A hop with its services' containers, ready to measure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pair {
-    /// The sending service's container, or `None` for the load generator's position.
-    pub from: Option<Endpoint>,
-    pub to: Endpoint,
-    /// The receiver's host name on the run's network.
-    pub host: String,
-}
-
-/// A service of the run: its name (which is also its host name on the run's network) and its
-/// container.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
-    pub service: String,
-    pub container: String,
+    pub hop: Hop,
+    /// The sending service's container, `None` for the load generator's place.
+    pub from_container: Option<String>,
+    pub to_container: String,
 }
 
 /// The host part of a `host:port` endpoint.
@@ -81,11 +93,8 @@ pub async fn measure(
     cpuset: Option<String>,
     pair: &Pair,
 ) -> Result<NetworkCeiling> {
-    let from = pair
-        .from
-        .as_ref()
-        .map_or(LOAD_GENERATOR, |e| e.service.as_str());
-    let what = format!("the network ceiling from {from} to {}", pair.to.service);
+    let (from, to) = (pair.hop.sender(), pair.hop.to.as_str());
+    let what = format!("the network ceiling from {from} to {to}");
     let server = engine
         .start_detached(OneOff {
             image: IMAGE.to_string(),
@@ -95,7 +104,7 @@ pub async fn measure(
                 .to_vec(),
             // iperf3 keeps its send buffer in a temporary file; the image has no /tmp.
             env: vec!["TMPDIR=/".to_string()],
-            network: Some(format!("container:{}", pair.to.container)),
+            network: Some(format!("container:{}", pair.to_container)),
             name_hint: "network-ceiling-server".to_string(),
             ..Default::default()
         })
@@ -109,7 +118,7 @@ pub async fn measure(
                     image: IMAGE.to_string(),
                     cmd: [
                         "-c",
-                        &pair.host,
+                        &pair.hop.host,
                         "-p",
                         PORT,
                         "-t",
@@ -121,18 +130,22 @@ pub async fn measure(
                     .map(String::from)
                     .to_vec(),
                     env: vec!["TMPDIR=/".to_string()],
-                    network: Some(match &pair.from {
-                        Some(e) => format!("container:{}", e.container),
+                    network: Some(match &pair.from_container {
+                        Some(id) => format!("container:{id}"),
                         None => network.to_string(),
                     }),
                     name_hint: "network-ceiling-client".to_string(),
-                    cpuset: if pair.from.is_none() { cpuset } else { None },
+                    cpuset: if pair.from_container.is_none() {
+                        cpuset
+                    } else {
+                        None
+                    },
                     ..Default::default()
                 },
                 |_| {},
             )
             .await?;
-        parse(&out.stdout, from, &pair.to.service).with_context(|| {
+        parse(&out.stdout, from, to).with_context(|| {
             format!(
                 "iperf3 exited with {}{}",
                 out.exit_code,
@@ -277,6 +290,33 @@ mod tests {
         assert!(parse(&none, "proxy", "broker1").is_err());
         let err = parse("iperf3: parameter error", "proxy", "b").unwrap_err();
         assert!(format!("{err:#}").contains("parameter error"), "{err:#}");
+    }
+
+    #[test]
+    fn a_hop_is_measured_only_when_each_of_its_services_has_a_container() {
+        let container_of = |s: &str| (s != "gone").then(|| format!("c-{s}"));
+        let hop = |from: Option<&str>, to: &str| Hop {
+            from: from.map(String::from),
+            to: to.into(),
+            host: "h".into(),
+        };
+        let pair = hop(Some("proxy"), "broker")
+            .with_containers(container_of)
+            .unwrap();
+        assert_eq!(
+            (pair.from_container.as_deref(), pair.to_container.as_str()),
+            (Some("c-proxy"), "c-broker")
+        );
+        assert_eq!(pair.hop.sender(), "proxy");
+        let load = hop(None, "proxy").with_containers(container_of).unwrap();
+        assert_eq!(
+            (load.from_container, load.hop.sender()),
+            (None, LOAD_GENERATOR)
+        );
+        assert!(hop(Some("gone"), "broker")
+            .with_containers(container_of)
+            .is_none());
+        assert!(hop(None, "gone").with_containers(container_of).is_none());
     }
 
     #[test]

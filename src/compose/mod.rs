@@ -228,6 +228,22 @@ pub fn load_with(files: &[PathBuf], variables: &Variables) -> Result<Project> {
 }
 
 impl Project {
+    /// The one of `among` that `host` reaches on its networks: the service of that name, or
+    /// the one whose host name or network alias it is.
+    pub fn service_at<'a>(
+        &self,
+        host: &str,
+        mut among: impl Iterator<Item = &'a String>,
+    ) -> Option<&'a String> {
+        among.find(|name| {
+            *name == host
+                || self.services.get(*name).is_some_and(|s| {
+                    s.hostname.as_deref() == Some(host)
+                        || s.networks.values().flatten().any(|a| a == host)
+                })
+        })
+    }
+
     /// `services` plus everything they depend on, dependencies first.
     pub fn service_closure(&self, services: &[String]) -> Result<Vec<String>> {
         let mut order = Vec::new();

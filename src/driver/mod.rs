@@ -98,6 +98,42 @@ impl MeasureSpec {
         }
     }
 
+    /// What the built-in workload produces for this measurement: `records` of it (`MAX_COUNT`
+    /// for producers a step stops itself) at `throughput`, every client with `client`.
+    pub fn produce_config(
+        &self,
+        client: &[(String, String)],
+        records: u64,
+        throughput: i64,
+    ) -> crate::workload::ProduceConfig {
+        crate::workload::ProduceConfig {
+            endpoint: Endpoint::new(&self.bootstrap, client),
+            topics: self.topic_names(),
+            num_records: records,
+            record_size: self.record_size,
+            throughput,
+            properties: self.properties.clone(),
+        }
+    }
+
+    /// The built-in workload's group `group` reading exactly `records` of this measurement.
+    pub fn consume_config(
+        &self,
+        client: &[(String, String)],
+        records: u64,
+        group: &str,
+    ) -> crate::workload::ConsumeConfig {
+        crate::workload::ConsumeConfig {
+            endpoint: Endpoint::new(&self.bootstrap, client),
+            topics: self.topic_names(),
+            group_id: group.to_string(),
+            expected: records,
+            timeout: self.consume_timeout.into(),
+            consumers: self.consumers,
+            end_to_end: self.mode == Mode::EndToEnd,
+        }
+    }
+
     /// The topics measured: `topic` itself, or `topic-1` … `topic-N` with several.
     pub fn topic_names(&self) -> Vec<String> {
         match self.topics {

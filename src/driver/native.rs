@@ -20,14 +20,12 @@ use super::{
 use crate::engine::{Engine, OneOff};
 use crate::images::workload::IMAGE_PATH;
 use crate::model::{ConsumerResult, ProducerResult};
-use crate::settings::Mode;
 use crate::workload::catch_up::CatchUpConfig;
 use crate::workload::command::{
     self, parse_result_line, Endpoint, Together, WorkloadCommand, RESULT_PREFIX,
 };
 use crate::workload::consumer::{parse_progress_line, ASSIGNED_LINE};
 use crate::workload::soak::SoakConfig;
-use crate::workload::{ConsumeConfig, ProduceConfig};
 
 /// The built-in workload.
 pub struct Native;
@@ -96,23 +94,10 @@ impl NativeSession {
         Endpoint::new(bootstrap, &self.client)
     }
 
-    /// What `spec` produces, `records` of it (a step that stops its producers itself passes
-    /// `MAX_COUNT`) at `throughput`.
-    fn records(&self, spec: &MeasureSpec, records: u64, throughput: i64) -> ProduceConfig {
-        ProduceConfig {
-            endpoint: self.endpoint(&spec.bootstrap),
-            topics: spec.topic_names(),
-            num_records: records,
-            record_size: spec.record_size,
-            throughput,
-            properties: spec.properties.clone(),
-        }
-    }
-
     /// The producers and the group of `spec` running at once, the group named `group`.
     fn together(&self, spec: &MeasureSpec, group: &str) -> Together {
         Together {
-            produce: self.records(spec, crate::settings::MAX_COUNT, spec.throughput),
+            produce: spec.produce_config(&self.client, crate::settings::MAX_COUNT, spec.throughput),
             producers: spec.producers,
             group: group.to_string(),
             consumers: spec.consumers,
@@ -223,7 +208,7 @@ impl Session for NativeSession {
         Box::pin(async move {
             self.call(
                 WorkloadCommand::Produce(command::Produce {
-                    records: self.records(spec, records, throughput),
+                    records: spec.produce_config(&self.client, records, throughput),
                     producers: spec.producers,
                 }),
                 progress,
@@ -240,15 +225,7 @@ impl Session for NativeSession {
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ConsumerResult>> {
         Box::pin(self.call(
-            WorkloadCommand::Consume(ConsumeConfig {
-                endpoint: self.endpoint(&spec.bootstrap),
-                topics: spec.topic_names(),
-                group_id: group.to_string(),
-                expected: records,
-                timeout: spec.consume_timeout.into(),
-                consumers: spec.consumers,
-                end_to_end: spec.mode == Mode::EndToEnd,
-            }),
+            WorkloadCommand::Consume(spec.consume_config(&self.client, records, group)),
             progress,
         ))
     }

@@ -523,39 +523,36 @@ fn error_bar(svg: &mut String, x: f64, top: f64, max: f64, lo: f64, hi: f64) {
 /// `<title>`), and its combination under it in a matrix.
 fn label(svg: &mut String, i: usize, top: f64, r: &ScenarioResult) {
     let x = LEFT + (i as f64 + 0.5) * GROUP_WIDTH;
-    let mut y = top + PANEL_HEIGHT + 18.0;
+    let y = top + PANEL_HEIGHT + 18.0;
     let _ = write!(
         svg,
         r#"<text class="scenario" x="{x:.1}" y="{y:.1}" text-anchor="middle"><title>{}</title>"#,
         escape(&r.label())
     );
-    for (k, line) in wrap(&r.name, NAME_LINES).iter().enumerate() {
-        let dy = if k == 0 { 0.0 } else { LINE_HEIGHT };
-        let _ = write!(
-            svg,
-            r#"<tspan x="{x:.1}" dy="{dy:.1}">{}</tspan>"#,
-            escape(line)
-        );
-        y += dy;
-    }
-    svg.push_str("</text>\n");
+    let lines = wrap(&r.name, NAME_LINES);
+    tspans(svg, x, &lines, LINE_HEIGHT);
     if !r.combination.is_empty() {
-        y += LINE_HEIGHT;
+        let y = y + lines.len() as f64 * LINE_HEIGHT;
         let _ = write!(
             svg,
             r#"<text class="combination" x="{x:.1}" y="{y:.1}" text-anchor="middle" font-size="10">"#
         );
         let combination = crate::matrix::label(&r.combination);
-        for (k, line) in wrap(&combination, COMBINATION_LINES).iter().enumerate() {
-            let dy = if k == 0 { 0.0 } else { 12.0 };
-            let _ = write!(
-                svg,
-                r#"<tspan x="{x:.1}" dy="{dy:.1}">{}</tspan>"#,
-                escape(line)
-            );
-        }
-        svg.push_str("</text>\n");
+        tspans(svg, x, &wrap(&combination, COMBINATION_LINES), 12.0);
     }
+}
+
+/// `lines` as the lines of the open `<text>` at `x`, `height` apart; closes the text.
+fn tspans(svg: &mut String, x: f64, lines: &[String], height: f64) {
+    for (k, line) in lines.iter().enumerate() {
+        let dy = if k == 0 { 0.0 } else { height };
+        let _ = write!(
+            svg,
+            r#"<tspan x="{x:.1}" dy="{dy:.1}">{}</tspan>"#,
+            escape(line)
+        );
+    }
+    svg.push_str("</text>\n");
 }
 
 /// `text` in at most `max_lines` lines of at most [`LABEL_CHARS`] characters, broken after a

@@ -77,8 +77,8 @@ pub(super) fn combine(
         reference: sc.reference,
         network: reps
             .iter()
+            .find(|r| !r.network.is_empty())
             .map(|r| r.network.clone())
-            .find(|n| !n.is_empty())
             .unwrap_or_default(),
     }
 }

@@ -217,7 +217,9 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
                 }
                 let label = crate::model::row_label(&planned.scenario.name, &cell.combination);
                 completed.measuring(Some(label.clone()));
-                let first = reps[i * cells.len() + c].is_empty();
+                // Results are kept scenario by scenario, each scenario's combinations in order.
+                let k = i * cells.len() + c;
+                let first = reps[k].is_empty();
                 let rep = run_scenario(site, &*watcher, cell, planned, first).await?;
                 completed.measuring(None);
                 crate::progress::println(&crate::report::measured_rows(&label, &rep.measurement));
@@ -233,8 +235,6 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
                     let max = ceiling.entry(line).or_insert(rate);
                     *max = (*max).min(rate);
                 }
-                // Results are kept scenario by scenario, each scenario's combinations in order.
-                let k = i * cells.len() + c;
                 reps[k].push(rep);
                 if reps[k].len() == repeat {
                     let all = std::mem::take(&mut reps[k]);
@@ -403,22 +403,14 @@ async fn network_ceiling(
 }
 
 /// The hops `planned`'s records cross: from the load generator to its endpoint's service and,
-/// when that is not the broker's (a proxy in between), from it on to the broker's. A host is
-/// the service of that name, or the one of the scenario's or the run-wide services whose host
-/// name or network alias it is.
+/// when that is not the broker's (a proxy in between), from it on to the broker's; each host is
+/// the scenario's or a run-wide service it reaches (a host of none is left as it is, and the
+/// site says it is not a container of the run).
 fn hops(planned: &PlannedScenario, plan: &Plan) -> Vec<crate::ceiling::Hop> {
     let service_at = |host: &str| {
-        planned
-            .closure
-            .iter()
-            .chain(&plan.run_wide)
-            .find(|name| {
-                *name == host
-                    || plan.project.services.get(*name).is_some_and(|s| {
-                        s.hostname.as_deref() == Some(host)
-                            || s.networks.values().flatten().any(|a| a == host)
-                    })
-            })
+        let among = planned.closure.iter().chain(&plan.run_wide);
+        plan.project
+            .service_at(host, among)
             .cloned()
             .unwrap_or_else(|| host.to_string())
     };
@@ -699,16 +691,14 @@ mod tests {
             self.note(format!("ceiling {pairs:?}"));
             let measured = hops
                 .iter()
-                .map(
-                    |crate::ceiling::Hop { from, to, .. }| crate::model::NetworkCeiling {
-                        from: from.clone().unwrap_or_else(|| "load generator".into()),
-                        to: to.clone(),
-                        mib_s: 1000.0,
-                        rtt_ms: Some(0.1),
-                        retransmits: Some(0),
-                        seconds: 2.0,
-                    },
-                )
+                .map(|hop| crate::model::NetworkCeiling {
+                    from: hop.sender().to_string(),
+                    to: hop.to.clone(),
+                    mib_s: 1000.0,
+                    rtt_ms: Some(0.1),
+                    retransmits: Some(0),
+                    seconds: 2.0,
+                })
                 .collect();
             Box::pin(async move { Ok(measured) })
         }

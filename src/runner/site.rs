@@ -255,36 +255,19 @@ impl Site for EngineSite<'_> {
         hops: &'a [crate::ceiling::Hop],
     ) -> LocalBoxFuture<'a, Result<Vec<NetworkCeiling>>> {
         Box::pin(async move {
-            let endpoint = |service: &str| {
-                let container = self.deployment.container_id(service)?;
-                Some(crate::ceiling::Endpoint {
-                    service: service.to_string(),
-                    container: container.to_string(),
-                })
-            };
             let network = self.deployment.network_name("default");
+            let container_of =
+                |service: &str| self.deployment.container_id(service).map(String::from);
             let mut measured = Vec::new();
             for hop in hops {
-                let (from, to, host) = (&hop.from, &hop.to, hop.host.clone());
-                let pair = match (from.as_deref().map(endpoint), endpoint(to)) {
-                    (None, Some(to)) => crate::ceiling::Pair {
-                        from: None,
-                        to,
-                        host,
-                    },
-                    (Some(Some(from)), Some(to)) => crate::ceiling::Pair {
-                        from: Some(from),
-                        to,
-                        host,
-                    },
-                    _ => {
-                        crate::progress::println(&format!(
-                            "    network ceiling from {} to {to} not measured: not a container \
-                             of this run",
-                            from.as_deref().unwrap_or(crate::ceiling::LOAD_GENERATOR)
-                        ));
-                        continue;
-                    }
+                let Some(pair) = hop.with_containers(container_of) else {
+                    crate::progress::println(&format!(
+                        "    network ceiling from {} to {} not measured: not a container of \
+                         this run",
+                        hop.sender(),
+                        hop.to
+                    ));
+                    continue;
                 };
                 let cpuset = self.plan.workload_cpuset.clone();
                 measured.push(crate::ceiling::measure(self.engine, &network, cpuset, &pair).await?);

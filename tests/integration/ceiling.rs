@@ -108,7 +108,7 @@ async fn network_ceiling_0_skips_it_and_a_value_not_0_or_1_is_refused() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_iperf3_that_cannot_listen_names_the_hop_quotes_iperf3_and_leaves_nothing() {
-    use perf_tests::ceiling::{self, Endpoint, Pair};
+    use perf_tests::ceiling::{self, Hop, Pair};
     use perf_tests::engine::OneOff;
     let _lock = engine_lock(false);
     let run_id = format!("ceiling-fail-{}", std::process::id());
@@ -139,12 +139,13 @@ async fn an_iperf3_that_cannot_listen_names_the_hop_quotes_iperf3_and_leaves_not
         listening,
     );
     let pair = Pair {
-        from: None,
-        to: Endpoint {
-            service: "holder".into(),
-            container: holder.clone(),
+        hop: Hop {
+            from: None,
+            to: "holder".into(),
+            host: "holder".into(),
         },
-        host: "holder".into(),
+        from_container: None,
+        to_container: holder.clone(),
     };
     let started = std::time::Instant::now();
     let err = ceiling::measure(&engine, "bridge", None, &pair)

@@ -10,7 +10,6 @@ use anyhow::Result;
 use futures_util::future::BoxFuture;
 use perf_tests::driver::{flow, Event, MeasureSpec, Progress, Session};
 use perf_tests::model::{ConsumerResult, Measurement, ProducerResult};
-use perf_tests::settings::Mode;
 use perf_tests::workload::command::parse_result_line;
 use perf_tests::workload::{
     consume, probe, produce, unique_suffix, Admin, ConsumeConfig, ProduceConfig, TopicSpec,
@@ -52,14 +51,7 @@ impl Session for InProcess {
         throughput: i64,
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ProducerResult>> {
-        let cfg = ProduceConfig {
-            endpoint: Endpoint::new(&spec.bootstrap, &[]),
-            topics: spec.topic_names(),
-            num_records: records,
-            record_size: spec.record_size,
-            throughput,
-            properties: spec.properties.clone(),
-        };
+        let cfg = spec.produce_config(&[], records, throughput);
         Box::pin(async move { produce(&cfg, |p| progress(Event::Sent(p.records))).await })
     }
     fn consume<'a>(
@@ -69,15 +61,7 @@ impl Session for InProcess {
         group: &'a str,
         _progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ConsumerResult>> {
-        let cfg = ConsumeConfig {
-            endpoint: Endpoint::new(&spec.bootstrap, &[]),
-            topics: spec.topic_names(),
-            group_id: group.to_string(),
-            expected: records,
-            timeout: spec.consume_timeout.into(),
-            consumers: spec.consumers,
-            end_to_end: spec.mode == Mode::EndToEnd,
-        };
+        let cfg = spec.consume_config(&[], records, group);
         Box::pin(async move { consume(&cfg).await })
     }
     fn end_offsets<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<u64>> {
