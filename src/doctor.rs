@@ -182,6 +182,24 @@ fn tools(to_make: &[ImageRecipe]) -> Vec<Check> {
             )
         });
     }
+    let go = names(|r| matches!(r, Recipe::Go(_)));
+    if !go.is_empty() {
+        let mut missing: Vec<&str> = Vec::new();
+        if !on_path("go") {
+            missing.push("go (Go 1.21 or later, https://go.dev/dl)");
+        }
+        if !Path::new(crate::images::maven::BUSYBOX).is_file() {
+            missing.push("/bin/busybox (Debian: apt-get install busybox-static)");
+        }
+        checks.push(if missing.is_empty() {
+            ok("go", format!("go and busybox, to make {}", go.join(", ")))
+        } else {
+            fail(
+                "go",
+                format!("to make {}: missing {}", go.join(", "), missing.join("; ")),
+            )
+        });
+    }
     for r in to_make {
         if let Recipe::Debian(d) = &r.recipe {
             checks.push(if d.bin.is_file() {

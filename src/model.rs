@@ -437,6 +437,21 @@ pub struct ScenarioResult {
     /// first repetition; empty when not measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<NetworkCeiling>,
+    /// The KMS of the path's record encryption, as the scenario declares it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms: Option<Kms>,
+}
+
+/// The KMS of a scenario's record encryption: the proxy's provider and, when the KMS is reached
+/// over the network, the service that runs it (one of the scenario's services).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kms {
+    /// The proxy's KMS provider, e.g. `AwsKmsService`.
+    pub provider: String,
+    /// The service running the KMS; none when it lives in the proxy (an in-memory KMS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
 }
 
 /// What the network between two places of a scenario carries at most (`crate::ceiling`):

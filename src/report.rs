@@ -519,6 +519,7 @@ pub(crate) mod tests {
             image_sources: Default::default(),
             reference: name.starts_with("01-"),
             network: Vec::new(),
+            kms: None,
         };
         let ok = Integrity {
             requested: 10_000_000,

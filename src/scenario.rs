@@ -47,6 +47,9 @@ pub struct Suite {
     pub client: BTreeMap<String, String>,
     /// Image recipes keyed by image reference, kept opaque here.
     pub images: BTreeMap<String, serde_yaml::Value>,
+    /// The file the recipes are written in (`suite.yaml`, or the file its `images:` names):
+    /// their paths are relative to it.
+    pub images_file: PathBuf,
     /// The largest record size in bytes the suite's brokers accept, when they were configured to
     /// accept more (or less) than Kafka's default; see [`Suite::max_record_size`].
     pub max_record_size: Option<u64>,
@@ -89,6 +92,8 @@ pub struct Scenario {
     /// The scenario measures none of the path under test (the broker alone): `compare` warns
     /// when it moves, since then the machine or the broker changed, not the path.
     pub reference: bool,
+    /// The KMS the path's record encryption uses, kept in the results.
+    pub kms: Option<crate::model::Kms>,
 }
 
 /// Host names a per-run CA and server certificate are generated for.
@@ -176,7 +181,7 @@ struct SuiteFile {
     #[serde(default)]
     client: BTreeMap<String, Scalar>,
     #[serde(default)]
-    images: BTreeMap<String, serde_yaml::Value>,
+    images: Images,
     #[serde(default)]
     max_record_size: Option<u64>,
     #[serde(default)]
@@ -208,6 +213,66 @@ struct ScenarioFile {
     expect: Option<crate::model::Expect>,
     #[serde(default)]
     reference: bool,
+    #[serde(default)]
+    kms: Option<crate::model::Kms>,
+}
+
+/// `images:` of a suite file: the recipes themselves, or a file holding them, so that suites
+/// of the same systems share one list.
+enum Images {
+    Here(BTreeMap<String, serde_yaml::Value>),
+    File(PathBuf),
+}
+
+impl Default for Images {
+    fn default() -> Images {
+        Images::Here(BTreeMap::new())
+    }
+}
+
+impl<'de> Deserialize<'de> for Images {
+    // By hand rather than `untagged`, so that a wrong type keeps serde_yaml's line and key.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Images;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map of image recipes, or the path of a file holding them")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Images, E> {
+                Ok(Images::File(PathBuf::from(v)))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<Images, A::Error> {
+                Deserialize::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(Images::Here)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Images {
+    /// The recipes and the file they are written in (`suite` when they are in it).
+    fn load(self, suite: &Path) -> Result<(BTreeMap<String, serde_yaml::Value>, PathBuf)> {
+        match self {
+            Images::Here(map) => Ok((map, suite.to_path_buf())),
+            Images::File(path) => {
+                let file = absolute(&suite.parent().unwrap_or(Path::new(".")).join(&path))?;
+                if !file.is_file() {
+                    bail!(
+                        "{}: images: file {} not found (looked for {})",
+                        suite.display(),
+                        path.display(),
+                        file.display()
+                    );
+                }
+                Ok((read_yaml(&file)?, file))
+            }
+        }
+    }
 }
 
 /// A client property value: YAML writes `linger.ms: 5` as a number, Kafka wants a string.
@@ -340,8 +405,11 @@ impl Suite {
                     .with_context(|| format!("{}: matrix.{var}", file.display()))
             })
             .collect::<Result<Vec<_>>>()?;
+        let (images, images_file) = raw.images.load(&file)?;
         Ok(Suite {
             matrix,
+            images,
+            images_file,
             compose: resolve_compose(&file, &raw.compose)?,
             dir,
             file,
@@ -350,7 +418,6 @@ impl Suite {
             bootstrap: raw.bootstrap,
             ready: raw.ready,
             client: scalars(raw.client),
-            images: raw.images,
             max_record_size: raw.max_record_size,
         })
     }
@@ -417,6 +484,18 @@ impl Scenario {
                 );
             }
         }
+        if let Some(crate::model::Kms {
+            service: Some(kms), ..
+        }) = &raw.kms
+        {
+            if !raw.services.contains(kms) {
+                bail!(
+                    "{}: kms.service: {kms:?} is not one of the scenario's services ({})",
+                    file.display(),
+                    raw.services.join(", ")
+                );
+            }
+        }
         let compose = match &raw.compose {
             Some(paths) => resolve_compose(&file, paths)?,
             None => suite.compose.clone(),
@@ -437,6 +516,7 @@ impl Scenario {
             teardown: raw.teardown,
             expect: raw.expect,
             reference: raw.reference,
+            kms: raw.kms,
         })
     }
 }
@@ -799,5 +879,38 @@ teardown:
         .unwrap();
         let s = Suite::load(&root.path().join("suite")).unwrap();
         assert_eq!(s.images["tansu:local"]["crate"], "tansu");
+        assert_eq!(s.images_file, root.path().join("suite/suite.yaml"));
+    }
+
+    #[test]
+    fn suite_images_may_live_in_a_file_that_suites_share() {
+        let root = suite(&[]);
+        fs::create_dir(root.path().join("shared")).unwrap();
+        fs::write(
+            root.path().join("shared/images.yaml"),
+            "tansu:local: { crate: tansu, version: 0.6.0 }\n",
+        )
+        .unwrap();
+        let file = root.path().join("suite/suite.yaml");
+        fs::write(
+            &file,
+            "description: d\ncompose: []\nservices: []\nbootstrap: b:1\nimages: ../shared/images.yaml\n",
+        )
+        .unwrap();
+        let s = Suite::load(&root.path().join("suite")).unwrap();
+        assert_eq!(s.images["tansu:local"]["crate"], "tansu");
+        // Paths inside the recipes are relative to the file that holds them.
+        assert_eq!(s.images_file, root.path().join("shared/images.yaml"));
+
+        fs::write(
+            &file,
+            "description: d\ncompose: []\nservices: []\nbootstrap: b:1\nimages: ../none.yaml\n",
+        )
+        .unwrap();
+        let err = format!("{:#}", Suite::load(&root.path().join("suite")).unwrap_err());
+        assert!(
+            err.contains("suite.yaml") && err.contains("images") && err.contains("none.yaml"),
+            "{err}"
+        );
     }
 }

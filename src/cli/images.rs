@@ -24,7 +24,7 @@ pub enum ImagesCommand {
 /// Runs an image command for the suite `settings.scenarios` names.
 pub async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
     let suite = Suite::load(&settings.scenarios)?;
-    let recipes = recipe::parse_recipes(&suite.file, &suite.images)?;
+    let recipes = recipe::parse_recipes(&suite.images_file, &suite.images)?;
     let engine = Engine::connect(&engine::new_run_id()).await?;
     match cmd {
         ImagesCommand::Build { force } => {

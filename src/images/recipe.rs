@@ -2,8 +2,9 @@
 //!
 //! A recipe yields one binary on the host (built from a crate, or taken from an installed Debian
 //! package), which the scratch packager turns into a `FROM scratch` image with the binary's
-//! shared-library closure. Each image carries a fingerprint label so an up-to-date image is never
-//! rebuilt and a warm check costs one inspect per image.
+//! shared-library closure; a Maven recipe a Java tree, a Go recipe a static program with busybox.
+//! Each image carries a fingerprint label so an up-to-date image is never rebuilt and a warm
+//! check costs one inspect per image.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -13,6 +14,7 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::go::GoRecipe;
 use super::maven::{self, MavenRecipe};
 use super::scratch::{self, ScratchFile};
 use crate::engine::Engine;
@@ -50,6 +52,8 @@ pub enum Recipe {
     Debian(DebianRecipe),
     /// Resolve Maven artifacts and package them with a jlink runtime.
     Maven(MavenRecipe),
+    /// `go install` a module from the Go module proxy and package its static program.
+    Go(GoRecipe),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,16 +82,18 @@ struct RecipeFile {
     krate: Option<CrateRecipe>,
     debian: Option<DebianRecipe>,
     maven: Option<MavenRecipe>,
+    go: Option<GoRecipe>,
 }
 
 impl TryFrom<RecipeFile> for Recipe {
     type Error = anyhow::Error;
     fn try_from(f: RecipeFile) -> Result<Recipe> {
-        match (f.krate, f.debian, f.maven) {
-            (Some(c), None, None) => Ok(Recipe::Crate(c)),
-            (None, Some(d), None) => Ok(Recipe::Debian(d)),
-            (None, None, Some(m)) => Ok(Recipe::Maven(m)),
-            _ => bail!("exactly one of `crate`, `debian` and `maven` must be given"),
+        match (f.krate, f.debian, f.maven, f.go) {
+            (Some(c), None, None, None) => Ok(Recipe::Crate(c)),
+            (None, Some(d), None, None) => Ok(Recipe::Debian(d)),
+            (None, None, Some(m), None) => Ok(Recipe::Maven(m)),
+            (None, None, None, Some(g)) => Ok(Recipe::Go(g)),
+            _ => bail!("exactly one of `crate`, `debian`, `maven` and `go` must be given"),
         }
     }
 }
@@ -111,14 +117,17 @@ pub fn parse_recipes(
                 .map_err(anyhow::Error::from)
                 .and_then(Recipe::try_from)
                 .and_then(|mut r| {
-                    if let Recipe::Maven(m) = &mut r {
-                        m.resolve_paths(file.parent().unwrap_or(Path::new(".")))?;
+                    let dir = file.parent().unwrap_or(Path::new("."));
+                    match &mut r {
+                        Recipe::Maven(m) => m.resolve_paths(dir)?,
+                        Recipe::Go(g) => g.resolve_paths(dir)?,
+                        Recipe::Crate(_) | Recipe::Debian(_) => {}
                     }
                     Ok(r)
                 })
                 .with_context(|| {
                     format!(
-                        "{}: images.\"{image}\": not a valid recipe (expected `crate: {{name, version, features, bin}}`, `debian: {{package, bin}}` or `maven: {{artifacts, jdk, entrypoint, modules, sources, files}}`)",
+                        "{}: images.\"{image}\": not a valid recipe (expected `crate: {{name, version, features, bin}}`, `debian: {{package, bin}}` or `maven: {{artifacts, jdk, entrypoint, modules, sources, files}}` or `go: {{module, version, files, args}}`)",
                         file.display()
                     )
                 })?;
@@ -164,6 +173,7 @@ impl ImageRecipe {
                 d.bin.display()
             ),
             Recipe::Maven(m) => format!("{} ({})", self.image, m.describe()),
+            Recipe::Go(g) => format!("{} ({})", self.image, g.describe()),
         }
     }
 
@@ -175,6 +185,7 @@ impl ImageRecipe {
                 format!("apt-get install {} && perf-tests images build", d.package)
             }
             Recipe::Maven(m) => format!("{} && perf-tests images build", m.by_hand()),
+            Recipe::Go(g) => format!("{} && perf-tests images build", g.by_hand()),
         };
         format!(
             "to make it by hand run `{make}`, or tag an equivalent image you already have as {}",
@@ -210,13 +221,14 @@ impl ImageRecipe {
         match &self.recipe {
             Recipe::Crate(c) => Self::crate_root(c).join("bin").join(&c.bin),
             Recipe::Debian(d) => d.bin.clone(),
-            // A Maven image is a tree, assembled in its work directory.
-            Recipe::Maven(_) => self.maven_work_dir(),
+            // A Maven or Go image is assembled in its work directory.
+            Recipe::Maven(_) | Recipe::Go(_) => self.work_dir(),
         }
     }
 
-    /// Where a Maven recipe's image content is assembled (kept: the next rebuild replaces it).
-    fn maven_work_dir(&self) -> PathBuf {
+    /// Where a Maven or Go recipe's image content is assembled (kept: the next rebuild
+    /// replaces it).
+    fn work_dir(&self) -> PathBuf {
         let safe: String = self
             .image
             .chars()
@@ -228,7 +240,11 @@ impl ImageRecipe {
                 }
             })
             .collect();
-        cache_dir().join("maven").join(safe)
+        let kind = match self.recipe {
+            Recipe::Go(_) => "go",
+            _ => "maven",
+        };
+        cache_dir().join(kind).join(safe)
     }
 
     /// The recipe's binary if it is already on this host.
@@ -296,7 +312,9 @@ impl ImageRecipe {
                 }
                 Ok(d.bin.clone())
             }
-            Recipe::Maven(_) => bail!("image recipe {}: not a binary recipe", self.describe()),
+            Recipe::Maven(_) | Recipe::Go(_) => {
+                bail!("image recipe {}: not a binary recipe", self.describe())
+            }
         }
     }
 
@@ -319,6 +337,7 @@ impl ImageRecipe {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| d.package.clone()),
             Recipe::Maven(m) => return m.entrypoint[0].clone(),
+            Recipe::Go(g) => return g.entrypoint()[0].clone(),
         };
         format!("/usr/local/bin/{name}")
     }
@@ -347,6 +366,10 @@ pub async fn up_to_date(engine: &Engine, recipe: &ImageRecipe) -> Result<bool> {
             m.fingerprint()
                 .with_context(|| format!("image recipe {}", recipe.describe()))?,
         ),
+        Recipe::Go(g) => Some(
+            g.fingerprint()
+                .with_context(|| format!("image recipe {}", recipe.describe()))?,
+        ),
         _ => recipe
             .built_binary()
             .map(|b| recipe.fingerprint(&b))
@@ -360,8 +383,10 @@ pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Resul
     if !force && up_to_date(engine, recipe).await? {
         return Ok(Outcome::UpToDate);
     }
-    if let Recipe::Maven(m) = &recipe.recipe {
-        return ensure_maven(engine, recipe, m).await;
+    match &recipe.recipe {
+        Recipe::Maven(m) => return ensure_maven(engine, recipe, m).await,
+        Recipe::Go(g) => return ensure_go(engine, recipe, g).await,
+        Recipe::Crate(_) | Recipe::Debian(_) => {}
     }
     let image = recipe.image.clone();
     let desc = recipe.describe();
@@ -400,7 +425,7 @@ async fn ensure_maven(engine: &Engine, recipe: &ImageRecipe, m: &MavenRecipe) ->
         .fingerprint()
         .with_context(|| format!("image recipe {desc}"))?;
     crate::progress::phase(&format!("building image {desc}"));
-    let work = recipe.maven_work_dir();
+    let work = recipe.work_dir();
     let mr = m.clone();
     let (files, jdk) = tokio::task::spawn_blocking(move || maven::assemble(&mr, &work))
         .await
@@ -421,6 +446,29 @@ async fn ensure_maven(engine: &Engine, recipe: &ImageRecipe, m: &MavenRecipe) ->
     Ok(Outcome::Built)
 }
 
+/// Builds a Go recipe's image.
+async fn ensure_go(engine: &Engine, recipe: &ImageRecipe, g: &GoRecipe) -> Result<Outcome> {
+    let desc = recipe.describe();
+    let fingerprint = g
+        .fingerprint()
+        .with_context(|| format!("image recipe {desc}"))?;
+    crate::progress::phase(&format!("building image {desc}"));
+    let work = recipe.work_dir();
+    let gr = g.clone();
+    let files = tokio::task::spawn_blocking(move || gr.assemble(&work))
+        .await
+        .context("image build task")?
+        .with_context(|| format!("image recipe {desc}; {}", recipe.by_hand()))?;
+    let labels = BTreeMap::from([
+        (FINGERPRINT_LABEL.to_string(), fingerprint),
+        (RECIPE_LABEL.to_string(), desc.clone()),
+    ]);
+    scratch::build_image(engine, &recipe.image, &files, g.entrypoint(), labels)
+        .await
+        .with_context(|| format!("image recipe {desc}: packaging failed"))?;
+    Ok(Outcome::Built)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -432,12 +480,16 @@ a/tansu:1:
   crate: { name: tansu, version: 0.6.0, features: [dynostore], bin: tansu }
 b/haproxy:2:
   debian: { package: haproxy, bin: /usr/sbin/haproxy }
+c/kms:3:
+  go: { module: github.com/nsmithuk/local-kms, version: v0.0.0-20260228092603-2a5e92d09ab6 }
 "#;
         let map: BTreeMap<String, serde_yaml::Value> = serde_yaml::from_str(yaml).unwrap();
         let r = parse_recipes(Path::new("suite.yaml"), &map).unwrap();
-        assert_eq!(r.len(), 2);
+        assert_eq!(r.len(), 3);
         assert!(matches!(&r[0].recipe, Recipe::Crate(c) if c.features == ["dynostore"]));
         assert!(matches!(&r[1].recipe, Recipe::Debian(d) if d.package == "haproxy"));
+        assert!(matches!(&r[2].recipe, Recipe::Go(g) if g.program() == "local-kms"));
+        assert_eq!(r[2].image_path(), "/usr/local/bin/local-kms");
 
         let bad: BTreeMap<String, serde_yaml::Value> =
             serde_yaml::from_str("x/y:1:\n  crate: { name: a, version: 1, bin: a, feature: [] }\n")

@@ -193,7 +193,7 @@ impl Sources {
             .iter()
             .map(|dir| Scenario::load(&suite, dir))
             .collect::<Result<Vec<_>>>()?;
-        let recipes = recipe::parse_recipes(&suite.file, &suite.images)?;
+        let recipes = recipe::parse_recipes(&suite.images_file, &suite.images)?;
         Ok(Sources {
             suite,
             recipes,

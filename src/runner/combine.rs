@@ -75,6 +75,7 @@ pub(super) fn combine(
             .find(|c| !c.holds())
             .or_else(|| reps.iter().rev().find_map(|r| r.path_check.clone())),
         reference: sc.reference,
+        kms: sc.kms.clone(),
         network: reps
             .iter()
             .find(|r| !r.network.is_empty())

@@ -503,6 +503,10 @@ async fn run_steps(site: &impl Site, what: &str, steps: &[Step]) -> Result<()> {
                         out.stderr
                     );
                 }
+                // What the step made (a key's id, say) stays visible in the log.
+                if let Some(last) = out.stdout.lines().rev().find(|l| !l.trim().is_empty()) {
+                    crate::progress::println(&format!("    {what}: {service}: {}", last.trim()));
+                }
             }
         }
     }

@@ -144,6 +144,8 @@ pub struct Settings {
     pub kroxylicious_image: String,
     /// Kafka tooling image.
     pub kafka_tool_image: String,
+    /// KMS image (an AWS KMS API).
+    pub kms_image: String,
     /// HashiCorp Vault image.
     pub vault_image: String,
     /// What produces and consumes the measured records: a name `crate::driver` registers.
@@ -219,6 +221,7 @@ impl Settings {
             kafka_image: String::new(),
             kroxylicious_image: String::new(),
             kafka_tool_image: String::new(),
+            kms_image: String::new(),
             vault_image: String::new(),
             driver: String::new(),
             mode: Mode::default(),

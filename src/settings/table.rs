@@ -172,6 +172,20 @@ pub static SETTINGS: &[Setting] = &[
         get: |s| s.kroxylicious_image.clone(),
     },
     Setting {
+        var: "KMS_IMAGE",
+        help: "KMS image of the record-encryption scenarios (an AWS KMS API, local-kms)",
+        default: "perf-tests/local-kms:v0.0.0-20260228092603-2a5e92d09ab6",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "kms_image",
+        put: |s, var, v| {
+            s.kms_image = image(var, v)?;
+            Ok(())
+        },
+        get: |s| s.kms_image.clone(),
+    },
+    Setting {
         var: "VAULT_IMAGE",
         help: "HashiCorp Vault image",
         default: "hashicorp/vault:1.15",

@@ -1,6 +1,6 @@
-//! The kroxylicious suites (scenarios/kroxylicious, the default, with the in-memory KMS; and
-//! scenarios/kroxylicious-vault, record encryption with HashiCorp Vault) and the kafka-tools
-//! driver: dry-run plans, the Compose file, the proxy configurations (Kroxylicious 0.12.0
+//! The kroxylicious suites (scenarios/kroxylicious, the default, with an AWS KMS reached over
+//! the network; scenarios/kroxylicious-inmemory-kms, record encryption with the in-memory KMS;
+//! scenarios/kroxylicious-vault, with HashiCorp Vault) and the kafka-tools driver: dry-run plans, the Compose file, the proxy configurations (Kroxylicious 0.12.0
 //! schema) and what each scenario declares its path does; a run whose images cannot be pulled
 //! (against the real engine), and the native end-offset count the driver relies on (against a
 //! real broker).
@@ -23,14 +23,16 @@ use perf_tests::scenario::Step;
 use perf_tests::settings::Settings;
 use serde_yaml::Value;
 
-/// The default suite: in-memory KMS, no Vault.
+/// The default suite: an AWS KMS (local-kms) over the network, no Vault.
 const SUITE: &str = "scenarios/kroxylicious";
+/// 01, 04 and 05 with the in-memory KMS.
+const INMEMORY_SUITE: &str = "scenarios/kroxylicious-inmemory-kms";
 /// 04 and 05 with HashiCorp Vault as the KMS.
 const VAULT_SUITE: &str = "scenarios/kroxylicious-vault";
 
 /// Images no engine has and no registry serves (`.invalid` never resolves), under the settings
 /// that choose them. None has a recipe in the suites, so each must be pulled.
-const IMAGES: [(&str, &str); 4] = [
+const IMAGES: [(&str, &str); 5] = [
     (
         "KAFKA_IMAGE",
         "registry.invalid/perf-tests-test/kafka:absent",
@@ -47,6 +49,7 @@ const IMAGES: [(&str, &str); 4] = [
         "KAFKA_TOOL_IMAGE",
         "registry.invalid/perf-tests-test/kafka-tools:absent",
     ),
+    ("KMS_IMAGE", "registry.invalid/perf-tests-test/kms:absent"),
 ];
 
 /// A scenario as the suite names it: the endpoint, its own services (the proxy last, its
@@ -90,14 +93,38 @@ const SCENARIOS: [Case; 5] = [
     Case {
         name: "04-envelope-encryption-filter",
         endpoint: "kroxylicious:9092",
-        services: &["kroxylicious-envelope-encryption-filter"],
+        services: &["kms", "kroxylicious-envelope-encryption-filter"],
         broker: BrokerHolds::Encrypted,
         consumer: ConsumerReceives::Sent,
     },
     Case {
         name: "05-envelope-encryption-filter-no-encrypt",
         endpoint: "kroxylicious:9092",
-        services: &["kroxylicious-envelope-encryption-filter-no-encrypt"],
+        services: &["kms", "kroxylicious-envelope-encryption-filter-no-encrypt"],
+        broker: BrokerHolds::Unchanged,
+        consumer: ConsumerReceives::Sent,
+    },
+];
+
+const INMEMORY_SCENARIOS: [Case; 3] = [
+    Case {
+        name: "01-no-proxy-baseline",
+        endpoint: "broker1:9092",
+        services: &[],
+        broker: BrokerHolds::Unchanged,
+        consumer: ConsumerReceives::Sent,
+    },
+    Case {
+        name: "04-envelope-encryption-filter",
+        endpoint: "kroxylicious:9092",
+        services: &["kroxylicious-envelope-encryption-filter-inmemory"],
+        broker: BrokerHolds::Encrypted,
+        consumer: ConsumerReceives::Sent,
+    },
+    Case {
+        name: "05-envelope-encryption-filter-no-encrypt",
+        endpoint: "kroxylicious:9092",
+        services: &["kroxylicious-envelope-encryption-filter-no-encrypt-inmemory"],
         broker: BrokerHolds::Unchanged,
         consumer: ConsumerReceives::Sent,
     },
@@ -124,7 +151,11 @@ const VAULT_SCENARIOS: [Case; 2] = [
 ];
 
 /// Each suite with its scenarios.
-const SUITES: [(&str, &[Case]); 2] = [(SUITE, &SCENARIOS), (VAULT_SUITE, &VAULT_SCENARIOS)];
+const SUITES: [(&str, &[Case]); 3] = [
+    (SUITE, &SCENARIOS),
+    (INMEMORY_SUITE, &INMEMORY_SCENARIOS),
+    (VAULT_SUITE, &VAULT_SCENARIOS),
+];
 
 const TOPIC_04: &str = "perf-tests-04-envelope-encryption-filter";
 const TOPIC_05: &str = "perf-tests-05-envelope-encryption-filter-no-encrypt";
@@ -320,17 +351,57 @@ fn dry_run_plans_all_five_scenarios_with_images_from_the_settings() {
         "{plan}"
     );
     check_planned_scenarios(&plan, SUITE, &SCENARIOS);
-    // The in-memory KMS needs no Vault and no setup: the keys are in the configuration.
+    // 04's key is created through the KMS's own API before the warm-up; 05 has none.
     for case in &SCENARIOS {
+        let expected = if case.name == "04-envelope-encryption-filter" {
+            vec![format!(
+                r#"      - exec in kms: ["/opt/perf-tests/kms-key", "create", "KEK_{TOPIC_04}"]"#
+            )]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(setup_lines(&plan, case.name), expected, "{}", case.name);
+    }
+    let services = services_section(&plan);
+    assert_eq!(image_of(services, "kms"), IMAGES[4].1);
+    // In the order the scenarios first need them.
+    let mut expected = vec!["broker1"];
+    for service in SCENARIOS.iter().flat_map(|c| c.services) {
+        if !expected.contains(service) {
+            expected.push(service);
+        }
+    }
+    assert_eq!(listed_services(services), expected, "{services}");
+    for case in SCENARIOS.iter().filter(|c| c.services.contains(&"kms")) {
+        let entry = service_entry(services, case.proxy().unwrap());
+        assert!(
+            entry
+                .iter()
+                .any(|l| l.starts_with("    depends on: ") && l.contains("kms (ServiceHealthy)")),
+            "{entry:?}"
+        );
+    }
+    // Nothing but the settings mentions Vault.
+    let after_settings = &plan[plan.find("\nRun-wide:").unwrap()..];
+    assert!(!after_settings.contains("vault"), "{plan}");
+}
+
+#[test]
+fn dry_run_of_the_inmemory_kms_suite_plans_no_kms_and_no_setup() {
+    let plan = dry_run_with_images(INMEMORY_SUITE);
+    assert!(
+        plan.contains("Selected scenarios (TEST=[0-9][0-9]-.*): 01-no-proxy-baseline, 04-envelope-encryption-filter, 05-envelope-encryption-filter-no-encrypt\n"),
+        "{plan}"
+    );
+    check_planned_scenarios(&plan, INMEMORY_SUITE, &INMEMORY_SCENARIOS);
+    // The keys are in the proxy's configuration: no KMS service, no setup.
+    for case in &INMEMORY_SCENARIOS {
         assert_eq!(setup_lines(&plan, case.name), Vec::<&str>::new());
     }
     let services = services_section(&plan);
     let mut expected = vec!["broker1"];
-    expected.extend(SCENARIOS.iter().filter_map(Case::proxy));
+    expected.extend(INMEMORY_SCENARIOS.iter().filter_map(Case::proxy));
     assert_eq!(listed_services(services), expected, "{services}");
-    // Nothing but the settings mentions Vault.
-    let after_settings = &plan[plan.find("\nRun-wide:").unwrap()..];
-    assert!(!after_settings.contains("vault"), "{plan}");
 }
 
 #[test]
@@ -406,12 +477,15 @@ fn each_scenario_plans_on_its_own() {
             if case.services.contains(&"vault") {
                 assert_eq!(image_of(section, "vault"), defaults.vault_image);
             }
+            if case.services.contains(&"kms") {
+                assert_eq!(image_of(section, "kms"), defaults.kms_image);
+            }
         }
     }
 }
 
 #[test]
-fn default_images_are_the_recipes_of_both_suites() {
+fn default_images_are_the_recipes_the_suites_share() {
     let defaults = Settings::default();
     assert_eq!(defaults.scenarios, PathBuf::from(SUITE));
     assert_eq!(defaults.kafka_image, "perf-tests/kafka:4.4.0");
@@ -420,35 +494,58 @@ fn default_images_are_the_recipes_of_both_suites() {
         "perf-tests/kroxylicious:0.12.0"
     );
     assert_eq!(defaults.kafka_tool_image, "perf-tests/kafka-tools:4.4.0");
+    assert_eq!(
+        defaults.kms_image,
+        "perf-tests/local-kms:v0.0.0-20260228092603-2a5e92d09ab6"
+    );
     assert_eq!(defaults.vault_image, "hashicorp/vault:1.15");
-    let recipes =
-        |suite: &str| -> Vec<String> { load_plan(suite).suite.images.keys().cloned().collect() };
     let mut wanted = vec![
         defaults.kafka_image.clone(),
         defaults.kafka_tool_image.clone(),
         defaults.kroxylicious_image.clone(),
+        defaults.kms_image.clone(),
     ];
     wanted.sort();
-    assert_eq!(recipes(SUITE), wanted);
-    assert_eq!(
-        recipes(VAULT_SUITE),
-        wanted,
-        "Vault has no recipe: it is pulled"
-    );
-    // Both suites make the same images from the same inputs (the same fingerprint, so one
-    // build serves both).
-    let fingerprints = |suite: &str| -> Vec<(String, String)> {
+    // One file of recipes for the three suites (Vault has no recipe: it is pulled), so one
+    // build serves them all.
+    let recipes = |suite: &str| -> Vec<(String, Recipe)> {
         let plan = load_plan(suite);
-        recipe::parse_recipes(&plan.suite.file, &plan.suite.images)
+        assert_eq!(
+            plan.suite.images_file,
+            repo().join("scenarios/kroxylicious/images/recipes.yaml"),
+            "{suite}"
+        );
+        recipe::parse_recipes(&plan.suite.images_file, &plan.suite.images)
             .unwrap_or_else(|e| panic!("{suite}: {e:#}"))
             .into_iter()
-            .map(|r| match &r.recipe {
-                Recipe::Maven(m) => (r.image.clone(), m.fingerprint().unwrap()),
-                other => panic!("{}: not a Maven recipe: {other:?}", r.image),
-            })
+            .map(|r| (r.image, r.recipe))
             .collect()
     };
-    assert_eq!(fingerprints(SUITE), fingerprints(VAULT_SUITE));
+    let default = recipes(SUITE);
+    let images: Vec<String> = default.iter().map(|(i, _)| i.clone()).collect();
+    assert_eq!(images, wanted);
+    assert_eq!(recipes(INMEMORY_SUITE), default);
+    assert_eq!(recipes(VAULT_SUITE), default);
+    for (image, recipe) in &default {
+        match recipe {
+            Recipe::Go(g) => {
+                assert_eq!(image, &defaults.kms_image);
+                assert_eq!(g.module, "github.com/nsmithuk/local-kms");
+                assert_eq!(g.version, image.rsplit(':').next().unwrap());
+                assert!(g.files.contains_key("/opt/perf-tests/kms-key"), "{g:?}");
+            }
+            Recipe::Maven(m) if image == &defaults.kroxylicious_image => {
+                // Every KMS provider the suites' configurations name.
+                for provider in ["aws-kms", "kroxylicious-inmemory", "hashicorp-vault"] {
+                    let artifact =
+                        format!("io.kroxylicious:kroxylicious-kms-provider-{provider}:0.12.0");
+                    assert!(m.artifacts.contains(&artifact), "{artifact} in {m:?}");
+                }
+            }
+            Recipe::Maven(_) => {}
+            other => panic!("{image}: not a Maven or Go recipe: {other:?}"),
+        }
+    }
 }
 
 #[test]
@@ -480,13 +577,15 @@ fn scenarios_declare_what_their_path_does_to_records() {
 
 #[test]
 fn compose_file_knows_every_service_the_suites_name() {
-    // Both suites share the Compose file; together they use every service in it.
+    // The suites share the Compose file; together they use every service in it.
     let project = load_project(SUITE);
-    assert_eq!(
-        project.files,
-        load_project(VAULT_SUITE).files,
-        "one Compose file for both suites"
-    );
+    for other in [INMEMORY_SUITE, VAULT_SUITE] {
+        assert_eq!(
+            project.files,
+            load_project(other).files,
+            "one Compose file for every suite"
+        );
+    }
     let mut named: Vec<String> = Vec::new();
     for (suite, _) in SUITES {
         let plan = load_plan(suite);
@@ -548,8 +647,21 @@ fn compose_file_knows_every_service_the_suites_name() {
         Some(vec!["CMD".into(), "vault".into(), "status".into()])
     );
 
+    // The KMS over the network: the KMS image, healthy once it listens on the port the proxies'
+    // configurations name, in the region they sign their requests for.
+    let kms = &project.services["kms"];
+    assert_eq!(kms.image, Settings::default().kms_image);
+    assert!(kms
+        .environment
+        .contains(&"KMS_REGION=us-east-1".to_string()));
+    let test = kms.healthcheck.as_ref().map(|h| h.test.join(" "));
+    assert!(
+        test.as_deref().is_some_and(|t| t.contains(":1F90 ")),
+        "listening on 8080: {test:?}"
+    );
+
     // Each proxy: the Kroxylicious image, its own configuration file, the `kroxylicious` alias,
-    // a health check, and the broker (and a healthy Vault, in the Vault suite) started first.
+    // a health check, and the broker (and a healthy KMS service, where it has one) started first.
     let mut configs = Vec::new();
     for (suite, cases) in SUITES {
         for case in cases {
@@ -559,12 +671,15 @@ fn compose_file_knows_every_service_the_suites_name() {
             assert_eq!(proxy.networks["default"], vec!["kroxylicious".to_string()]);
             assert!(proxy.healthcheck.is_some(), "{name}");
             assert!(proxy.depends_on.contains_key("broker1"), "{name}");
-            let uses_vault = case.services.contains(&"vault");
-            assert_eq!(
-                proxy.depends_on.get("vault"),
-                uses_vault.then_some(&Condition::ServiceHealthy),
-                "{name}"
-            );
+            for kms in ["vault", "kms"] {
+                assert_eq!(
+                    proxy.depends_on.get(kms),
+                    case.services
+                        .contains(&kms)
+                        .then_some(&Condition::ServiceHealthy),
+                    "{name}"
+                );
+            }
             assert_eq!(proxy.mounts.len(), 1, "{:?}", proxy.mounts);
             let mount = &proxy.mounts[0];
             assert_eq!(mount.target, "/opt/kroxylicious/config/config.yaml");
@@ -580,7 +695,7 @@ fn compose_file_knows_every_service_the_suites_name() {
     configs.dedup();
     assert_eq!(
         configs.len(),
-        6,
+        8,
         "every scenario has its own proxy configuration"
     );
 }
@@ -688,12 +803,12 @@ fn proxy_configurations_have_the_reference_filters() {
 
     // The in-memory KMS: 04's configuration holds the key the selector picks for 04's topic;
     // 05 is the same filter with no key at all.
-    let plan = load_plan(SUITE);
+    let plan = load_plan(INMEMORY_SUITE);
     let topic04 = topic(&plan, "04-envelope-encryption-filter");
     let topic05 = topic(&plan, "05-envelope-encryption-filter-no-encrypt");
     assert_eq!((topic04.as_str(), topic05.as_str()), (TOPIC_04, TOPIC_05));
-    let c04 = proxy_config(SUITE, "04-envelope-encryption-filter");
-    let c05 = proxy_config(SUITE, "05-envelope-encryption-filter-no-encrypt");
+    let c04 = proxy_config(INMEMORY_SUITE, "04-envelope-encryption-filter");
+    let c05 = proxy_config(INMEMORY_SUITE, "05-envelope-encryption-filter-no-encrypt");
     let (e04, e05) = (encryption_config(&c04), encryption_config(&c05));
     for e in [e04, e05] {
         assert_eq!(e["kms"], "UnitTestingKmsService");
@@ -726,6 +841,82 @@ fn proxy_configurations_have_the_reference_filters() {
         c
     };
     assert_eq!(without_keys(&c04), without_keys(&c05));
+
+    // The default suite: the filter reaches the AWS KMS service over the network, in the region
+    // the KMS runs in; 04's setup step creates the alias the selector picks for its topic, 05's
+    // none, and 05 measures the same filter as 04.
+    let plan = load_plan(SUITE);
+    let a04 = proxy_config(SUITE, "04-envelope-encryption-filter");
+    assert_eq!(
+        a04,
+        proxy_config(SUITE, "05-envelope-encryption-filter-no-encrypt"),
+        "05 measures the same filter as 04, with no key for its topic"
+    );
+    let e = encryption_config(&a04);
+    assert_eq!(e["kms"], "AwsKmsService");
+    assert_eq!(e["kmsConfig"]["endpointUrl"], "http://kms:8080");
+    let region = e["kmsConfig"]["region"].as_str().unwrap();
+    assert!(
+        load_project(SUITE).services["kms"]
+            .environment
+            .contains(&format!("KMS_REGION={region}")),
+        "the proxy signs for the KMS's region"
+    );
+    assert!(e["kmsConfig"]["longTermCredentials"]["accessKeyId"]["password"].is_string());
+    assert_eq!(e["selectorConfig"]["template"], "KEK_$(topicName)");
+    let created = |name: &str| -> Vec<String> {
+        let p = plan
+            .scenarios
+            .iter()
+            .find(|p| p.scenario.name == name)
+            .unwrap();
+        p.scenario
+            .setup
+            .iter()
+            .map(|Step::Exec { service, command }| {
+                assert_eq!(service, "kms");
+                match command.as_slice() {
+                    [tool, verb, alias]
+                        if tool == "/opt/perf-tests/kms-key" && verb == "create" =>
+                    {
+                        alias.clone()
+                    }
+                    other => panic!("{name}: unexpected setup step {other:?}"),
+                }
+            })
+            .collect()
+    };
+    assert_eq!(
+        created("04-envelope-encryption-filter"),
+        [alias(&topic(&plan, "04-envelope-encryption-filter"))]
+    );
+    assert!(created("05-envelope-encryption-filter-no-encrypt").is_empty());
+    // Each scenario's results say which KMS it used.
+    for (suite, provider, service) in [
+        (SUITE, "AwsKmsService", Some("kms")),
+        (INMEMORY_SUITE, "UnitTestingKmsService", None),
+        (VAULT_SUITE, "VaultKmsService", Some("vault")),
+    ] {
+        for p in load_plan(suite)
+            .scenarios
+            .iter()
+            .filter(|p| p.scenario.name.starts_with("04") || p.scenario.name.starts_with("05"))
+        {
+            let kms = p
+                .scenario
+                .kms
+                .as_ref()
+                .expect("an encryption scenario names its KMS");
+            assert_eq!(
+                (kms.provider.as_str(), kms.service.as_deref()),
+                (provider, service),
+                "{suite} {}",
+                p.scenario.name
+            );
+            let config = proxy_config(suite, &p.scenario.name);
+            assert_eq!(encryption_config(&config)["kms"], provider);
+        }
+    }
 
     // The Vault suite: the filter reaches Vault's transit engine with the dev server's root
     // token; 04 creates the key the selector picks for its topic, 05 creates none.
@@ -865,14 +1056,28 @@ async fn unpullable_images_stop_the_run_naming_each_image_and_setting() {
     let results = tempfile::tempdir().unwrap();
     let results_dir = results.path().to_str().unwrap();
     // The settings whose images a run of the suite with the driver needs. The default suite
-    // starts no Vault; the Vault suite does.
-    let cases: [(&str, &str, &[&str]); 3] = [
+    // starts the KMS and no Vault; the in-memory one neither; the Vault suite starts Vault.
+    let cases: [(&str, &str, &[&str]); 4] = [
         (
             SUITE,
             "kafka-tools",
-            &["KAFKA_IMAGE", "KROXYLICIOUS_IMAGE", "KAFKA_TOOL_IMAGE"],
+            &[
+                "KAFKA_IMAGE",
+                "KROXYLICIOUS_IMAGE",
+                "KAFKA_TOOL_IMAGE",
+                "KMS_IMAGE",
+            ],
         ),
-        (SUITE, "native", &["KAFKA_IMAGE", "KROXYLICIOUS_IMAGE"]),
+        (
+            SUITE,
+            "native",
+            &["KAFKA_IMAGE", "KROXYLICIOUS_IMAGE", "KMS_IMAGE"],
+        ),
+        (
+            INMEMORY_SUITE,
+            "native",
+            &["KAFKA_IMAGE", "KROXYLICIOUS_IMAGE"],
+        ),
         (
             VAULT_SUITE,
             "native",

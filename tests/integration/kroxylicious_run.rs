@@ -257,6 +257,53 @@ async fn default_suite_runs_every_scenario_and_proves_each_path() {
     let suite = info["suite"].as_str().expect("run.json names the suite");
     assert!(suite.ends_with("scenarios/kroxylicious"), "{suite}");
     assert_load_generator_sampled(&ran);
+    assert_the_kms_served_over_the_network(&ran);
+}
+
+/// 04 and 05 used the KMS service: the results say so, 04's setup step created its topic's key
+/// through the KMS's API (and the path check, which found every record encrypted at the broker,
+/// shows the proxy found that key there: it has no other), and the KMS was sampled.
+fn assert_the_kms_served_over_the_network(ran: &Ran) {
+    let created = "setup: kms: created key arn:aws:kms:us-east-1:111122223333:key/";
+    let line = ran
+        .stderr
+        .lines()
+        .find(|l| l.contains(created))
+        .unwrap_or_else(|| panic!("no key created in\n{ran}"));
+    assert!(
+        line.ends_with(" as alias/KEK_perf-tests-04-envelope-encryption-filter"),
+        "{line}"
+    );
+    assert_eq!(
+        ran.stderr.matches(created).count(),
+        1,
+        "one key, 04's: {ran}"
+    );
+    let rows = ran.table("Resources");
+    for (name, _, _) in SCENARIOS {
+        let v = json(&ran.results_dir().join(format!("{name}.json")));
+        let sampled = rows
+            .iter()
+            .any(|r| cell(r, "Name") == name && cell(r, "Service") == "kms");
+        if name.starts_with("04") || name.starts_with("05") {
+            assert_eq!(
+                v["kms"]["provider"], "AwsKmsService",
+                "{name}: {}",
+                v["kms"]
+            );
+            assert_eq!(v["kms"]["service"], "kms", "{name}");
+            let kms_image = perf_tests::settings::Settings::default().kms_image;
+            assert!(
+                v["images"][&kms_image].is_string(),
+                "{name}: {}",
+                v["images"]
+            );
+            assert!(sampled, "{name}: no kms row in Resources\n{ran}");
+        } else {
+            assert!(v["kms"].is_null(), "{name}: {}", v["kms"]);
+            assert!(!sampled, "{name}");
+        }
+    }
 }
 
 /// Every scenario has a Resources row for its workload container, sampled and kept in
@@ -317,10 +364,14 @@ fn copy_tree(from: &Path, to: &Path) {
 /// The kroxylicious suites and their Compose file, copied into a temporary directory in the
 /// repository's layout (the suite names the Compose file as `../../compose/kroxylicious.yaml`,
 /// the Compose file names the proxy configurations as `../scenarios/...`, and the recipes name
-/// their files relative to `suite.yaml`). Returns the directory and the copied default suite.
+/// their files relative to `images/recipes.yaml`). Returns the directory and the copied default suite.
 fn copied_suite() -> (tempfile::TempDir, PathBuf) {
     let root = tempfile::tempdir().unwrap();
-    for suite in ["scenarios/kroxylicious", "scenarios/kroxylicious-vault"] {
+    for suite in [
+        "scenarios/kroxylicious",
+        "scenarios/kroxylicious-inmemory-kms",
+        "scenarios/kroxylicious-vault",
+    ] {
         copy_tree(&repo().join(suite), &root.path().join(suite));
     }
     std::fs::create_dir_all(root.path().join("compose")).unwrap();
@@ -445,11 +496,10 @@ async fn a_proxy_that_rejects_its_configuration_stops_the_run_with_its_reason() 
 async fn run_with_broken_recipe(image: &str, recipe: &str) -> String {
     let results = tempfile::tempdir().unwrap();
     let (_root, suite) = copied_suite();
-    let file = suite.join("suite.yaml");
+    let file = suite.join("images/recipes.yaml");
     let mut doc: Yaml = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    doc["images"]
-        .as_mapping_mut()
-        .expect("the suite has image recipes")
+    doc.as_mapping_mut()
+        .expect("the suite's recipes are a map")
         .insert(image.into(), serde_yaml::from_str(recipe).unwrap());
     std::fs::write(&file, serde_yaml::to_string(&doc).unwrap()).unwrap();
 
@@ -529,29 +579,29 @@ async fn a_jdk_older_than_the_artifact_stops_the_run_before_anything_starts() {
     );
 }
 
-/// Runs 02 with `env`, kills its proxy once the load generator runs the `produce` step with
-/// `--num-records <records>`, and asserts that the run ended within 30 s, exit 1, saying the
-/// proxy stopped during `phase`, with nothing left.
-async fn kill_the_proxy_during(env: &[(&str, &str)], records: &str, phase: &str) {
+/// Runs the scenarios `test` selects with `env`, kills the container of `service` once the load
+/// generator runs the `produce` step with `--num-records <records>`, and asserts that the run
+/// ended within 30 s, exit 1, saying the service stopped during `phase`, with nothing left.
+async fn kill_during(test: &str, service: &str, env: &[(&str, &str)], records: &str, phase: &str) {
     use std::time::{Duration, Instant};
 
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
     let mut cmd = perf_tests_run(results.path());
-    cmd.env("TEST", "02.*").envs(env.iter().copied());
+    cmd.env("TEST", test).envs(env.iter().copied());
     let Started {
         mut child,
         lines,
         run_id,
-    } = start_run(cmd, |line| line.starts_with("==> 02-"));
-    // The proxy comes up, answers, the path is warmed; the step the test waits for runs, and
-    // the proxy dies in it.
+    } = start_run(cmd, |line| line.starts_with("==> 0"));
+    // The services come up, answer, the path is warmed; the step the test waits for runs, and
+    // the service dies in it.
     wait_for(phase, Duration::from_secs(180), || {
         workload_runs(&run_id, "produce", &format!("--num-records {records}"))
     });
-    let proxy = running_container(&run_id, "kroxylicious-no-filters").expect("the proxy runs");
+    let container = running_container(&run_id, service).expect("the service runs");
     let killed = Command::new("docker")
-        .args(["kill", &proxy])
+        .args(["kill", &container])
         .status()
         .unwrap();
     assert!(killed.success());
@@ -564,7 +614,7 @@ async fn kill_the_proxy_during(env: &[(&str, &str)], records: &str, phase: &str)
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains(&format!("stopped during {phase}"))
-            && stderr.contains("service \"kroxylicious-no-filters\"")
+            && stderr.contains(&format!("service \"{service}\""))
             && stderr.contains("exited with code 137 (killed)"),
         "{stderr}"
     );
@@ -580,7 +630,14 @@ async fn kill_the_proxy_during(env: &[(&str, &str)], records: &str, phase: &str)
 async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
     // Far more records than the test waits for: only the kill can end the measurement early.
     let env = [("NUM_RECORDS", "1e7")];
-    kill_the_proxy_during(&env, "10000000", "the measurement (its produce phase)").await;
+    kill_during(
+        "02.*",
+        "kroxylicious-no-filters",
+        &env,
+        "10000000",
+        "the measurement (its produce phase)",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -590,7 +647,116 @@ async fn a_proxy_killed_during_the_warm_up_ends_the_run_at_once_naming_it_and_th
         ("NUM_RECORDS", "1000"),
         ("WARM_UP_NUM_RECORDS_PRE_TEST", "1e7"),
     ];
-    kill_the_proxy_during(&env, "10000000", "the warm-up before the measurement").await;
+    kill_during(
+        "02.*",
+        "kroxylicious-no-filters",
+        &env,
+        "10000000",
+        "the warm-up before the measurement",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kms_that_goes_down_before_the_measurement_ends_the_run_naming_it() {
+    // The KMS dies while the proxy encrypts the warm-up's records through it.
+    let env = [
+        ("NUM_RECORDS", "1000"),
+        ("WARM_UP_NUM_RECORDS_PRE_TEST", "1e7"),
+    ];
+    kill_during(
+        "04.*",
+        "kms",
+        &env,
+        "10000000",
+        "the warm-up before the measurement",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kms_that_is_down_when_its_scenario_starts_stops_the_run_before_measuring() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    // An image that is no KMS: its entrypoint prints its environment and exits at once, so the
+    // KMS never listens and the proxy that needs it never starts.
+    let ran = Ran::of(run(
+        &[
+            ("TEST", "04.*"),
+            ("KMS_IMAGE", "perf-tests/kafka-tools:4.4.0"),
+        ],
+        results.path(),
+    ));
+    assert_eq!(ran.code, Some(1), "{ran}");
+    let error = &ran.stderr[ran
+        .stderr
+        .find("error:")
+        .unwrap_or_else(|| panic!("no error in\n{ran}"))..];
+    assert!(
+        error.starts_with("error: scenario 04-envelope-encryption-filter: ")
+            && error.contains("depends on \"kms\": service \"kms\" (container ")
+            && error.contains("exited with code 0"),
+        "{error}"
+    );
+    // The KMS's own last lines are quoted (this image's: its environment).
+    assert!(error.contains("KMS_REGION=us-east-1"), "{error}");
+    let scenario = &ran.stderr[ran.stderr.find("==> 04-").unwrap()..];
+    assert!(
+        !scenario.contains("produce ["),
+        "nothing was measured: {ran}"
+    );
+    assert!(!ran.stdout.contains("Producer Results"), "{ran}");
+    assert_eq!(
+        std::fs::read_dir(results.path()).unwrap().count(),
+        0,
+        "no results are written"
+    );
+    assert_nothing_left(&ran).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kms_setup_step_that_fails_stops_the_run_quoting_the_kms() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let (_root, suite) = copied_suite();
+    // The same alias twice: the KMS refuses the second.
+    let step =
+        r#"  - exec: { service: kms, command: [/opt/perf-tests/kms-key, create, "KEK_${TOPIC}"] }"#;
+    edit(
+        &suite.join("04-envelope-encryption-filter/scenario.yaml"),
+        step,
+        &format!("{step}\n{step}"),
+    );
+    let ran = Ran::of(run(
+        &[("SCENARIOS", suite.to_str().unwrap()), ("TEST", "04.*")],
+        results.path(),
+    ));
+    assert_eq!(ran.code, Some(1), "{ran}");
+    let error = &ran.stderr[ran
+        .stderr
+        .find("error:")
+        .unwrap_or_else(|| panic!("no error in\n{ran}"))..];
+    assert!(
+        error.contains(
+            "setup step `/opt/perf-tests/kms-key create KEK_perf-tests-04-envelope-encryption-filter` \
+             in service kms exited with 1"
+        ),
+        "{error}"
+    );
+    // The KMS's own answer.
+    assert!(
+        error.contains("CreateAlias failed (HTTP 400)")
+            && error.contains("AlreadyExistsException")
+            && error.contains("alias/KEK_perf-tests-04-envelope-encryption-filter already exists"),
+        "{error}"
+    );
+    assert!(!ran.stdout.contains("Producer Results"), "{ran}");
+    assert_eq!(
+        std::fs::read_dir(results.path()).unwrap().count(),
+        0,
+        "no results are written"
+    );
+    assert_nothing_left(&ran).await;
 }
 
 /// The cost of each measured phase comes from counters read at its edges: the records crossed

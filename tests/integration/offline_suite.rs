@@ -21,7 +21,7 @@ fn run_id(test: &str) -> String {
 /// The suite's own images (built when missing) and the workload image of this build.
 async fn images(engine: &Engine) -> String {
     let suite = Suite::load(&repo().join("scenarios/offline")).unwrap();
-    for r in recipe::parse_recipes(&suite.file, &suite.images).unwrap() {
+    for r in recipe::parse_recipes(&suite.images_file, &suite.images).unwrap() {
         recipe::ensure(engine, &r, false).await.unwrap();
     }
     perf_tests::images::workload::ensure_for(engine, Path::new(env!("CARGO_BIN_EXE_perf-tests")))

@@ -13,7 +13,7 @@ use std::time::Duration;
 pub fn default_tansu_bin() -> PathBuf {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let suite = perf_tests::scenario::Suite::load(&root.join("scenarios/offline")).unwrap();
-    perf_tests::images::recipe::parse_recipes(&suite.file, &suite.images)
+    perf_tests::images::recipe::parse_recipes(&suite.images_file, &suite.images)
         .unwrap()
         .into_iter()
         .find(|r| r.image.starts_with("perf-tests/tansu:"))
