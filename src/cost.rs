@@ -3,13 +3,27 @@
 //! CPU µs per record and millicores per MB/s of records, per service and for the path's own
 //! services together (the scenario's services, apart from the run-wide broker and the load
 //! generator). CPU per record depends on batching, so two figures compare only at one rate.
+//! A JVM service's garbage-collection pauses are read from its GC log at the same edges
+//! ([`crate::gc`]).
 
 use serde::{Deserialize, Serialize};
 
 use crate::engine::Counters;
+use crate::gc::{GcSummary, Pause};
 
-/// Each sampled service's counters at one moment, with what the service is to the measurement.
-pub type Readings = Vec<(String, Role, Counters)>;
+/// One sampled service's counters at one moment, with what the service is to the measurement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    pub service: String,
+    pub role: Role,
+    pub counters: Counters,
+    /// Every pause its GC log holds so far; `None` for a service that keeps none (not a JVM,
+    /// or one whose image writes no GC log where the runner reads it).
+    pub gc: Option<Vec<Pause>>,
+}
+
+/// Every sampled service's reading at one moment.
+pub type Readings = Vec<Reading>;
 
 /// What a sampled service is to the measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -33,6 +47,9 @@ pub struct ServiceCost {
     /// Bytes received and sent between the phase's edges.
     pub rx_bytes: u64,
     pub tx_bytes: u64,
+    /// Its garbage-collection pauses within the phase, for a service whose GC log was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc: Option<GcSummary>,
 }
 
 /// The cost of one measured phase (`produce`, `consume`, or `produce_and_consume` when both
@@ -60,20 +77,25 @@ impl PhaseCost {
         records: u64,
         record_size: u64,
         seconds: f64,
-        start: &[(String, Role, Counters)],
-        end: &[(String, Role, Counters)],
+        start: &[Reading],
+        end: &[Reading],
     ) -> PhaseCost {
         let services = end
             .iter()
-            .filter_map(|(service, role, after)| {
-                let (_, _, before) = start.iter().find(|(s, _, _)| s == service)?;
-                let d = after.since(before);
+            .filter_map(|after| {
+                let before = start.iter().find(|r| r.service == after.service)?;
+                let d = after.counters.since(&before.counters);
+                let gc = match (&before.gc, &after.gc) {
+                    (Some(b), Some(a)) => Some(GcSummary::between(b, a)),
+                    _ => None,
+                };
                 Some(ServiceCost {
-                    service: service.clone(),
-                    role: *role,
+                    service: after.service.clone(),
+                    role: after.role,
                     cpu_s: d.cpu_ns as f64 / 1e9,
                     rx_bytes: d.rx_bytes,
                     tx_bytes: d.tx_bytes,
+                    gc,
                 })
             })
             .collect();
@@ -99,6 +121,7 @@ impl PhaseCost {
             cpu_s: own.iter().map(|s| s.cpu_s).sum(),
             rx_bytes: own.iter().map(|s| s.rx_bytes).sum(),
             tx_bytes: own.iter().map(|s| s.tx_bytes).sum(),
+            gc: None,
         })
     }
 
@@ -195,8 +218,9 @@ pub fn phase_coefficient(phases: &[PhaseCost], phase: &str) -> Option<f64> {
     (p.record_bytes > 0).then(|| p.millicores_per_mb_s(&path))
 }
 
-/// The median cost of repetitions, phase by phase and service by service (CPU and bytes are
-/// medians of their own; records and bytes moved are the first repetition's, the same in each).
+/// The median cost of repetitions, phase by phase and service by service (CPU, bytes and each
+/// GC figure are medians of their own; records and bytes moved are the first repetition's, the
+/// same in each).
 pub fn summary(reps: &[&[PhaseCost]]) -> Vec<PhaseCost> {
     let Some(first) = reps.first() else {
         return Vec::new();
@@ -223,6 +247,7 @@ pub fn summary(reps: &[&[PhaseCost]]) -> Vec<PhaseCost> {
                         cpu_s: median(of.iter().map(|x| x.cpu_s).collect()),
                         rx_bytes: median(of.iter().map(|x| x.rx_bytes as f64).collect()) as u64,
                         tx_bytes: median(of.iter().map(|x| x.tx_bytes as f64).collect()) as u64,
+                        gc: gc_median(&of),
                     }
                 })
                 .collect();
@@ -237,9 +262,28 @@ pub fn summary(reps: &[&[PhaseCost]]) -> Vec<PhaseCost> {
         .collect()
 }
 
+/// The median of each GC figure over the repetitions that read the service's GC log.
+fn gc_median(of: &[&ServiceCost]) -> Option<GcSummary> {
+    let gcs: Vec<&GcSummary> = of.iter().filter_map(|x| x.gc.as_ref()).collect();
+    if gcs.is_empty() {
+        return None;
+    }
+    let median = |f: fn(&GcSummary) -> f64| {
+        crate::stats::median(&gcs.iter().map(|g| f(g)).collect::<Vec<f64>>())
+    };
+    Some(GcSummary {
+        young: median(|g| g.young as f64).round() as u64,
+        full: median(|g| g.full as f64).round() as u64,
+        other: median(|g| g.other as f64).round() as u64,
+        pause_ms: median(|g| g.pause_ms),
+        max_pause_ms: median(|g| g.max_pause_ms),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gc::Kind;
 
     fn counters(cpu_ms: u64, rx: u64, tx: u64) -> Counters {
         Counters {
@@ -249,26 +293,51 @@ mod tests {
         }
     }
 
+    fn reading(service: &str, role: Role, counters: Counters) -> Reading {
+        Reading {
+            service: service.into(),
+            role,
+            counters,
+            gc: None,
+        }
+    }
+
     fn phase() -> PhaseCost {
         let start = vec![
-            ("proxy".to_string(), Role::Path, counters(1000, 0, 0)),
-            ("kms".to_string(), Role::Path, counters(50, 0, 0)),
-            ("broker".to_string(), Role::RunWide, counters(9000, 0, 0)),
-            ("load".to_string(), Role::LoadGenerator, counters(10, 5, 5)),
+            reading("proxy", Role::Path, counters(1000, 0, 0)),
+            reading("kms", Role::Path, counters(50, 0, 0)),
+            reading("broker", Role::RunWide, counters(9000, 0, 0)),
+            reading("load", Role::LoadGenerator, counters(10, 5, 5)),
         ];
         // 100000 records of 1000 bytes (100 MB) in 10 s.
         let end = vec![
-            ("proxy".to_string(), Role::Path, counters(1500, 200, 100)),
-            ("kms".to_string(), Role::Path, counters(70, 10, 10)),
-            ("broker".to_string(), Role::RunWide, counters(9400, 0, 0)),
-            (
-                "load".to_string(),
-                Role::LoadGenerator,
-                counters(1010, 5, 105),
-            ),
-            ("late".to_string(), Role::Path, counters(5, 0, 0)),
+            reading("proxy", Role::Path, counters(1500, 200, 100)),
+            reading("kms", Role::Path, counters(70, 10, 10)),
+            reading("broker", Role::RunWide, counters(9400, 0, 0)),
+            reading("load", Role::LoadGenerator, counters(1010, 5, 105)),
+            reading("late", Role::Path, counters(5, 0, 0)),
         ];
         PhaseCost::between("produce", 100_000, 1000, 10.0, &start, &end)
+    }
+
+    #[test]
+    fn a_jvm_s_pauses_are_those_its_log_gained_within_the_phase() {
+        let young = |ms| Pause {
+            kind: Kind::Young,
+            ms,
+        };
+        let mut start = vec![reading("proxy", Role::Path, counters(0, 0, 0))];
+        let mut end = start.clone();
+        start[0].gc = Some(vec![young(9.0)]);
+        end[0].gc = Some(vec![young(9.0), young(2.0), young(3.0)]);
+        let p = PhaseCost::between("produce", 1, 1, 1.0, &start, &end);
+        let gc = p.services[0].gc.as_ref().unwrap();
+        assert_eq!((gc.young, gc.pause_ms, gc.max_pause_ms), (2, 5.0, 3.0));
+        // A service whose log could not be read at an edge has no figures, not zeros.
+        end[0].gc = None;
+        let p = PhaseCost::between("produce", 1, 1, 1.0, &start, &end);
+        assert_eq!(p.services[0].gc, None);
+        assert_eq!(phase().services[0].gc, None);
     }
 
     #[test]

@@ -21,9 +21,10 @@
 //!   its library runs from (a step's command line is that type rendered and parsed back);
 //!   `ceiling` measures the network on each hop of a scenario's path before it (iperf3),
 //!   `resources` samples the containers meanwhile, and `cost` turns their counters read at each
-//!   measured phase's edges into what the path costs;
+//!   measured phase's edges into what the path costs (with `gc`, each JVM's pauses from its GC
+//!   log read at the same edges);
 //! - the plain `model` records it returns go to `export` (JSON, text and Markdown tables from
-//!   `report` and `table`, SVG charts), written into a `results` directory, which `compare`
+//!   `report` and `table`, SVG charts, the HTML report), written into a `results` directory, which `compare`
 //!   reads back through the same types; `metrics` names every metric once for all of them.
 
 pub mod ceiling;
@@ -37,6 +38,7 @@ pub mod doctor;
 pub mod driver;
 pub mod engine;
 pub mod export;
+pub mod gc;
 pub mod images;
 pub mod matrix;
 pub mod metrics;

@@ -482,6 +482,20 @@ pub fn row_label(name: &str, combination: &crate::matrix::Combination) -> String
     }
 }
 
+/// The reference scenario (`reference: true`) that `r` stands against: its suite's at the same
+/// combination of settings in the same run; `None` for a reference itself or without one.
+pub fn reference_of<'a>(
+    results: &'a [ScenarioResult],
+    r: &ScenarioResult,
+) -> Option<&'a ScenarioResult> {
+    if r.reference {
+        return None;
+    }
+    results
+        .iter()
+        .find(|b| b.reference && b.combination == r.combination)
+}
+
 /// One scenario at one combination of the varying settings other than a line's setting, and
 /// its results at each value of that setting.
 #[derive(Debug)]

@@ -252,9 +252,98 @@ impl Drop for Records {
     }
 }
 
+/// A step with no count of its own (a tool resolving artifacts, an image being sent to the
+/// engine, a count at the broker): shown with its elapsed time and what it last said, as the
+/// spinner's message on a terminal, as a plain line at least every [`PLAIN_EVERY`] off one, so
+/// a long step is never silent. It ends when dropped.
+pub struct Task {
+    state: Arc<Mutex<(String, String, Instant, Instant)>>,
+    stop: Arc<AtomicBool>,
+    ticker: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Starts showing `what`, said at once.
+pub fn task(what: &str) -> Task {
+    detail(what);
+    let now = Instant::now();
+    let state = Arc::new(Mutex::new((what.to_string(), String::new(), now, now)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (state, stop) = (state.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("progress".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(250));
+                    let mut t = state.lock().unwrap_or_else(|e| e.into_inner());
+                    show_task(&mut t);
+                }
+            })
+            .ok()
+    };
+    Task {
+        state,
+        stop,
+        ticker,
+    }
+}
+
+fn task_line((what, said, started, _): &(String, String, Instant, Instant)) -> String {
+    let s = started.elapsed().as_secs();
+    let elapsed = format!("{}m{:02}s", s / 60, s % 60);
+    if said.is_empty() {
+        format!("{what} ({elapsed})")
+    } else {
+        format!("{what} ({elapsed}): {said}")
+    }
+}
+
+fn show_task(t: &mut (String, String, Instant, Instant)) {
+    if interactive() {
+        let s = lock();
+        if let Some(bar) = &s.bar {
+            bar.set_message(task_line(t));
+        }
+        return;
+    }
+    if t.3.elapsed() >= PLAIN_EVERY {
+        t.3 = Instant::now();
+        eprintln!("    {}", task_line(t));
+    }
+}
+
+impl Task {
+    /// What the step says it is doing now (shown with the next line).
+    pub fn say(&self, said: &str) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).1 = said.to_string();
+    }
+
+    /// The current line, as shown.
+    pub fn line(&self) -> String {
+        task_line(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_line_has_its_elapsed_time_and_what_it_last_said() {
+        let t = task("resolving");
+        assert_eq!(t.line(), "resolving (0m00s)");
+        t.say("3 files downloaded");
+        assert_eq!(t.line(), "resolving (0m00s): 3 files downloaded");
+    }
 
     #[test]
     fn a_records_line_has_the_count_the_share_the_rate_and_an_eta() {

@@ -245,11 +245,8 @@ pub fn added_latency_table(results: &[ScenarioResult]) -> Option<TableData> {
         ("end to end", |r| r.measurement.consumer.end_to_end.as_ref()),
     ];
     let mut rows = Vec::new();
-    for r in results.iter().filter(|r| !r.reference) {
-        let Some(base) = results
-            .iter()
-            .find(|b| b.reference && b.combination == r.combination)
-        else {
+    for r in results {
+        let Some(base) = crate::model::reference_of(results, r) else {
             continue;
         };
         for (kind, get) in kinds {
@@ -354,6 +351,61 @@ pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
     })
 }
 
+/// Columns of the garbage-collection table.
+pub const GC_COLUMNS: [&str; 10] = [
+    "Name",
+    "Phase",
+    "Service",
+    "Young",
+    "Full",
+    "Other",
+    "Pause ms",
+    "Longest ms",
+    "Pause %",
+    "Phase s",
+];
+
+/// Each JVM service's stop-the-world pauses over exactly each measured phase (its GC log read at
+/// the phase's edges, see `crate::gc`): young and full collections, other pauses (remark,
+/// cleanup), their total and the longest, and the share of the phase the JVM stood still; the
+/// median of the repetitions, figure by figure. `None` when no service's GC log was read.
+pub fn gc_table(results: &[ScenarioResult]) -> Option<TableData> {
+    let mut rows = Vec::new();
+    for r in results {
+        for phase in &r.measurement.cost {
+            for s in &phase.services {
+                let Some(gc) = &s.gc else { continue };
+                let service = match s.role {
+                    crate::cost::Role::RunWide => format!("{} (run-wide)", s.service),
+                    _ => s.service.clone(),
+                };
+                let share = if phase.seconds > 0.0 {
+                    gc.pause_ms / 10.0 / phase.seconds
+                } else {
+                    0.0
+                };
+                rows.push(vec![
+                    r.label(),
+                    phase.phase.replace('_', " "),
+                    service,
+                    gc.young.to_string(),
+                    gc.full.to_string(),
+                    gc.other.to_string(),
+                    format!("{:.1}", gc.pause_ms),
+                    format!("{:.1}", gc.max_pause_ms),
+                    format!("{share:.2}"),
+                    format!("{:.2}", phase.seconds),
+                ]);
+            }
+        }
+    }
+    (!rows.is_empty()).then(|| TableData {
+        title: "Garbage Collection",
+        columns: strings(&GC_COLUMNS),
+        rows,
+    })
+}
+
 /// Header cells as the table holds them.
 pub fn strings(columns: &[&str]) -> Vec<String> {
     columns.iter().map(|c| c.to_string()).collect()
@@ -448,6 +500,7 @@ pub fn tables(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<Tabl
     all.extend(network_table(results));
     all.extend(added_latency_table(results));
     all.extend(cost_table(results));
+    all.extend(gc_table(results));
     all.extend(integrity_table(results));
     all.extend(path_check_table(results));
     all
@@ -722,6 +775,61 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
     }
 
     #[test]
+    fn the_gc_table_shows_each_jvm_s_pauses_per_phase() {
+        let mut results = sample();
+        assert!(gc_table(&results).is_none());
+        let gc = crate::gc::GcSummary {
+            young: 7,
+            full: 1,
+            other: 2,
+            pause_ms: 125.0,
+            max_pause_ms: 60.5,
+        };
+        results[1].measurement.cost = vec![crate::cost::PhaseCost {
+            phase: "produce".into(),
+            records: 1000,
+            record_bytes: 1_024_000,
+            seconds: 5.0,
+            services: vec![
+                crate::cost::ServiceCost {
+                    service: "proxy".into(),
+                    role: crate::cost::Role::Path,
+                    cpu_s: 1.0,
+                    rx_bytes: 0,
+                    tx_bytes: 0,
+                    gc: Some(gc),
+                },
+                crate::cost::ServiceCost {
+                    service: "workload (load generator)".into(),
+                    role: crate::cost::Role::LoadGenerator,
+                    cpu_s: 1.0,
+                    rx_bytes: 0,
+                    tx_bytes: 0,
+                    gc: None,
+                },
+            ],
+        }];
+        let t = gc_table(&results).unwrap();
+        // Only the JVM's row; 125 ms of pauses in 5 s is 2.5% of the phase.
+        assert_eq!(
+            t.rows,
+            [[
+                "02-no-filters",
+                "produce",
+                "proxy",
+                "7",
+                "1",
+                "2",
+                "125.0",
+                "60.5",
+                "2.50",
+                "5.00"
+            ]]
+        );
+        assert!(render_text(&results).contains("Garbage Collection\nName"));
+    }
+
+    #[test]
     fn resources_and_warnings_are_shown_when_present() {
         let mut results = sample();
         assert!(resources_table(&results).is_none());
@@ -766,6 +874,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             cpu_s,
             rx_bytes: 1024 * 1024,
             tx_bytes: 0,
+            gc: None,
         };
         // 1e6 records of 1000 bytes (1000 MB) in 20 s.
         results[1].measurement.cost = vec![PhaseCost {

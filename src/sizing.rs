@@ -368,6 +368,7 @@ mod tests {
                             cpu_s: 3.0,
                             rx_bytes: 0,
                             tx_bytes: 0,
+                            gc: None,
                         }];
                         if proxy {
                             services.push(ServiceCost {
@@ -376,6 +377,7 @@ mod tests {
                                 cpu_s: *cpu,
                                 rx_bytes: 0,
                                 tx_bytes: 0,
+                                gc: None,
                             });
                         }
                         m.cost = ["produce", "consume"]

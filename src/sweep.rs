@@ -283,6 +283,7 @@ mod tests {
                     cpu_s: 1000.0 / rate,
                     rx_bytes: 0,
                     tx_bytes: 0,
+                    gc: None,
                 }],
             }];
         }

@@ -136,6 +136,10 @@ pub struct CompareArgs {
     /// Output format; auto is Markdown when stdout is not a terminal
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     pub format: FormatArg,
+    /// Also write the comparison as one self-contained HTML page to this file (the summary,
+    /// warnings, every metric, and each primary metric's observations on both sides drawn)
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<std::path::PathBuf>,
 }
 
 /// Output format of `compare`.

@@ -100,15 +100,15 @@ fn compare(settings: &Settings, args: &CompareArgs) -> i32 {
     use std::io::IsTerminal;
     let stdout = std::io::stdout();
     let terminal = stdout.is_terminal();
-    match crate::compare::run(
-        (&args.base, args.base_where.as_ref()),
-        (&args.new, args.new_where.as_ref()),
-        &settings.results_dir,
-        args.threshold,
-        args.format.into(),
-        &mut stdout.lock(),
-        terminal,
-    ) {
+    let request = crate::compare::Request {
+        base: (&args.base, args.base_where.as_ref()),
+        new: (&args.new, args.new_where.as_ref()),
+        results_dir: &settings.results_dir,
+        threshold_pct: args.threshold,
+        format: args.format.into(),
+        report: args.report.as_deref(),
+    };
+    match crate::compare::run(&request, &mut stdout.lock(), terminal) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -61,6 +61,8 @@ pub struct Row {
     pub by_run: bool,
     /// The conclusion.
     pub verdict: Verdict,
+    /// The observations tested on each side (repetitions, or runs' medians), in order.
+    pub observations: (Vec<f64>, Vec<f64>),
 }
 
 impl Row {
@@ -319,6 +321,7 @@ pub(super) fn measure_change(
         n: (b.len(), n.len()),
         by_run: units.by_run(),
         verdict: Verdict::TooFew,
+        observations: (b.clone(), n.clone()),
     };
     Some((row, pooled_sd(&b, &n)))
 }

@@ -19,6 +19,7 @@ use anyhow::{bail, Context, Result};
 mod judge;
 mod load;
 mod render;
+mod report;
 
 pub use judge::{compare, Comparison, Row, Verdict};
 pub use load::{load, resolve, Side, Slice};
@@ -38,18 +39,24 @@ pub enum Format {
     Plain,
 }
 
-/// Runs `compare`: resolves and loads both sides (each named as BASE and NEW are, with the
-/// slice of a matrix it is limited to, if any), prints the comparison, returns the exit code
-/// (0 no regression, 1 regression); errors are the caller's exit 2.
-pub fn run(
-    (base, base_slice): (&str, Option<&Slice>),
-    (new, new_slice): (&str, Option<&Slice>),
-    results_dir: &Path,
-    threshold_pct: f64,
-    format: Format,
-    out: &mut dyn std::io::Write,
-    is_terminal: bool,
-) -> Result<i32> {
+/// What `compare` is asked: both sides (each named as BASE and NEW are, with the slice of a
+/// matrix it is limited to, if any), where `latest` and `previous` are looked for, the
+/// threshold, the format, and where to write the HTML report, if anywhere.
+pub struct Request<'a> {
+    pub base: (&'a str, Option<&'a Slice>),
+    pub new: (&'a str, Option<&'a Slice>),
+    pub results_dir: &'a Path,
+    pub threshold_pct: f64,
+    pub format: Format,
+    pub report: Option<&'a Path>,
+}
+
+/// Runs `compare`: resolves and loads both sides, prints the comparison (and writes its report
+/// when asked), returns the exit code (0 no regression, 1 regression); errors are the caller's
+/// exit 2.
+pub fn run(req: &Request, out: &mut dyn std::io::Write, is_terminal: bool) -> Result<i32> {
+    let ((base, base_slice), (new, new_slice)) = (req.base, req.new);
+    let (results_dir, threshold_pct, format) = (req.results_dir, req.threshold_pct, req.format);
     if !(threshold_pct.is_finite() && threshold_pct >= 0.0) {
         bail!("--threshold {threshold_pct}: expected a percentage of 0 or more");
     }
@@ -70,6 +77,9 @@ pub fn run(
         Format::Markdown => true,
         Format::Plain => false,
     };
+    if let Some(path) = req.report {
+        report::write(&c, path)?;
+    }
     let text = if markdown { c.markdown() } else { c.plain() };
     out.write_all(text.as_bytes())
         .context("cannot write the comparison")?;
@@ -187,6 +197,7 @@ mod tests {
                     cpu_s,
                     rx_bytes: 0,
                     tx_bytes: 0,
+                    gc: None,
                 };
                 let mut services = vec![service("kafka", Role::RunWide, 5.0)];
                 if name.as_str() == "02-no-filters" {

@@ -95,7 +95,7 @@ impl Comparison {
     }
 
     /// How the verdict was reached, in one paragraph.
-    fn method(&self) -> String {
+    pub(super) fn method(&self) -> String {
         let primary = if self.throttled && self.intended {
             "the producer's 99th latency percentile from the intended send times (where both \
              sides ran at a fixed THROUGHPUT; else its rate) and the consumer's rate"
@@ -140,7 +140,7 @@ impl Comparison {
         }
     }
 
-    fn cells(&self, r: &Row) -> Vec<String> {
+    pub(super) fn cells(&self, r: &Row) -> Vec<String> {
         vec![
             r.scenario.clone(),
             r.metric.to_string(),

@@ -141,8 +141,7 @@ async fn on_topic(
 ) -> Result<Measurement> {
     let group = format!("perf-tests-{}-{}", spec.topic, unique_suffix());
     warm_up(session, spec, &group, steps).await?;
-    crate::progress::detail("counting the topic's records at the broker (end offsets)");
-    let before = session.end_offsets(spec).await.context("end offsets")?;
+    let before = end_offsets(session, spec).await?;
     steps.done("end_offsets_before");
     match (spec.mode, spec.duration) {
         (Mode::EndToEnd, Some(duration)) => {
@@ -166,8 +165,7 @@ async fn on_topic(
     drop(counted);
     show(&summary_line(&producer));
     steps.done("produce");
-    crate::progress::detail("counting the topic's records at the broker (end offsets)");
-    let after = session.end_offsets(spec).await.context("end offsets")?;
+    let after = end_offsets(session, spec).await?;
     steps.done("end_offsets_after");
     let counted = crate::progress::records("consume", producer.sent);
     marks.start(Phase::Consume).await;
@@ -231,8 +229,7 @@ async fn end_to_end(
     drop((produced, consumed));
     show(&summary_line(&producer));
     steps.done("produce_and_consume");
-    crate::progress::detail("counting the topic's records at the broker (end offsets)");
-    let after = session.end_offsets(spec).await.context("end offsets")?;
+    let after = end_offsets(session, spec).await?;
     steps.done("end_offsets_after");
     Ok(checked(
         spec,
@@ -272,8 +269,7 @@ async fn timed(
         .context("produce and consume for the DURATION")?;
     marks.end(Phase::ProduceAndConsume, r.producer.sent).await;
     steps.done("produce_and_consume");
-    crate::progress::detail("counting the topic's records at the broker (end offsets)");
-    let after = session.end_offsets(spec).await.context("end offsets")?;
+    let after = end_offsets(session, spec).await?;
     steps.done("end_offsets_after");
     let integrity = Integrity {
         requested: r.producer.sent + r.producer.failed,
@@ -345,8 +341,7 @@ async fn backlog(
         rest.consumed_recs
     };
     steps.done("consume_rest");
-    crate::progress::detail("counting the topic's records at the broker (end offsets)");
-    let after = session.end_offsets(spec).await.context("end offsets")?;
+    let after = end_offsets(session, spec).await?;
     steps.done("end_offsets_after");
     let integrity = Integrity {
         requested: spec.num_records + caught.live.sent + caught.live.failed,
@@ -400,6 +395,13 @@ const WARM_UP_ROUND_RECORDS: u64 = 10_000;
 /// `spec.warm_up_for` has passed (one round when it is zero): a just-started JVM (broker or
 /// proxy) compiles its hot paths during the first seconds of load, which would otherwise land
 /// in the measurement. The measuring group reads them, so the measured consumer starts after.
+/// The topic's end offsets at the broker, shown while they are counted.
+async fn end_offsets(session: &dyn Session, spec: &MeasureSpec) -> Result<u64> {
+    let _counting =
+        crate::progress::task("counting the topic's records at the broker (end offsets)");
+    session.end_offsets(spec).await.context("end offsets")
+}
+
 async fn warm_up(
     session: &dyn Session,
     spec: &MeasureSpec,

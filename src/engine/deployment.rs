@@ -1,17 +1,23 @@
 //! A Compose project realised on the engine for one run: networks, containers, health.
+//!
+//! A service's `healthcheck` is run by the deployment itself (an exec of its test in the
+//! container at its interval) until the service is healthy, and then never again, rather than
+//! handed to the engine: the engine would go on running it every interval for the container's
+//! whole life, and each check's process counts in the container's CPU (a check a second of
+//! `busybox grep` measured about 28 millicores), so the harness's probes would be measured as
+//! the path's cost.
 
 use anyhow::{bail, Context, Result};
 use bollard::models::{
-    ContainerCreateBody, ContainerStateStatusEnum, EndpointSettings, HealthConfig,
-    HealthStatusEnum, HostConfig, NetworkConnectRequest, NetworkCreateRequest, NetworkingConfig,
-    PortBinding,
+    ContainerCreateBody, ContainerStateStatusEnum, EndpointSettings, HostConfig,
+    NetworkConnectRequest, NetworkCreateRequest, NetworkingConfig, PortBinding,
 };
 use bollard::query_parameters::CreateContainerOptionsBuilder;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use super::{is_not_found, Engine, ExecOutput, LABEL_PROJECT, LABEL_RUN, LABEL_SERVICE};
-use crate::compose::{Condition, Project, Service};
+use crate::compose::{Condition, Healthcheck, Project, Service};
 
 /// How many log lines a failure report shows.
 const LOG_TAIL: usize = 40;
@@ -20,6 +26,12 @@ const POLL: Duration = Duration::from_millis(200);
 /// A service without a healthcheck counts as up once it has kept running this long, so a
 /// container that dies right after starting is reported instead of passed.
 const SETTLE: Duration = Duration::from_millis(600);
+/// Compose's defaults for a healthcheck that leaves them out.
+const HEALTH_INTERVAL: Duration = Duration::from_secs(30);
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(30);
+const HEALTH_RETRIES: u32 = 3;
+/// How many of a service's last checks a failure report shows.
+const HEALTH_LOG: usize = 5;
 
 /// A project's containers and networks on the engine, created for one run.
 #[derive(Debug)]
@@ -33,6 +45,8 @@ pub struct Deployment {
     containers: BTreeMap<String, String>,
     /// Image reference → image id, for every image used.
     image_ids: BTreeMap<String, String>,
+    /// Services whose healthcheck has passed (it is not run again).
+    healthy: BTreeSet<String>,
 }
 
 /// What `up` created in one call, so a failure can undo exactly that.
@@ -52,6 +66,7 @@ impl Deployment {
             networks: BTreeMap::new(),
             containers: BTreeMap::new(),
             image_ids: BTreeMap::new(),
+            healthy: BTreeSet::new(),
         }
     }
 
@@ -108,6 +123,7 @@ impl Deployment {
             .await;
         if result.is_err() {
             for svc in created.services.iter().rev() {
+                self.healthy.remove(svc);
                 if let Some(id) = self.containers.remove(svc) {
                     let _ = self.engine.remove_container(&id).await;
                 }
@@ -270,38 +286,44 @@ impl Deployment {
     }
 
     /// Waits until `svc` satisfies `cond`. `ServiceHealthy` on a container without a
-    /// healthcheck means running for at least `settle`.
+    /// healthcheck means running for at least `settle`; with one, its test passing once.
     async fn wait_for(
-        &self,
+        &mut self,
         svc: &str,
         cond: Condition,
         deadline: Instant,
         timeout: Duration,
         settle: Duration,
     ) -> Result<()> {
-        let Some(id) = self.containers.get(svc) else {
+        let Some(id) = self.containers.get(svc).cloned() else {
             bail!("service \"{svc}\" is not up");
+        };
+        let check = self.project.services[svc]
+            .healthcheck
+            .clone()
+            .filter(|h| h.test.first().map(String::as_str) != Some("NONE"));
+        let mut probe = match (&check, cond) {
+            (Some(h), Condition::ServiceHealthy) if !self.healthy.contains(svc) => {
+                Some(Probe::new(h))
+            }
+            _ => None,
         };
         let mut running_since: Option<Instant> = None;
         loop {
             let info = self
                 .engine
                 .docker
-                .inspect_container(id, None)
+                .inspect_container(&id, None)
                 .await
                 .with_context(|| format!("cannot inspect service \"{svc}\""))?;
             let state = info.state.unwrap_or_default();
             let status = state.status.unwrap_or(ContainerStateStatusEnum::EMPTY);
             let exit_code = state.exit_code.unwrap_or(0);
-            let health = state
-                .health
-                .as_ref()
-                .and_then(|h| h.status)
-                .filter(|s| !matches!(s, HealthStatusEnum::NONE | HealthStatusEnum::EMPTY));
             let exited = matches!(
                 status,
                 ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD
             );
+            let running = status == ContainerStateStatusEnum::RUNNING;
             let failure = match cond {
                 Condition::ServiceCompletedSuccessfully if exited => {
                     if exit_code == 0 {
@@ -313,29 +335,35 @@ impl Deployment {
                 Condition::ServiceStarted if exited && exit_code == 0 => return Ok(()),
                 _ if exited => Some(format!("exited with code {exit_code}")),
                 Condition::ServiceStarted => {
-                    if status == ContainerStateStatusEnum::RUNNING {
+                    if running {
                         return Ok(());
                     }
                     None
                 }
-                Condition::ServiceHealthy => match health {
-                    None if status == ContainerStateStatusEnum::RUNNING => {
+                Condition::ServiceHealthy => match probe.as_mut() {
+                    None if running => {
                         let since = *running_since.get_or_insert_with(Instant::now);
                         if since.elapsed() >= settle {
                             return Ok(());
                         }
                         None
                     }
-                    Some(HealthStatusEnum::HEALTHY) => return Ok(()),
-                    Some(HealthStatusEnum::UNHEALTHY) => Some("became unhealthy".to_string()),
-                    _ => None,
+                    None => None,
+                    Some(p) if running && p.due() => {
+                        if p.check(&self.engine, &id).await {
+                            self.healthy.insert(svc.to_string());
+                            return Ok(());
+                        }
+                        p.failed_out().then(|| "became unhealthy".to_string())
+                    }
+                    Some(_) => None,
                 },
             };
             let failure = failure.or_else(|| {
                 (Instant::now() >= deadline).then(|| {
                     let goal = match cond {
                         Condition::ServiceStarted => "start",
-                        Condition::ServiceHealthy if health.is_some() => "become healthy",
+                        Condition::ServiceHealthy if probe.is_some() => "become healthy",
                         Condition::ServiceHealthy => "start",
                         Condition::ServiceCompletedSuccessfully => "complete",
                     };
@@ -343,7 +371,8 @@ impl Deployment {
                 })
             });
             if let Some(reason) = failure {
-                return Err(self.failure(svc, id, &reason, state.health).await);
+                let checks = probe.map(|p| p.log).unwrap_or_default();
+                return Err(self.failure(svc, &id, &reason, &checks).await);
             }
             tokio::time::sleep(POLL).await;
         }
@@ -356,20 +385,8 @@ impl Deployment {
         svc: &str,
         id: &str,
         reason: &str,
-        health: Option<bollard::models::Health>,
+        health_log: &[String],
     ) -> anyhow::Error {
-        let health_log = health
-            .and_then(|h| h.log)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|r| {
-                format!(
-                    "exit {}: {}",
-                    r.exit_code.unwrap_or(-1),
-                    r.output.unwrap_or_default().trim_end()
-                )
-            })
-            .collect::<Vec<_>>();
         let logs = self
             .engine
             .container_logs(id, LOG_TAIL)
@@ -390,6 +407,7 @@ impl Deployment {
     /// Stops and removes the containers of `services` (those this deployment has).
     pub async fn down(&mut self, services: &[String]) -> Result<()> {
         for svc in services {
+            self.healthy.remove(svc);
             if let Some(id) = self.containers.remove(svc) {
                 self.engine
                     .remove_container(&id)
@@ -437,8 +455,85 @@ impl Deployment {
     }
 }
 
-fn nanos(d: Duration) -> i64 {
-    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+/// A healthcheck run by the deployment: its test exec'd in the container every interval, the
+/// service unhealthy after `retries` failures in a row once its start period is over.
+struct Probe {
+    command: Vec<String>,
+    interval: Duration,
+    timeout: Duration,
+    retries: u32,
+    /// Failures before this moment do not count.
+    counts_from: Instant,
+    next: Instant,
+    failures: u32,
+    /// The last checks, `exit <code>: <output>`.
+    log: Vec<String>,
+}
+
+impl Probe {
+    fn new(h: &Healthcheck) -> Probe {
+        let now = Instant::now();
+        Probe {
+            command: probe_command(&h.test),
+            interval: h.interval.unwrap_or(HEALTH_INTERVAL),
+            timeout: h.timeout.unwrap_or(HEALTH_TIMEOUT),
+            retries: h.retries.unwrap_or(HEALTH_RETRIES).max(1),
+            counts_from: now + h.start_period.unwrap_or(Duration::ZERO),
+            next: now,
+            failures: 0,
+            log: Vec::new(),
+        }
+    }
+
+    fn due(&self) -> bool {
+        Instant::now() >= self.next
+    }
+
+    /// Runs the test once; true when it passed.
+    async fn check(&mut self, engine: &Engine, container: &str) -> bool {
+        self.next = Instant::now() + self.interval;
+        let ran =
+            tokio::time::timeout(self.timeout, engine.exec_in(container, &self.command)).await;
+        let (passed, line) = match ran {
+            Ok(Ok(out)) => (
+                out.exit_code == 0,
+                format!(
+                    "exit {}: {}",
+                    out.exit_code,
+                    format!("{}{}", out.stdout, out.stderr).trim_end()
+                ),
+            ),
+            Ok(Err(e)) => (false, format!("exec failed: {e:#}")),
+            Err(_) => (false, format!("timed out after {:?}", self.timeout)),
+        };
+        self.log.push(line);
+        if self.log.len() > HEALTH_LOG {
+            self.log.remove(0);
+        }
+        if !passed && Instant::now() >= self.counts_from {
+            self.failures += 1;
+        } else if passed {
+            self.failures = 0;
+        }
+        passed
+    }
+
+    /// Failed `retries` times in a row after its start period.
+    fn failed_out(&self) -> bool {
+        self.failures >= self.retries
+    }
+}
+
+/// The command a healthcheck's test runs: `["CMD", args...]` as it is, `["CMD-SHELL", cmd]`
+/// (and a test written as one string) through `/bin/sh -c`, as the engine runs them.
+fn probe_command(test: &[String]) -> Vec<String> {
+    match test.split_first() {
+        Some((kind, rest)) if kind == "CMD" => rest.to_vec(),
+        Some((kind, rest)) if kind == "CMD-SHELL" => {
+            vec!["/bin/sh".into(), "-c".into(), rest.join(" ")]
+        }
+        _ => vec!["/bin/sh".into(), "-c".into(), test.join(" ")],
+    }
 }
 
 /// The engine's creation body of the container of a Compose service: its labels (the service's,
@@ -506,14 +601,8 @@ pub fn container_body(
         entrypoint: service.entrypoint.clone(),
         working_dir: service.working_dir.clone(),
         labels: Some(labels),
-        healthcheck: service.healthcheck.as_ref().map(|h| HealthConfig {
-            test: Some(h.test.clone()),
-            interval: h.interval.map(nanos),
-            timeout: h.timeout.map(nanos),
-            retries: h.retries.map(i64::from),
-            start_period: h.start_period.map(nanos),
-            start_interval: None,
-        }),
+        // The deployment runs the healthcheck itself, only until healthy (see the module).
+        healthcheck: None,
         exposed_ports: if port_bindings.is_empty() {
             None
         } else {
@@ -598,10 +687,14 @@ networks: { front: {}, back: {} }
         assert_eq!(labels[super::super::LABEL_RUN], "r1");
         assert_eq!(labels[LABEL_SERVICE], "proxy");
         assert_eq!(labels[LABEL_PROJECT], "perf-tests-r1");
-        let health = body.healthcheck.unwrap();
-        assert_eq!(health.test, Some(vec!["CMD".into(), "probe".into()]));
-        assert_eq!(health.interval, Some(500_000_000));
-        assert_eq!(health.retries, Some(3));
+        // The deployment runs the healthcheck itself; the engine never does.
+        assert!(body.healthcheck.is_none());
+        let probe = Probe::new(s.healthcheck.as_ref().unwrap());
+        assert_eq!(probe.command, ["probe"]);
+        assert_eq!(
+            (probe.interval, probe.retries),
+            (Duration::from_millis(500), 3)
+        );
         let host = body.host_config.unwrap();
         assert_eq!(
             host.binds,
@@ -623,6 +716,16 @@ networks: { front: {}, back: {} }
         if first == "p_front" {
             assert_eq!(aliases, ["proxy", "kroxylicious"]);
         }
+    }
+
+    #[test]
+    fn a_test_runs_as_the_engine_would_run_it() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<String>>();
+        assert_eq!(probe_command(&v(&["CMD", "grep", "x"])), ["grep", "x"]);
+        assert_eq!(
+            probe_command(&v(&["CMD-SHELL", "test -f /tmp/ready"])),
+            ["/bin/sh", "-c", "test -f /tmp/ready"]
+        );
     }
 
     #[test]

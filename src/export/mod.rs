@@ -1,11 +1,12 @@
 //! Writing a run's results directory: each format is an [`Exporter`] (JSON records, plain-text
-//! tables, Markdown tables, SVG charts), and [`write_run`] writes what every exporter gives.
+//! tables, Markdown tables, SVG charts, the HTML report), and [`write_run`] writes what every exporter gives.
 //!
 //! Everything is written into a hidden temporary directory inside the results directory and then
 //! renamed into place, so a results directory is either complete or absent. A run never replaces
 //! another: when the name is taken, `-2`, `-3`, ... is appended.
 
 pub mod histograms;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod series;
@@ -36,6 +37,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(series::Series),
         Box::new(sizing::SizingFiles),
         Box::new(histograms::Histograms),
+        Box::new(html::Html),
     ]
 }
 
@@ -130,6 +132,7 @@ mod tests {
                 "01-no-proxy-baseline.json",
                 "02-no-filters.json",
                 "charts.svg",
+                "report.html",
                 "run.json",
                 "tables.md",
                 "tables.txt"
@@ -166,8 +169,8 @@ mod tests {
         std::fs::create_dir(root.path().join("20250102T030405Z-abc-2")).unwrap();
         let second = write_run(root.path(), &info("abc"), &results[..1]).unwrap();
         assert_eq!(second, root.path().join("20250102T030405Z-abc-3"));
-        assert_eq!(entries(&first).len(), 6);
-        assert_eq!(entries(&second).len(), 5);
+        assert_eq!(entries(&first).len(), 7);
+        assert_eq!(entries(&second).len(), 6);
         assert!(entries(&root.path().join("20250102T030405Z-abc-2")).is_empty());
         assert_eq!(
             entries(root.path()),

@@ -1,7 +1,8 @@
 //! `charts.svg`: a hand-written SVG of a run, beside its tables. Its panels show the producer's
 //! and the consumer's throughput per scenario as bars, then the producer's latency percentiles
 //! (p50, p95, p99, p99.9) per scenario as grouped bars; when scenarios were repeated, each bar
-//! is the median and carries a min–max error bar. Scenario names are wrapped to their bar
+//! is the median and carries a min–max error bar. A rate's bar says its ratio to the reference
+//! scenario's (`reference: true`, at the same combination). Scenario names are wrapped to their bar
 //! group's width, so long names never run into each other. A run with a matrix adds, for each setting it varied, a line
 //! chart of the producer's throughput and of its 99th percentile over that setting's values, one
 //! line per scenario (and combination of the other varying settings). When the path's own
@@ -175,6 +176,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
         colour: "#4c78a8",
         title: format!("Producer throughput (rec/s{suffix})"),
         value: |v| format!("{v:.0} rec/s"),
+        ratios: true,
     };
     bar_panel(&mut svg, results, width, repeated, throughput);
     let consumed = Bars {
@@ -184,6 +186,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
         colour: "#f58518",
         title: format!("Consumer throughput (rec/s{suffix})"),
         value: |v| format!("{v:.0} rec/s"),
+        ratios: true,
     };
     bar_panel(&mut svg, results, width, repeated, consumed);
     latency_panel(&mut svg, results, width, suffix, repeated);
@@ -197,6 +200,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
             colour: "#54a24b",
             title: format!("Path CPU (millicores per MB/s of produce + consume{suffix})"),
             value: |v| format!("{v:.2} mc per MB/s"),
+            ratios: false,
         };
         bar_panel(&mut svg, results, width, repeated, cost);
     }
@@ -225,6 +229,8 @@ struct Bars {
     title: String,
     /// A bar's `<title>`, from its value.
     value: fn(f64) -> String,
+    /// Each bar says its median's ratio to the reference scenario's (rates, not costs).
+    ratios: bool,
 }
 
 /// A panel of one bar per scenario (the median, with its spread when repeated); a scenario
@@ -252,6 +258,19 @@ fn bar_panel(svg: &mut String, results: &[ScenarioResult], width: f64, repeated:
         if repeated {
             error_bar(svg, x + bw / 2.0, b.top, max, *lo, *hi);
         }
+        let ratio = match crate::model::reference_of(results, r) {
+            _ if !b.ratios => continue,
+            Some(base) => format!("{:.2}× ref", med / spread(base, metric).0),
+            None if r.reference => "reference".to_string(),
+            None => continue,
+        };
+        // Above the bar and its error bar, inside the plot area.
+        let y = y_of(b.top, max, if repeated { hi.max(*med) } else { *med }) - 4.0;
+        let _ = writeln!(
+            svg,
+            r#"<text class="ratio" x="{:.1}" y="{y:.1}" text-anchor="middle" font-size="11">{ratio}</text>"#,
+            x + bw / 2.0
+        );
     }
 }
 
@@ -825,6 +844,27 @@ mod tests {
         }
     }
 
+    #[test]
+    fn each_rate_bar_says_its_ratio_to_the_reference() {
+        let results = crate::report::tests::sample();
+        assert!(results[0].reference && !results[1].reference);
+        let svg = render(&results);
+        let ratios: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.starts_with("<text class=\"ratio\""))
+            .map(|l| &l[l.find('>').unwrap() + 1..l.find("</text>").unwrap()])
+            .collect();
+        let p = |r: &ScenarioResult| r.measurement.producer.rate_rec_s;
+        let c = |r: &ScenarioResult| r.measurement.consumer.consumed_rec_s;
+        let expected = vec![
+            "reference".to_string(),
+            format!("{:.2}× ref", p(&results[1]) / p(&results[0])),
+            "reference".to_string(),
+            format!("{:.2}× ref", c(&results[1]) / c(&results[0])),
+        ];
+        assert_eq!(ratios, expected);
+    }
+
     /// Each scenario label's lines, from the first panel's labels.
     fn label_lines(svg: &str) -> Vec<Vec<String>> {
         svg.lines()
@@ -911,6 +951,7 @@ mod tests {
                     cpu_s: 0.4,
                     rx_bytes: 0,
                     tx_bytes: 0,
+                    gc: None,
                 }],
             })
             .to_vec();

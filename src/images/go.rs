@@ -106,9 +106,7 @@ impl GoRecipe {
         let bin_dir = work.join("bin");
         let program = bin_dir.join(self.program());
         let what = format!("go install {}@{}", self.module, self.version);
-        crate::progress::detail(&format!(
-            "{what} (the Go module proxy; a minute the first time)"
-        ));
+        let task = crate::progress::task(&format!("{what} (from the Go module proxy)"));
         let out = Command::new("go")
             .arg("install")
             // Smaller and reproducible: no symbol tables, no build paths.
@@ -119,6 +117,7 @@ impl GoRecipe {
             .stdin(Stdio::null())
             .output()
             .with_context(|| format!("cannot run `go` ({what}): is Go 1.21 or later on PATH?"))?;
+        drop(task);
         if !out.status.success() || !program.is_file() {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let tail: Vec<&str> = stderr.lines().rev().take(15).collect();

@@ -285,20 +285,78 @@ pub fn find_jdk(wanted: &str) -> Result<Jdk> {
 
 /// Runs a build tool, returning its output; on failure the error quotes its error lines.
 fn run_tool(what: &str, cmd: &mut Command) -> Result<String> {
-    let out = cmd
+    run_tool_with(what, cmd, |_, _| {})
+}
+
+/// Runs a tool with its progress shown while it runs (its elapsed time, and what `on_line`
+/// makes of each line it prints); returns its stdout, or fails quoting its error lines.
+fn run_tool_with(
+    what: &str,
+    cmd: &mut Command,
+    mut on_line: impl FnMut(&str, &crate::progress::Task),
+) -> Result<String> {
+    use std::io::BufRead;
+    let task = crate::progress::task(what);
+    let mut child = cmd
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .with_context(|| format!("{what}: cannot start {:?}", cmd.get_program()))?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    if !out.status.success() {
+    // stderr is read beside stdout so that neither pipe fills while the other is read.
+    let stderr = child.stderr.take().expect("piped");
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut std::io::BufReader::new(stderr), &mut text);
+        text
+    });
+    let mut stdout = String::new();
+    for line in std::io::BufReader::new(child.stdout.take().expect("piped"))
+        .lines()
+        .map_while(Result::ok)
+    {
+        on_line(&line, &task);
+        stdout.push_str(&line);
+        stdout.push('\n');
+    }
+    let status = child
+        .wait()
+        .with_context(|| format!("{what}: waiting for {:?}", cmd.get_program()))?;
+    let stderr = errors.join().unwrap_or_default();
+    drop(task);
+    if !status.success() {
         bail!(
-            "{what} failed ({}):\n{}",
-            out.status,
+            "{what} failed ({status}):\n{}",
             error_lines(&format!("{stdout}\n{stderr}"))
         );
     }
     Ok(stdout)
+}
+
+/// What Maven's transfer lines say so far: files downloaded and their size, as a progress note.
+fn downloads(line: &str, count: &mut (u64, f64)) -> Option<String> {
+    let rest = line.split_once("Downloaded from ")?.1;
+    count.0 += 1;
+    // "... (12 kB at 2.0 MB/s)": the size is the first two words in the brackets.
+    if let Some((_, size)) = rest.rsplit_once(" (") {
+        let mut words = size.split_whitespace();
+        if let (Some(n), Some(unit)) = (words.next(), words.next()) {
+            let scale = match unit {
+                "B" => 1e-6,
+                "kB" => 1e-3,
+                "MB" => 1.0,
+                "GB" => 1e3,
+                _ => 0.0,
+            };
+            count.1 += n.parse::<f64>().unwrap_or(0.0) * scale;
+        }
+    }
+    Some(format!(
+        "{} file{} downloaded ({:.1} MB)",
+        count.0,
+        if count.0 == 1 { "" } else { "s" },
+        count.1
+    ))
 }
 
 /// The lines of a tool's output that say what went wrong: Maven's `[ERROR]` lines (without
@@ -403,16 +461,22 @@ fn resolve(recipe: &MavenRecipe, jdk: &Jdk, work: &Path) -> Result<PathBuf> {
     let libs = work.join("libs");
     std::fs::write(work.join("pom.xml"), pom(&recipe.artifacts)?)?;
     let what = format!("resolving {} with mvn", recipe.artifacts.join(" "));
-    crate::progress::detail(&what);
-    run_tool(
+    let mut count = (0, 0.0);
+    run_tool_with(
         &what,
         Command::new("mvn")
             .current_dir(work)
             .env("JAVA_HOME", &jdk.home)
-            .args(["-B", "-q", "-Dstyle.color=never", "-f", "pom.xml"])
+            // Batch mode without -q: its transfer lines are the progress shown.
+            .args(["-B", "-Dstyle.color=never", "-f", "pom.xml"])
             .arg("dependency:copy-dependencies")
             .arg(format!("-DoutputDirectory={}", libs.display()))
             .arg("-DincludeScope=runtime"),
+        |line, task| {
+            if let Some(note) = downloads(line, &mut count) {
+                task.say(&note);
+            }
+        },
     )?;
     Ok(libs)
 }
@@ -473,7 +537,6 @@ fn make_runtime(recipe: &MavenRecipe, jdk: &Jdk, work: &Path) -> Result<PathBuf>
     } else {
         recipe.modules.clone()
     };
-    crate::progress::detail(&format!("making a Java {} runtime with jlink", jdk.version));
     let compress = if jdk.major() >= 21 { "zip-6" } else { "2" };
     // The JVM runs headless: the desktop module's native graphics, font and sound libraries are
     // never loaded, and would pull X11, ALSA and FreeType into the image.
@@ -482,7 +545,7 @@ fn make_runtime(recipe: &MavenRecipe, jdk: &Jdk, work: &Path) -> Result<PathBuf>
         .map(|l| format!("**/lib{l}.so"))
         .collect();
     run_tool(
-        "jlink",
+        &format!("making a Java {} runtime with jlink", jdk.version),
         Command::new(jdk.home.join("bin/jlink"))
             .arg("--add-modules")
             .arg(modules.join(","))
@@ -584,6 +647,52 @@ mod tests {
         assert_eq!(major_of("25"), 25);
         assert_eq!(major_of("21.0.2+13"), 21);
         assert_eq!(major_of("1.8.0_412"), 8);
+    }
+
+    #[test]
+    fn maven_s_transfer_lines_are_counted_as_progress() {
+        let mut count = (0, 0.0);
+        assert_eq!(
+            downloads("[INFO] Scanning for projects...", &mut count),
+            None
+        );
+        let a = "[INFO] Downloaded from central: https://repo.maven.apache.org/maven2/a.jar (512 kB at 2.0 MB/s)";
+        let b = "[INFO] Downloaded from central: https://repo.maven.apache.org/maven2/b.jar (1.5 MB at 3.0 MB/s)";
+        assert_eq!(
+            downloads(a, &mut count).as_deref(),
+            Some("1 file downloaded (0.5 MB)")
+        );
+        assert_eq!(
+            downloads(b, &mut count).as_deref(),
+            Some("2 files downloaded (2.0 MB)")
+        );
+    }
+
+    #[test]
+    fn a_tool_s_output_is_kept_and_its_failure_quoted() {
+        let out = run_tool_with(
+            "echoing",
+            Command::new("sh").args(["-c", "echo one; echo two"]),
+            |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(out, "one\ntwo\n");
+        let mut seen = Vec::new();
+        let err = run_tool_with(
+            "failing",
+            Command::new("sh").args([
+                "-c",
+                "echo '[ERROR] no such artifact'; echo oops >&2; exit 3",
+            ]),
+            |line, _| seen.push(line.to_string()),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(seen, ["[ERROR] no such artifact"]);
+        assert!(
+            err.contains("failing failed") && err.contains("no such artifact"),
+            "{err}"
+        );
     }
 
     #[test]

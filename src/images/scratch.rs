@@ -173,6 +173,10 @@ pub async fn build_image(
     labels: BTreeMap<String, String>,
 ) -> Result<String> {
     let context = build_context(files, &entrypoint)?;
+    let _sending = crate::progress::task(&format!(
+        "sending {:.0} MB to the engine and building {tag}",
+        context.len() as f64 / 1e6
+    ));
     engine.build_image(tag, context, labels).await
 }
 

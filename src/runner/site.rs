@@ -112,8 +112,18 @@ impl Sampling for EngineSampling {
     fn counters(&self) -> LocalBoxFuture<'_, cost::Readings> {
         Box::pin(async move {
             let reads = self.targets.iter().map(|t| async move {
-                match self.engine.counters(&t.container).await {
-                    Ok(c) => Some((t.service.clone(), t.role(), c)),
+                let (counters, log) = futures_util::join!(
+                    self.engine.counters(&t.container),
+                    self.engine.read_file(&t.container, crate::gc::LOG)
+                );
+                match counters {
+                    Ok(counters) => Some(cost::Reading {
+                        service: t.service.clone(),
+                        role: t.role(),
+                        counters,
+                        // A log that cannot be read gives no GC figures, not zeros.
+                        gc: log.ok().flatten().map(|l| crate::gc::pauses(&l)),
+                    }),
                     Err(e) => {
                         // Its cost is left out, said so rather than shown as nothing.
                         crate::progress::println(&format!(

@@ -150,8 +150,9 @@ services:
     # Becomes healthy only after a delay, so the dependant must really wait.
     command: ["/bin/sh", "-c", "sleep 1; : > /tmp/ready; echo broker ready; exec sleep 600"]
     tmpfs: /tmp
+    # Each check leaves a line, so the test can count how often it ran.
     healthcheck:
-      test: ["CMD-SHELL", "test -f /tmp/ready"]
+      test: ["CMD-SHELL", "echo probe >> /tmp/probes; test -f /tmp/ready"]
       interval: 300ms
       timeout: 2s
       retries: 50
@@ -186,25 +187,44 @@ async fn two_services_come_up_in_order_and_go_down_leaving_nothing() {
             .inspect_container(d.container_id("app").unwrap(), None)
             .await
             .unwrap();
-        let health = broker.state.unwrap().health.unwrap();
-        assert_eq!(
-            health.status,
-            Some(bollard::models::HealthStatusEnum::HEALTHY)
-        );
-        let first_ok = health
-            .log
-            .unwrap()
-            .into_iter()
-            .find(|r| r.exit_code == Some(0))
-            .unwrap()
-            .end
+        // The app started only once the broker's check passed: after its ready file existed.
+        let ready = d
+            .exec(
+                "broker",
+                &strings(&["/bin/ls", "-l", "--time-style=+%s.%N", "/tmp/ready"]),
+            )
+            .await
             .unwrap();
+        let ready_at: f64 = ready
+            .stdout
+            .split_whitespace()
+            .find_map(|w| w.parse().ok().filter(|t: &f64| *t > 1e9))
+            .unwrap_or_else(|| panic!("{ready:?}"));
         let app_started = app.state.unwrap().started_at.unwrap();
-        let t = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap();
+        let started_at = chrono::DateTime::parse_from_rfc3339(&app_started).unwrap();
+        let started_at =
+            started_at.timestamp() as f64 + started_at.timestamp_subsec_nanos() as f64 / 1e9;
         assert!(
-            t(&app_started) >= t(&first_ok),
-            "app started at {app_started}, before broker was healthy at {first_ok}"
+            started_at >= ready_at,
+            "app started at {started_at}, before broker was ready at {ready_at}"
         );
+        // The check ran in the container until it passed, and never again: the engine has no
+        // healthcheck to run, so nothing probes the container while it is measured.
+        assert!(
+            broker.state.unwrap().health.is_none(),
+            "the engine runs no healthcheck"
+        );
+        let probes = || async {
+            let out = d
+                .exec("broker", &strings(&["/bin/cat", "/tmp/probes"]))
+                .await
+                .unwrap();
+            out.stdout.lines().count()
+        };
+        let ran = probes().await;
+        assert!(ran >= 2, "the check ran until the broker was ready: {ran}");
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        assert_eq!(probes().await, ran, "the check ran again after it passed");
         assert_eq!(app.name.as_deref(), Some(format!("/{name}-app").as_str()));
         let env = app.config.unwrap().env.unwrap();
         assert!(env.contains(&"GREETING=hello world".to_string()), "{env:?}");

@@ -190,6 +190,7 @@ fn the_job_running_the_pull_request_has_no_write_permission_and_no_token() {
     for kept in [
         "$RUNNER_TEMP/perf/comment.md",
         "$RUNNER_TEMP/perf/compare-exit-code",
+        "--report \"$RUNNER_TEMP/perf/report.html\"",
     ] {
         assert!(
             texts[compare].contains(kept),
@@ -238,6 +239,17 @@ fn the_posting_job_runs_nothing_from_the_pull_request() {
         .find(|s| s.contains("compare-exit-code"))
         .expect("a step reads compare's exit code");
     assert!(body.contains("tr -cd '0-9'"), "{body}");
+    // The comment links the artifact holding report.html, and only an address on this server.
+    assert_eq!(
+        doc["jobs"]["measure"]["outputs"]["artifact-url"].as_str(),
+        Some("${{ steps.keep.outputs.artifact-url }}")
+    );
+    assert!(
+        body.contains("case \"$ARTIFACT_URL\" in")
+            && body.contains("\"$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/\"*)")
+            && body.contains("report.html"),
+        "{body}"
+    );
     let fail = steps
         .iter()
         .find(|s| s["name"].as_str() == Some("Fail on a regression"))

@@ -22,8 +22,10 @@ log="-Dlog4j2.configurationFile=/opt/kafka/config/log4j2.properties"
 # Storage is the container's own: formatted at every start.
 $java $log -cp "$cp" kafka.tools.StorageTool format --ignore-formatted \
     -t "${KAFKA_CLUSTER_ID:-5L6g3nShT-eMCtK--X86sw}" -c "$props"
-# Kafka's own defaults from kafka-server-start.sh and kafka-run-class.sh.
+# Kafka's own defaults from kafka-server-start.sh and kafka-run-class.sh; the GC log where the
+# runner reads each measured phase's pauses (src/gc.rs).
 exec $java ${KAFKA_HEAP_OPTS:--Xmx1G -Xms1G} \
     -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
     -XX:+ExplicitGCInvokesConcurrent -XX:-UsePerfData -Djava.awt.headless=true \
+    -Xlog:gc:file=/tmp/perf-tests-gc.log:utctime,level,tags \
     ${KAFKA_JVM_OPTS:-} $log -cp "$cp" kafka.Kafka "$props"
