@@ -71,12 +71,13 @@ pub const PATH: &str = "path (own services)";
 
 impl PhaseCost {
     /// From the counters read at the phase's `start` and `end`, keyed by service; a service
-    /// missing at either edge (it was not running) is left out.
+    /// missing at either edge (it was not running) is left out. The phase started at `started`
+    /// (Unix seconds) and lasted `seconds`.
     pub fn between(
         phase: &str,
         records: u64,
         record_size: u64,
-        seconds: f64,
+        (started, seconds): (f64, f64),
         start: &[Reading],
         end: &[Reading],
     ) -> PhaseCost {
@@ -86,7 +87,7 @@ impl PhaseCost {
                 let before = start.iter().find(|r| r.service == after.service)?;
                 let d = after.counters.since(&before.counters);
                 let gc = match (&before.gc, &after.gc) {
-                    (Some(b), Some(a)) => Some(GcSummary::between(b, a)),
+                    (Some(b), Some(a)) => Some(GcSummary::between(b, a, started)),
                     _ => None,
                 };
                 Some(ServiceCost {
@@ -277,6 +278,12 @@ fn gc_median(of: &[&ServiceCost]) -> Option<GcSummary> {
         other: median(|g| g.other as f64).round() as u64,
         pause_ms: median(|g| g.pause_ms),
         max_pause_ms: median(|g| g.max_pause_ms),
+        // A second-by-second series is one repetition's (the first that has one).
+        seconds_ms: gcs
+            .iter()
+            .find(|g| !g.seconds_ms.is_empty())
+            .map(|g| g.seconds_ms.clone())
+            .unwrap_or_default(),
     })
 }
 
@@ -317,7 +324,7 @@ mod tests {
             reading("load", Role::LoadGenerator, counters(1010, 5, 105)),
             reading("late", Role::Path, counters(5, 0, 0)),
         ];
-        PhaseCost::between("produce", 100_000, 1000, 10.0, &start, &end)
+        PhaseCost::between("produce", 100_000, 1000, (0.0, 10.0), &start, &end)
     }
 
     #[test]
@@ -325,17 +332,18 @@ mod tests {
         let young = |ms| Pause {
             kind: Kind::Young,
             ms,
+            at: None,
         };
         let mut start = vec![reading("proxy", Role::Path, counters(0, 0, 0))];
         let mut end = start.clone();
         start[0].gc = Some(vec![young(9.0)]);
         end[0].gc = Some(vec![young(9.0), young(2.0), young(3.0)]);
-        let p = PhaseCost::between("produce", 1, 1, 1.0, &start, &end);
+        let p = PhaseCost::between("produce", 1, 1, (0.0, 1.0), &start, &end);
         let gc = p.services[0].gc.as_ref().unwrap();
         assert_eq!((gc.young, gc.pause_ms, gc.max_pause_ms), (2, 5.0, 3.0));
         // A service whose log could not be read at an edge has no figures, not zeros.
         end[0].gc = None;
-        let p = PhaseCost::between("produce", 1, 1, 1.0, &start, &end);
+        let p = PhaseCost::between("produce", 1, 1, (0.0, 1.0), &start, &end);
         assert_eq!(p.services[0].gc, None);
         assert_eq!(phase().services[0].gc, None);
     }

@@ -77,6 +77,7 @@ pub async fn check(run: &RunPlan) -> Vec<Check> {
         },
     ));
     checks.extend(tools(&to_make));
+    checks.extend(profiler(run));
     if let Some(c) = maven_reach(&to_make).await {
         checks.push(c);
     }
@@ -226,6 +227,42 @@ fn tools(to_make: &[ImageRecipe]) -> Vec<Check> {
         }
     }
     checks
+}
+
+/// With PROFILE: what resolving the profiler (the first time) and rendering its flame graphs
+/// need on this host.
+fn profiler(run: &RunPlan) -> Option<Check> {
+    run.cells[0].settings.profile?;
+    let cached = crate::images::recipe::cache_dir().join("profiler");
+    let resolved = ["async-profiler-4.1.jar", "jfr-converter-4.1.jar"]
+        .iter()
+        .all(|j| cached.join(j).is_file());
+    let mut missing = Vec::new();
+    if !resolved && !on_path("mvn") {
+        missing.push(
+            "mvn (to resolve async-profiler from Maven Central; Debian: apt-get install maven)",
+        );
+    }
+    let java = std::env::var_os("JAVA_HOME")
+        .map(|h| Path::new(&h).join("bin/java").is_file())
+        .unwrap_or(false)
+        || on_path("java");
+    if !java {
+        missing.push(
+            "java (to make the flame graphs; Debian: apt-get install openjdk-17-jdk-headless)",
+        );
+    }
+    if !Path::new(crate::images::maven::BUSYBOX).is_file() {
+        missing.push("/bin/busybox (to take the agent out of its jar; Debian: apt-get install busybox-static)");
+    }
+    Some(if missing.is_empty() {
+        ok(
+            "profile",
+            "mvn or the cached profiler, java and busybox, for PROFILE",
+        )
+    } else {
+        fail("profile", format!("PROFILE needs: {}", missing.join("; ")))
+    })
 }
 
 fn on_path(program: &str) -> bool {

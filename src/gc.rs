@@ -29,6 +29,8 @@ pub enum Kind {
 pub struct Pause {
     pub kind: Kind,
     pub ms: f64,
+    /// When it was logged (its `utctime` decorator), in seconds since the Unix epoch.
+    pub at: Option<f64>,
 }
 
 /// The pauses of a log, in order: every complete line that reports one (`GC(n) Pause Young
@@ -54,7 +56,18 @@ fn pause(line: &str) -> Option<Pause> {
     };
     let ms = line.trim_end().strip_suffix("ms")?;
     let ms: f64 = ms[ms.rfind(' ')? + 1..].parse().ok()?;
-    Some(Pause { kind, ms })
+    Some(Pause {
+        kind,
+        ms,
+        at: utctime(line),
+    })
+}
+
+/// The `utctime` decorator of a line (`[2026-12-02T06:05:39.200+0000]`) in Unix seconds.
+fn utctime(line: &str) -> Option<f64> {
+    let stamp = line.strip_prefix('[')?.split(']').next()?;
+    let t = chrono::DateTime::parse_from_str(stamp, "%Y-%m-%dT%H:%M:%S%.3f%z").ok()?;
+    Some(t.timestamp() as f64 + f64::from(t.timestamp_subsec_millis()) / 1000.0)
 }
 
 /// A service's pauses over one phase.
@@ -70,12 +83,16 @@ pub struct GcSummary {
     pub pause_ms: f64,
     /// The longest pause, in milliseconds (0 without one).
     pub max_pause_ms: f64,
+    /// Milliseconds of pauses in each second of the phase (the first is the phase's first
+    /// second), for a run bounded by time's series; empty when the log has no wall times.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seconds_ms: Vec<f64>,
 }
 
 impl GcSummary {
     /// The pauses the log at a phase's end (`end`) has beyond those it had at its start
-    /// (`start`, the first reads' count).
-    pub fn between(start: &[Pause], end: &[Pause]) -> GcSummary {
+    /// (`start`, the first reads' count); the phase started at `started` (Unix seconds).
+    pub fn between(start: &[Pause], end: &[Pause], started: f64) -> GcSummary {
         let mut s = GcSummary::default();
         for p in end.iter().skip(start.len()) {
             match p.kind {
@@ -85,6 +102,13 @@ impl GcSummary {
             }
             s.pause_ms += p.ms;
             s.max_pause_ms = s.max_pause_ms.max(p.ms);
+            if let Some(at) = p.at {
+                let second = (at - started).max(0.0) as usize;
+                if s.seconds_ms.len() <= second {
+                    s.seconds_ms.resize(second + 1, 0.0);
+                }
+                s.seconds_ms[second] += p.ms;
+            }
         }
         s
     }
@@ -127,6 +151,8 @@ mod tests {
         );
         assert_eq!(p[0].ms, 6.512);
         assert_eq!(p[4].ms, 45.678);
+        // 2026-12-02T06:05:39.200Z
+        assert_eq!(p[0].at, Some(1796191539.2));
         // The concurrent cycle is not a pause; the last line is not complete yet.
         assert_eq!(pauses(&format!("{LOG_TEXT}ms\n")).len(), 6);
         assert!(pauses("").is_empty());
@@ -135,11 +161,20 @@ mod tests {
     #[test]
     fn a_phase_has_the_pauses_logged_between_its_edges() {
         let all = pauses(LOG_TEXT);
-        let s = GcSummary::between(&all[..1], &all);
+        // The phase started at 06:05:40.5: its second 0 holds the pauses at 41.0xx, its second
+        // 4 the full one at 45.0.
+        let started = 1796191540.5;
+        let s = GcSummary::between(&all[..1], &all, started);
         assert_eq!((s.young, s.full, s.other, s.count()), (1, 1, 2, 4));
         assert!((s.pause_ms - (3.1 + 1.25 + 0.05 + 45.678)).abs() < 1e-9);
         assert_eq!(s.max_pause_ms, 45.678);
-        assert_eq!(GcSummary::between(&all, &all), GcSummary::default());
+        assert_eq!(s.seconds_ms.len(), 5);
+        assert!((s.seconds_ms[0] - 4.4).abs() < 1e-9, "{:?}", s.seconds_ms);
+        assert_eq!(s.seconds_ms[4], 45.678);
+        assert_eq!(
+            GcSummary::between(&all, &all, started),
+            GcSummary::default()
+        );
     }
 
     #[test]

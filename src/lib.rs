@@ -44,6 +44,7 @@ pub mod matrix;
 pub mod metrics;
 pub mod model;
 pub mod plan;
+pub mod profile;
 pub mod progress;
 pub mod report;
 pub mod resources;

@@ -259,6 +259,9 @@ pub struct Measurement {
     /// What each sampled service used over exactly each measured phase (see `crate::cost`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cost: Vec<crate::cost::PhaseCost>,
+    /// The profiles recorded over each measured phase (`PROFILE`, see `crate::profile`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<crate::profile::Recording>,
 }
 
 /// One second of a DURATION run: what the producers had acknowledged and the group had
@@ -344,6 +347,8 @@ impl Measurement {
             // A series is one repetition's story; each repetition keeps its own.
             series: worst.series.clone(),
             cost: crate::cost::summary(&reps.iter().map(|m| m.cost.as_slice()).collect::<Vec<_>>()),
+            // Each repetition keeps its own recordings.
+            profiles: Vec::new(),
         }
     }
 }
@@ -691,6 +696,7 @@ mod tests {
             steps_s: Default::default(),
             series: Vec::new(),
             cost: Vec::new(),
+            profiles: Vec::new(),
             producer: producer(rate, -1.0, 1.0, 1.0, 2.0),
             consumer: ConsumerResult {
                 histograms: Default::default(),

@@ -531,6 +531,7 @@ pub(crate) mod tests {
                 steps_s: Default::default(),
                 series: Vec::new(),
                 cost: Vec::new(),
+                profiles: Vec::new(),
                 producer: ProducerResult {
                     histograms: Default::default(),
                     sent: 10_000_000,
@@ -784,6 +785,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             other: 2,
             pause_ms: 125.0,
             max_pause_ms: 60.5,
+            seconds_ms: Vec::new(),
         };
         results[1].measurement.cost = vec![crate::cost::PhaseCost {
             phase: "produce".into(),

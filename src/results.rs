@@ -104,6 +104,12 @@ pub struct RunInfo {
     pub sizing: Option<crate::sizing::Request>,
 }
 
+/// Where run `run_id`'s profile recordings are kept (inside `results_dir`, hidden) until its
+/// results directory is written, which takes them in as `profiles/`.
+pub fn profiles_staging(results_dir: &Path, run_id: &str) -> PathBuf {
+    results_dir.join(format!(".profiles-{run_id}"))
+}
+
 /// Reads a run's `run.json` (`run` is its directory).
 pub fn read_run_info(run: &Path) -> Result<RunInfo> {
     let path = run.join(RUN_FILE);

@@ -280,6 +280,12 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
         );
         return EXIT_FAILURE;
     }
+    // Profile recordings not taken into a results directory (the run failed before any
+    // scenario completed) are removed with the rest of what the run made.
+    let _staging = Staging(crate::results::profiles_staging(
+        &settings.results_dir,
+        &plan.first().run_id,
+    ));
     let started = chrono::Utc::now();
     let outcome = runtime.block_on(runner::run(&plan));
     let ended = chrono::Utc::now();
@@ -326,6 +332,15 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
     }
     eprintln!("error: {failure:#}");
     exit_code_of(&failure)
+}
+
+/// A directory removed when dropped, if it is still there.
+struct Staging(std::path::PathBuf);
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Why a run ended early, in one line for `run.json`: the failure's first line.

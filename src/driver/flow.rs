@@ -382,6 +382,7 @@ fn with_integrity(
         steps_s: BTreeMap::new(),
         series: Vec::new(),
         cost: Vec::new(),
+        profiles: Vec::new(),
         integrity,
         producer,
         consumer,

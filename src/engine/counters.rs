@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 use bollard::models::ContainerStatsResponse;
-use bollard::query_parameters::{DownloadFromContainerOptionsBuilder, StatsOptionsBuilder};
+use bollard::query_parameters::StatsOptionsBuilder;
 use futures_util::StreamExt;
 
 use super::Engine;
@@ -72,46 +72,6 @@ impl Engine {
             rx_bytes,
             tx_bytes,
         })
-    }
-}
-
-impl Engine {
-    /// The text of the file `path` in `container` as it is now, copied out through the Engine
-    /// API (no tool needed in the image); `None` when the container has no such file.
-    pub async fn read_file(&self, container: &str, path: &str) -> Result<Option<String>> {
-        let options = DownloadFromContainerOptionsBuilder::default()
-            .path(path)
-            .build();
-        let mut stream = self
-            .docker
-            .download_from_container(container, Some(options));
-        let mut tar = Vec::new();
-        while let Some(chunk) = stream.next().await {
-            match chunk {
-                Ok(bytes) => tar.extend_from_slice(&bytes),
-                Err(bollard::errors::Error::DockerResponseServerError {
-                    status_code: 404, ..
-                }) => return Ok(None),
-                Err(e) => {
-                    return Err(anyhow::Error::new(e)
-                        .context(format!("reading {path} in container {container}")))
-                }
-            }
-        }
-        let mut archive = tar::Archive::new(tar.as_slice());
-        let mut entries = archive
-            .entries()
-            .with_context(|| format!("{path} in container {container}: not a tar archive"))?;
-        let Some(entry) = entries.next() else {
-            return Ok(None);
-        };
-        let mut text = String::new();
-        std::io::Read::read_to_string(
-            &mut entry.with_context(|| format!("{path} in container {container}"))?,
-            &mut text,
-        )
-        .with_context(|| format!("{path} in container {container}: not text"))?;
-        Ok(Some(text))
     }
 }
 

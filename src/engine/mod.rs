@@ -8,6 +8,7 @@
 
 mod counters;
 mod deployment;
+mod files;
 mod images;
 mod interrupt;
 pub mod liveness;
@@ -81,6 +82,8 @@ pub struct EngineFacts {
     pub root_dir: String,
     pub cpus: usize,
     pub memory_bytes: u64,
+    /// The engine host's architecture, e.g. `x86_64`.
+    pub arch: String,
 }
 
 /// A connection to the Docker engine, tied to one run id.
@@ -168,6 +171,7 @@ impl Engine {
             root_dir: info.docker_root_dir.unwrap_or_default(),
             cpus: info.ncpu.unwrap_or(0).max(0) as usize,
             memory_bytes: info.mem_total.unwrap_or(0).max(0) as u64,
+            arch: info.architecture.unwrap_or_else(unknown),
         })
     }
 

@@ -78,6 +78,12 @@ pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
     if sizing.is_some() {
         sections.push(("sizing", "Sizing"));
     }
+    let profiled = results
+        .iter()
+        .any(|r| r.repetitions.iter().any(|m| !m.profiles.is_empty()));
+    if profiled {
+        sections.push(("profiles", "Profiles"));
+    }
     sections.extend([
         ("tables", "Tables"),
         ("warnings", "Warnings"),
@@ -116,6 +122,11 @@ pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
         for w in &sizing.warnings {
             let _ = writeln!(h, "<p class=\"warning\">{}</p>", escape(w));
         }
+    }
+
+    if profiled {
+        let _ = writeln!(h, "<h2 id=\"profiles\">Profiles</h2>");
+        h.push_str(&profiles_section(results));
     }
 
     let _ = writeln!(h, "<h2 id=\"tables\">Tables</h2>");
@@ -262,6 +273,52 @@ fn reference_section(results: &[ScenarioResult]) -> String {
             );
         }
         h.push_str("</tr>\n");
+    }
+    h.push_str("</tbody>\n</table>\n");
+    h
+}
+
+/// Links to each profile's flame graph (and, but for the first scenario profiled, its
+/// differential one against that scenario) and to the summary, all in `profiles/`.
+fn profiles_section(results: &[ScenarioResult]) -> String {
+    use crate::profile::{diff_file, flame_file};
+    let mut h = String::from(
+        "<p>Profiles of the measured phases (never the warm-up); the <a href=\"profiles/summary.txt\">summary</a> has each one's top frames and the shares of crypto, garbage collection and socket I/O.</p>\n<table id=\"table-profiles\">\n<thead><tr><th class=\"name\">Name</th><th>Service</th><th>Phase</th><th>Mode</th><th>Recordings</th><th>Flame graph</th><th>Against the first profiled</th></tr></thead>\n<tbody>\n",
+    );
+    let mut first: Option<String> = None;
+    for r in results {
+        let label = r.label();
+        let mut seen: Vec<(&str, &str)> = Vec::new();
+        for rec in r.repetitions.iter().flat_map(|m| &m.profiles) {
+            if seen.contains(&(rec.service.as_str(), rec.phase.as_str())) {
+                continue;
+            }
+            seen.push((&rec.service, &rec.phase));
+            let first = first.get_or_insert_with(|| label.clone());
+            let count = r
+                .repetitions
+                .iter()
+                .flat_map(|m| &m.profiles)
+                .filter(|x| x.service == rec.service && x.phase == rec.phase)
+                .count();
+            let flame = flame_file(&label, &rec.service, &rec.phase);
+            let diff = if *first == label {
+                String::new()
+            } else {
+                let d = diff_file(&label, &rec.service, &rec.phase);
+                format!("<a href=\"profiles/{}\">what it adds</a>", escape(&d))
+            };
+            let _ = writeln!(
+                h,
+                "<tr><td class=\"name\">{}</td><td class=\"text\">{}</td><td>{}</td><td>{} ({})</td><td>{count}</td><td><a href=\"profiles/{}\">flame graph</a></td><td>{diff}</td></tr>",
+                escape(&label),
+                escape(&rec.service),
+                escape(&rec.phase),
+                rec.mode.name(),
+                escape(&rec.event),
+                escape(&flame)
+            );
+        }
     }
     h.push_str("</tbody>\n</table>\n");
     h

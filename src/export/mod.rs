@@ -9,6 +9,7 @@ pub mod histograms;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod profiles;
 pub mod series;
 pub mod sizing;
 pub mod svg;
@@ -74,6 +75,22 @@ pub fn write_run(
             let path = tmp.join(&file);
             std::fs::write(&path, text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    // The profiles recorded during the run (PROFILE), kept aside until now, and what they show.
+    let staging = crate::results::profiles_staging(results_dir, &info.run_id);
+    if staging.is_dir() {
+        let dir = tmp.join("profiles");
+        std::fs::rename(&staging, &dir)
+            .with_context(|| format!("cannot move {} to {}", staging.display(), dir.display()))?;
+        let rendered = crate::profile::tools(std::env::consts::ARCH)
+            .and_then(|tools| profiles::render(&dir, results, &tools));
+        if let Err(e) = rendered {
+            // The recordings are kept: a flame graph can be made of them by hand.
+            crate::progress::println(&format!(
+                "warning: profiles: cannot make the flame graphs and the summary: {e:#}; the \
+                 recordings are kept in profiles/"
+            ));
         }
     }
 

@@ -1,6 +1,7 @@
 //! `series.svg`, for runs bounded by time (DURATION): per scenario, every second of the run as
 //! lines over time (records produced and consumed per second, the 99th latency percentiles, the
-//! consumer's lag, each container's memory), the warm-up shaded. Long runs are drawn in at most
+//! consumer's lag, each container's memory, each JVM's garbage-collection pauses), the warm-up
+//! shaded. Long runs are drawn in at most
 //! [`MAX_POINTS`] points a line, each the mean (rates) or the maximum (latency, lag, memory) of
 //! the seconds it stands for, so a spike is never averaged away.
 
@@ -112,6 +113,27 @@ fn panels(r: &ScenarioResult) -> Vec<Panel> {
         out.push((
             format!("{MEMORY} (MiB, one sample a second from the workload's start)"),
             memory,
+        ));
+    }
+    // Each JVM's garbage-collection pauses in each second of the measured phase (its GC log).
+    let gc: Vec<Line> = r
+        .measurement
+        .cost
+        .iter()
+        .flat_map(|p| &p.services)
+        .filter_map(|s| {
+            let g = s.gc.as_ref()?;
+            Some(Line {
+                name: s.service.clone(),
+                values: g.seconds_ms.clone(),
+                fold: Fold::Max,
+            })
+        })
+        .collect();
+    if !gc.is_empty() {
+        out.push((
+            "Garbage-collection pauses per second (ms, from each JVM's GC log)".to_string(),
+            gc,
         ));
     }
     out
@@ -258,6 +280,40 @@ mod tests {
         assert!(svg.contains("broker"), "memory lines are named by service");
         // Only one block: the other scenario has no series.
         assert_eq!(svg.matches(r#"class="block""#).count(), 1);
+    }
+
+    #[test]
+    fn each_jvm_s_pauses_per_second_have_their_line() {
+        let mut results = crate::report::tests::sample();
+        results[0].measurement.series = (1..=5).map(|t| second(t, 1000, t)).collect();
+        let gc = crate::gc::GcSummary {
+            young: 2,
+            pause_ms: 12.0,
+            max_pause_ms: 9.0,
+            seconds_ms: vec![0.0, 3.0, 0.0, 9.0],
+            ..Default::default()
+        };
+        results[0].measurement.cost = vec![crate::cost::PhaseCost {
+            phase: crate::cost::PRODUCE_AND_CONSUME.into(),
+            records: 5000,
+            record_bytes: 5_120_000,
+            seconds: 5.0,
+            services: vec![crate::cost::ServiceCost {
+                service: "kroxylicious".into(),
+                role: crate::cost::Role::Path,
+                cpu_s: 1.0,
+                rx_bytes: 0,
+                tx_bytes: 0,
+                gc: Some(gc),
+            }],
+        }];
+        let svg = render(&results);
+        crate::export::svg::check_well_formed(&svg).unwrap();
+        assert!(
+            svg.contains("Garbage-collection pauses per second"),
+            "{svg}"
+        );
+        assert!(svg.contains("kroxylicious: peak 9"), "{svg}");
     }
 
     #[test]

@@ -27,7 +27,8 @@ pub const BUSYBOX: &str = "/bin/busybox";
 
 /// The modules of the runtime when the recipe names none: what Kafka and Kroxylicious use
 /// (networking, management, security providers, JFR; `java.desktop` for the `java.beans`
-/// classes log4j loads).
+/// classes log4j loads), and `jcmd` (with the attach mechanism) that loads the profiler
+/// (`PROFILE`) into a running JVM.
 const DEFAULT_MODULES: &[&str] = &[
     "java.base",
     "java.desktop",
@@ -46,6 +47,7 @@ const DEFAULT_MODULES: &[&str] = &[
     "jdk.crypto.cryptoki",
     "jdk.crypto.ec",
     "jdk.httpserver",
+    "jdk.jcmd",
     "jdk.jfr",
     "jdk.management",
     "jdk.management.agent",

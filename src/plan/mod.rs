@@ -256,6 +256,7 @@ fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Pla
         all.extend(p.scenario.services.iter().cloned());
     }
     let services = project.service_closure(&all)?;
+    check_profiled(settings, &scenarios, &run_wide)?;
     let mut recipes = sources.recipes.clone();
     let mut images = images_of(&recipes, &project, &services, &variables);
     // The ceiling's iperf3 image is the runner's, whatever the suite (like the workload's).
@@ -281,6 +282,41 @@ fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Pla
         recipes,
         workload_cpuset: Some(settings.workload_cpuset.clone()).filter(|c| !c.is_empty()),
     })
+}
+
+/// Refuses `PROFILE_SERVICES` without `PROFILE`, naming the load generator (no service of a
+/// scenario, and with the native driver no JVM), or naming a service some selected scenario
+/// does not run.
+fn check_profiled(
+    settings: &Settings,
+    scenarios: &[PlannedScenario],
+    run_wide: &[String],
+) -> Result<()> {
+    if settings.profile_services.is_empty() {
+        return Ok(());
+    }
+    let names = settings.profile_services.join(",");
+    if settings.profile.is_none() {
+        anyhow::bail!("PROFILE_SERVICES={names:?} is set but PROFILE is off: set PROFILE too");
+    }
+    for service in &settings.profile_services {
+        if service == "workload" {
+            anyhow::bail!(
+                "PROFILE_SERVICES={names:?}: the load generator (DRIVER={}) is not a service of                  the scenarios and cannot be profiled; name the JVM services to profile",
+                settings.driver
+            );
+        }
+        for p in scenarios {
+            if !p.closure.contains(service) && !run_wide.contains(service) {
+                anyhow::bail!(
+                    "PROFILE_SERVICES={names:?}: scenario {} runs no service {service:?} (its                      services: {})",
+                    p.scenario.name,
+                    p.closure.iter().chain(run_wide).cloned().collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A selected scenario with its topic and its steps' variables substituted.

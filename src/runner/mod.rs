@@ -29,6 +29,7 @@ use crate::sweep;
 mod combine;
 mod guard;
 mod prepare;
+mod profiler;
 mod site;
 
 use combine::*;
@@ -322,8 +323,7 @@ async fn run_scenario(
     let outcome = measure_scenario(
         &*site,
         watcher,
-        &plan.run_wide,
-        settings,
+        cell,
         planned,
         session.as_ref(),
         &mut phases,
@@ -543,12 +543,12 @@ async fn ready_and_warm(
 async fn measure_scenario(
     site: &impl Site,
     watcher: &dyn Watcher,
-    run_wide: &[String],
-    settings: &Settings,
+    cell: &Cell,
     planned: &PlannedScenario,
     session: &dyn Session,
     phases: &mut PhaseTimes,
 ) -> Result<(Measurement, Vec<ServiceResources>)> {
+    let (settings, run_wide) = (&cell.settings, &cell.plan.run_wide);
     let sc = &planned.scenario;
     let warm = if sc.own_broker {
         settings.warm_up_post_broker_start
@@ -570,6 +570,22 @@ async fn measure_scenario(
     guarded(watcher, "the setup steps", &workload, setup).await?;
     phases.setup_s = t.elapsed().as_secs_f64();
 
+    // Loaded before the warm-up, recording only in the measured phases.
+    let label = crate::model::row_label(&sc.name, &cell.combination);
+    let profiler = match settings.profile {
+        None => None,
+        Some(mode) => {
+            let explicit = !settings.profile_services.is_empty();
+            let services = if explicit {
+                &settings.profile_services
+            } else {
+                &sc.services
+            };
+            let attach = site.profiler(mode, services, explicit, &label);
+            guarded(watcher, "loading the profiler", &workload, attach).await?
+        }
+    };
+
     let t = Instant::now();
     let sampler = site.sample(run_wide, sc.own_broker, &session.measured_containers());
     let mut spec = MeasureSpec::new(&sc.bootstrap, &planned.topic, settings.num_records);
@@ -589,6 +605,7 @@ async fn measure_scenario(
     spec.consumers = settings.consumers;
     let marks = PhaseMarks {
         sampling: sampler.as_ref(),
+        profiling: profiler.as_deref(),
         record_size: settings.record_size,
         started: RefCell::new(None),
         phases: RefCell::new(Vec::new()),
@@ -602,6 +619,9 @@ async fn measure_scenario(
     let used = sampler.finish(settings.duration.is_some()).await;
     phases.workload_s = t.elapsed().as_secs_f64();
     let mut measurement = measured?;
+    if let Some(p) = profiler {
+        measurement.profiles = p.finish().context("profiling the measured phases")?;
+    }
     measurement.cost = costs;
     measurement.steps_s.extend(before);
     Ok((measurement, used))

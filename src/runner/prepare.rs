@@ -18,6 +18,9 @@ pub(super) struct Prepared {
     pub(super) image_sources: BTreeMap<String, String>,
     /// What produces and consumes, chosen once for the run.
     pub(super) driver: Box<dyn Driver>,
+    /// With PROFILE: the profiler's tools, and where the recordings are kept until the results
+    /// directory is written.
+    pub(super) profiling: Option<(crate::profile::Tools, std::path::PathBuf)>,
 }
 
 /// The engine's CPUs as it reports them, else this machine's.
@@ -102,12 +105,27 @@ pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> 
         }
     }
 
+    let settings = &run.cells[0].settings;
+    let profiling = match settings.profile {
+        None => None,
+        Some(_) => {
+            crate::progress::phase("resolving the profiler (async-profiler, jfr-converter)");
+            let arch = engine.facts().await?.arch;
+            let tools = tokio::task::spawn_blocking(move || crate::profile::tools(&arch))
+                .await
+                .context("resolving the profiler")??;
+            let staging = crate::results::profiles_staging(&settings.results_dir, &plan.run_id);
+            Some((tools, staging))
+        }
+    };
+
     crate::progress::phase("packaging the workload");
     let workload_image = images::workload::ensure(engine).await?;
     Ok(Prepared {
         workload_image,
         image_sources,
         driver,
+        profiling,
     })
 }
 

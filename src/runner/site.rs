@@ -12,6 +12,7 @@ use futures_util::future::LocalBoxFuture;
 
 use super::guard::*;
 use super::prepare::*;
+use super::profiler::{EngineProfiler, Profiling};
 use crate::compose::Project;
 use crate::cost;
 use crate::driver::{self, flow, Place, Session, VerifySpec};
@@ -79,6 +80,18 @@ pub(super) trait Site {
         spec: &'a VerifySpec,
         tls: bool,
     ) -> LocalBoxFuture<'a, Result<PathCheck>>;
+    /// With `PROFILE` (`mode`): the profiler loaded into `services` (those that are JVMs,
+    /// unless `explicit`ly named), ready for the measured phases of `scenario`; `None` when
+    /// there is nothing to profile.
+    fn profiler<'a>(
+        &'a self,
+        _mode: crate::profile::Mode,
+        _services: &'a [String],
+        _explicit: bool,
+        _scenario: &'a str,
+    ) -> LocalBoxFuture<'a, Result<Option<Box<dyn Profiling + 'a>>>> {
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// Resource sampling under way.
@@ -148,8 +161,13 @@ impl Sampling for EngineSampling {
 /// message).
 pub(super) struct PhaseMarks<'a> {
     pub(super) sampling: &'a dyn Sampling,
+    /// Started before a phase's counters are read and stopped after, so the profiler's own
+    /// control (a JVM of its own in the container) is outside the phase's cost.
+    pub(super) profiling: Option<&'a dyn Profiling>,
     pub(super) record_size: u64,
-    pub(super) started: RefCell<Option<(Instant, cost::Readings)>>,
+    /// The phase's start (as a moment, and in Unix seconds for the GC log's wall times) and
+    /// the counters read then.
+    pub(super) started: RefCell<Option<(Instant, f64, cost::Readings)>>,
     pub(super) phases: RefCell<Vec<cost::PhaseCost>>,
     /// Where the measurement is, for a fault's message: the warm-up, then each measured phase.
     pub(super) stage: RefCell<String>,
@@ -167,8 +185,14 @@ impl flow::Marks for PhaseMarks<'_> {
             phase.name().replace('_', " ")
         );
         Box::pin(async move {
+            if let Some(p) = self.profiling {
+                p.start(phase.name()).await;
+            }
             let counters = self.sampling.counters().await;
-            *self.started.borrow_mut() = Some((Instant::now(), counters));
+            let unix = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            *self.started.borrow_mut() = Some((Instant::now(), unix, counters));
         })
     }
 
@@ -179,7 +203,10 @@ impl flow::Marks for PhaseMarks<'_> {
         );
         Box::pin(async move {
             let end = self.sampling.counters().await;
-            let Some((at, start)) = self.started.borrow_mut().take() else {
+            if let Some(p) = self.profiling {
+                p.stop(phase.name()).await;
+            }
+            let Some((at, unix, start)) = self.started.borrow_mut().take() else {
                 return;
             };
             if start.is_empty() {
@@ -190,7 +217,7 @@ impl flow::Marks for PhaseMarks<'_> {
                 phase.name(),
                 records,
                 self.record_size,
-                seconds,
+                (unix, seconds),
                 &start,
                 &end,
             ));
@@ -307,6 +334,35 @@ impl Site for EngineSite<'_> {
     ) -> LocalBoxFuture<'a, Result<PathCheck>> {
         let place = self.place(&BTreeMap::new(), tls);
         Box::pin(async move { driver::path_check(&place, spec).await })
+    }
+
+    fn profiler<'a>(
+        &'a self,
+        mode: crate::profile::Mode,
+        services: &'a [String],
+        explicit: bool,
+        scenario: &'a str,
+    ) -> LocalBoxFuture<'a, Result<Option<Box<dyn Profiling + 'a>>>> {
+        Box::pin(async move {
+            let Some((tools, staging)) = &self.prepared.profiling else {
+                return Ok(None);
+            };
+            let candidates: Vec<(String, String)> = services
+                .iter()
+                .filter_map(|s| Some((s.clone(), self.deployment.container_id(s)?.to_string())))
+                .collect();
+            let profiler = EngineProfiler::attach(
+                self.engine,
+                mode,
+                tools,
+                candidates,
+                explicit,
+                staging,
+                scenario,
+            )
+            .await?;
+            Ok(profiler.map(|p| Box::new(p) as Box<dyn Profiling + 'a>))
+        })
     }
 }
 

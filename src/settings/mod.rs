@@ -160,6 +160,13 @@ pub struct Settings {
     /// (`crate::ceiling`); results written before it existed did not.
     #[serde(default)]
     pub network_ceiling: bool,
+    /// What the JVM services are profiled for over the measured phases (`crate::profile`);
+    /// none by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::Mode>,
+    /// The services profiled; empty: each scenario's own JVM services (its proxy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile_services: Vec<String>,
     /// Settings measured at several values (see `crate::matrix`); the fields above hold each
     /// one's first value. Empty: every setting has one value.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -228,6 +235,8 @@ impl Settings {
             scenarios: PathBuf::new(),
             results_dir: PathBuf::new(),
             network_ceiling: false,
+            profile: None,
+            profile_services: Vec::new(),
             matrix: Vec::new(),
         }
     }

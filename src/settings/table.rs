@@ -562,6 +562,46 @@ pub static SETTINGS: &[Setting] = &[
         get: |s| u8::from(s.network_ceiling).to_string(),
     },
     Setting {
+        var: "PROFILE",
+        help: "Profile the scenarios' JVM services over each measured phase with async-profiler \
+               (never the warm-up): off, cpu (timer-based CPU time), alloc, lock or wall; \
+               flame graphs and a summary are kept with the results",
+        default: "off",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: true,
+        field: "profile",
+        put: |s, var, v| {
+            s.profile = crate::profile::Mode::parse(var, v)?;
+            Ok(())
+        },
+        get: |s| s.profile.map_or("off", |m| m.name()).to_string(),
+    },
+    Setting {
+        var: "PROFILE_SERVICES",
+        help: "With PROFILE: the services to profile, comma-separated (each must be a JVM every \
+               selected scenario runs, e.g. broker1); empty: each scenario's own JVM services",
+        default: "",
+        default_help: Some("each scenario's own JVM services (its proxy)"),
+        lists: Lists::Text,
+        measured: true,
+        field: "profile_services",
+        put: |s, var, v| {
+            let names: Vec<String> = v
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(String::from)
+                .collect();
+            if let Some(bad) = names.iter().find(|n| n.contains(char::is_whitespace)) {
+                bail!("{var}={v:?}: {bad:?} is not a service name");
+            }
+            s.profile_services = names;
+            Ok(())
+        },
+        get: |s| s.profile_services.join(","),
+    },
+    Setting {
         var: "RESULTS_DIR",
         help: "Directory each run's results directory is created in",
         default: "results",
@@ -587,6 +627,8 @@ pub(crate) fn another_value(setting: &Setting) -> &'static str {
         "SERVICES_CPUSET" | "WORKLOAD_CPUSET" => "0",
         "TEST" | "COMMIT_ID" | "SCENARIOS" | "RESULTS_DIR" => "elsewhere",
         "NETWORK_CEILING" => "0",
+        "PROFILE" => "cpu",
+        "PROFILE_SERVICES" => "broker1",
         _ if setting.var.ends_with("IMAGE") => "x:y",
         _ => "7",
     }
@@ -602,6 +644,8 @@ mod tests {
         // Optional fields and the matrix are serialised only when set.
         s.p99_limit_ms = Some(1);
         s.duration = Some(1);
+        s.profile = Some(crate::profile::Mode::Cpu);
+        s.profile_services = vec!["broker1".into()];
         s.matrix = vec![super::super::Axis {
             var: "TOPICS".into(),
             values: vec!["1".into(), "2".into()],

@@ -379,10 +379,9 @@ async fn a_second_scenario_that_fails_keeps_the_first_ones_results_marked_incomp
         in_02.get() && l.starts_with("    ")
     });
     let run_id = started.run_id();
-    wait_for("the proxy to be healthy", Duration::from_secs(60), || {
-        running_container(&run_id, "kroxylicious-no-filters").is_some_and(|id| {
-            docker_cli(&["inspect", "-f", "{{.State.Health.Status}}", &id]).trim() == "healthy"
-        })
+    // 01 is done once 02 prints its first workload line: the measured produce now is 02's.
+    wait_for("02's measured produce", Duration::from_secs(60), || {
+        workload_runs(&run_id, "produce", "--num-records 3000")
     });
     kill(&run_id, "kroxylicious-no-filters");
     let (status, stderr, took) = started.ends();
