@@ -301,10 +301,10 @@ fn stacks(collapsed: &str) -> Vec<(&str, u64)> {
 }
 
 /// Kinds of work a stack may be doing, by the frames it holds (a stack counts once per kind).
-const KINDS: [(&str, &str); 3] = [
+const KINDS: [(&str, &str); 4] = [
     (
         "crypto",
-        r"javax/crypto/|com/sun/crypto/provider/|sun/security/(provider|ssl)/|(?i)aescrypt|ghash|counterMode",
+        r"javax/crypto/|com/sun/crypto/provider/|sun/security/(provider|ssl)/|(?i:aescrypt|ghash|countermode)",
     ),
     (
         "garbage collection",
@@ -313,6 +313,11 @@ const KINDS: [(&str, &str); 3] = [
     (
         "socket reads and writes",
         r"sun/nio/ch/(SocketDispatcher|IOUtil|SocketChannelImpl)\.(read|write)|io/netty/channel/(unix/(FileDescriptor|Socket)|epoll/Native)\.(read|write|send|recv)|(^|;)(__)?(libc_)?(write|writev|read|readv|send|recv|sendmsg|recvmsg)(;|$)",
+    ),
+    // The JVM's compiler threads: still compiling the path's hot code in the measured phase.
+    (
+        "JIT compilation",
+        r"CompileBroker::|C2Compiler::|Compilation::compile",
     ),
 ];
 
@@ -422,6 +427,7 @@ java/lang/Thread.run;io/kroxylicious/Filter.onRequest 20
 java/lang/Thread.run;io/kroxylicious/Encrypt.apply;com/sun/crypto/provider/GHASH.processBlocks 40
 thread_native_entry;Thread::call_run;WorkerThread::run;G1EvacuateRegionsTask::work 10
 ";
+    const JIT: &str = "thread_native_entry;JavaThread::thread_main_inner;CompileBroker::compiler_thread_loop;C2Compiler::compile_method;PhaseChaitin::Split 5\n";
 
     #[test]
     fn a_summary_has_the_self_time_and_the_shares_of_each_kind() {
@@ -435,6 +441,15 @@ thread_native_entry;Thread::call_run;WorkerThread::run;G1EvacuateRegionsTask::wo
         assert_eq!(share("crypto"), 0.4);
         assert_eq!(share("garbage collection"), 0.1);
         assert_eq!(share("socket reads and writes"), 0.3);
+        assert_eq!(share("JIT compilation"), 0.0);
+        let with_jit = summarize(&format!("{NEW}{JIT}"));
+        let jit = with_jit
+            .shares
+            .iter()
+            .find(|(n, _)| *n == "JIT compilation")
+            .unwrap()
+            .1;
+        assert!((jit - 5.0 / 105.0).abs() < 1e-12);
         assert_eq!(summarize("").samples, 0);
     }
 

@@ -283,7 +283,7 @@ fn reference_section(results: &[ScenarioResult]) -> String {
 fn profiles_section(results: &[ScenarioResult]) -> String {
     use crate::profile::{diff_file, flame_file};
     let mut h = String::from(
-        "<p>Profiles of the measured phases (never the warm-up); the <a href=\"profiles/summary.txt\">summary</a> has each one's top frames and the shares of crypto, garbage collection and socket I/O.</p>\n<table id=\"table-profiles\">\n<thead><tr><th class=\"name\">Name</th><th>Service</th><th>Phase</th><th>Mode</th><th>Recordings</th><th>Flame graph</th><th>Against the first profiled</th></tr></thead>\n<tbody>\n",
+        "<p>Profiles of the measured phases (never the warm-up); the <a href=\"profiles/summary.txt\">summary</a> has each one's top frames and the shares of crypto, garbage collection, JIT compilation and socket I/O.</p>\n<table id=\"table-profiles\">\n<thead><tr><th class=\"name\">Name</th><th>Service</th><th>Phase</th><th>Mode</th><th>Recordings</th><th>Flame graph</th><th>Against the first profiled</th></tr></thead>\n<tbody>\n",
     );
     let mut first: Option<String> = None;
     for r in results {

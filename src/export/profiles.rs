@@ -2,7 +2,7 @@
 //! scenario, service and phase over its repetitions, a differential flame graph of each against
 //! the first scenario profiled (what a path adds to the one before it, e.g. 04's encryption over
 //! 02's plain proxy), and `summary.txt`: the top frames by self time and the shares of crypto,
-//! garbage collection and socket reads and writes.
+//! garbage collection, JIT compilation and socket reads and writes.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
