@@ -100,8 +100,7 @@ pub const PLAIN_EVERY: Duration = Duration::from_secs(10);
 /// Progress of one step that moves a known number of records (produce, consume).
 pub struct Records {
     state: Arc<Mutex<Count>>,
-    stop: Arc<AtomicBool>,
-    ticker: Option<std::thread::JoinHandle<()>>,
+    _ticker: Ticker,
 }
 
 struct Count {
@@ -171,24 +170,45 @@ pub fn records(what: &str, total: u64) -> Records {
         rate: None,
         printed: now,
     }));
-    let stop = Arc::new(AtomicBool::new(false));
-    let ticker = {
-        let (state, stop) = (state.clone(), stop.clone());
-        std::thread::Builder::new()
-            .name("progress".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(250));
-                    let mut c = state.lock().unwrap_or_else(|e| e.into_inner());
-                    show_count(&mut c, false);
-                }
-            })
-            .ok()
-    };
+    let ticker = Ticker::start(state.clone(), |c| show_count(c, false));
     Records {
         state,
-        stop,
-        ticker,
+        _ticker: ticker,
+    }
+}
+
+/// A thread that shows a step's state four times a second (a terminal's spinner, or a plain
+/// line when due) until dropped.
+struct Ticker {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start<T: Send + 'static>(state: Arc<Mutex<T>>, show: fn(&mut T)) -> Ticker {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("progress".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(250));
+                        show(&mut state.lock().unwrap_or_else(|e| e.into_inner()));
+                    }
+                })
+                .ok()
+        };
+        Ticker { stop, thread }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -243,23 +263,13 @@ impl Records {
     }
 }
 
-impl Drop for Records {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.ticker.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// A step with no count of its own (a tool resolving artifacts, an image being sent to the
 /// engine, a count at the broker): shown with its elapsed time and what it last said, as the
 /// spinner's message on a terminal, as a plain line at least every [`PLAIN_EVERY`] off one, so
 /// a long step is never silent. It ends when dropped.
 pub struct Task {
     state: Arc<Mutex<(String, String, Instant, Instant)>>,
-    stop: Arc<AtomicBool>,
-    ticker: Option<std::thread::JoinHandle<()>>,
+    _ticker: Ticker,
 }
 
 /// Starts showing `what`, said at once.
@@ -267,24 +277,10 @@ pub fn task(what: &str) -> Task {
     detail(what);
     let now = Instant::now();
     let state = Arc::new(Mutex::new((what.to_string(), String::new(), now, now)));
-    let stop = Arc::new(AtomicBool::new(false));
-    let ticker = {
-        let (state, stop) = (state.clone(), stop.clone());
-        std::thread::Builder::new()
-            .name("progress".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(250));
-                    let mut t = state.lock().unwrap_or_else(|e| e.into_inner());
-                    show_task(&mut t);
-                }
-            })
-            .ok()
-    };
+    let ticker = Ticker::start(state.clone(), show_task);
     Task {
         state,
-        stop,
-        ticker,
+        _ticker: ticker,
     }
 }
 
@@ -321,15 +317,6 @@ impl Task {
     /// The current line, as shown.
     pub fn line(&self) -> String {
         task_line(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-impl Drop for Task {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.ticker.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -61,6 +61,8 @@ pub enum Phase {
     Consume,
     /// The end-to-end mode's producer and consumer, running at once.
     ProduceAndConsume,
+    /// The backlog mode's group catching up while a live producer sends.
+    CatchUp,
 }
 
 impl Phase {
@@ -69,6 +71,7 @@ impl Phase {
             Phase::Produce => "produce",
             Phase::Consume => "consume",
             Phase::ProduceAndConsume => crate::cost::PRODUCE_AND_CONSUME,
+            Phase::CatchUp => "catch_up",
         }
     }
 }
@@ -150,7 +153,7 @@ async fn on_topic(
         (Mode::EndToEnd, None) => {
             return end_to_end(session, spec, marks, &group, before, steps).await
         }
-        (Mode::Backlog, _) => return backlog(session, spec, &group, before, steps).await,
+        (Mode::Backlog, _) => return backlog(session, spec, marks, &group, before, steps).await,
         (Mode::ProduceThenConsume, _) => {}
     }
     let counted = crate::progress::records("produce", spec.num_records);
@@ -286,23 +289,29 @@ async fn timed(
 /// The backlog mode: with the group stopped since the warm-up, `num_records` records are
 /// produced at full speed; then the group resumes while a live producer sends at
 /// `spec.throughput`, until its lag is down (or the limit passed). What the live producer sent
-/// beyond that is read after, so that every acknowledged record is counted as consumed.
+/// beyond that is read after, so that every acknowledged record is counted as consumed. The
+/// backlog's produce and the catch-up are the measured phases (the catch-up's records: those the
+/// group read and those the live producer sent in it).
 async fn backlog(
     session: &dyn Session,
     spec: &MeasureSpec,
+    marks: &dyn Marks,
     group: &str,
     before: u64,
     steps: &mut Steps,
 ) -> Result<Measurement> {
     let counted = crate::progress::records("produce the backlog", spec.num_records);
+    marks.start(Phase::Produce).await;
     let producer = session
         .produce(spec, spec.num_records, -1, &|e| count(&counted, e))
         .await
         .context("produce the backlog")?;
+    marks.end(Phase::Produce, producer.sent).await;
     drop(counted);
     show(&summary_line(&producer));
     steps.done("produce");
     let counted = crate::progress::records("catch up", producer.sent);
+    marks.start(Phase::CatchUp).await;
     let caught = session
         .catch_up(spec, producer.sent, group, &|e| match e {
             // The live producer's windows are not the group's records.
@@ -312,6 +321,12 @@ async fn backlog(
         })
         .await
         .context("catch-up")?;
+    marks
+        .end(
+            Phase::CatchUp,
+            caught.consumer.consumed_recs + caught.live.sent,
+        )
+        .await;
     drop(counted);
     let Some(catch_up) = &caught.consumer.catch_up else {
         anyhow::bail!("the catch-up reported no catch-up figures");

@@ -45,16 +45,7 @@ impl GoRecipe {
                 self.version
             );
         }
-        for (target, f) in &mut self.files {
-            if !target.starts_with('/') {
-                bail!("files: image path {target:?} is not absolute");
-            }
-            *f = dir.join(&*f);
-            if !f.is_file() {
-                bail!("files.{target}: {} does not exist", f.display());
-            }
-        }
-        Ok(())
+        super::scratch::resolve_files(&mut self.files, dir)
     }
 
     /// The program's name: the module path's last element (what `go install` names it).

@@ -127,16 +127,7 @@ impl MavenRecipe {
                 bail!("source {} does not exist", s.display());
             }
         }
-        for (target, f) in &mut self.files {
-            if !target.starts_with('/') {
-                bail!("files: image path {target:?} is not absolute");
-            }
-            *f = dir.join(&*f);
-            if !f.is_file() {
-                bail!("files.{target}: {} does not exist", f.display());
-            }
-        }
-        Ok(())
+        super::scratch::resolve_files(&mut self.files, dir)
     }
 
     /// The first artifact stands for the image; the rest are counted.

@@ -318,6 +318,16 @@ impl ImageRecipe {
         }
     }
 
+    /// The fingerprint of a Maven or Go recipe, known before building from what it is made of;
+    /// `None` for a recipe whose fingerprint is its built binary's.
+    fn fingerprint_before_building(&self) -> Option<Result<String>> {
+        match &self.recipe {
+            Recipe::Maven(m) => Some(m.fingerprint()),
+            Recipe::Go(g) => Some(g.fingerprint()),
+            Recipe::Crate(_) | Recipe::Debian(_) => None,
+        }
+    }
+
     /// Fingerprint of the recipe and the binary it packages (size and modification time).
     fn fingerprint(&self, bin: &Path) -> Result<String> {
         let meta = std::fs::metadata(bin).with_context(|| format!("reading {}", bin.display()))?;
@@ -361,16 +371,9 @@ pub async fn up_to_date(engine: &Engine, recipe: &ImageRecipe) -> Result<bool> {
     let Some(label) = labels.get(FINGERPRINT_LABEL) else {
         return Ok(true);
     };
-    let current = match &recipe.recipe {
-        Recipe::Maven(m) => Some(
-            m.fingerprint()
-                .with_context(|| format!("image recipe {}", recipe.describe()))?,
-        ),
-        Recipe::Go(g) => Some(
-            g.fingerprint()
-                .with_context(|| format!("image recipe {}", recipe.describe()))?,
-        ),
-        _ => recipe
+    let current = match recipe.fingerprint_before_building() {
+        Some(f) => Some(f.with_context(|| format!("image recipe {}", recipe.describe()))?),
+        None => recipe
             .built_binary()
             .map(|b| recipe.fingerprint(&b))
             .transpose()?,
@@ -383,10 +386,8 @@ pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Resul
     if !force && up_to_date(engine, recipe).await? {
         return Ok(Outcome::UpToDate);
     }
-    match &recipe.recipe {
-        Recipe::Maven(m) => return ensure_maven(engine, recipe, m).await,
-        Recipe::Go(g) => return ensure_go(engine, recipe, g).await,
-        Recipe::Crate(_) | Recipe::Debian(_) => {}
+    if matches!(recipe.recipe, Recipe::Maven(_) | Recipe::Go(_)) {
+        return ensure_assembled(engine, recipe).await;
     }
     let image = recipe.image.clone();
     let desc = recipe.describe();
@@ -418,52 +419,39 @@ pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Resul
     Ok(Outcome::Built)
 }
 
-/// Builds a Maven recipe's image.
-async fn ensure_maven(engine: &Engine, recipe: &ImageRecipe, m: &MavenRecipe) -> Result<Outcome> {
+/// Builds a Maven or Go recipe's image: its content assembled in its work directory (off the
+/// async runtime: resolving, compiling and linking take minutes), then packaged.
+async fn ensure_assembled(engine: &Engine, recipe: &ImageRecipe) -> Result<Outcome> {
     let desc = recipe.describe();
-    let fingerprint = m
-        .fingerprint()
+    let fingerprint = recipe
+        .fingerprint_before_building()
+        .expect("an assembled recipe's fingerprint is known before building")
         .with_context(|| format!("image recipe {desc}"))?;
     crate::progress::phase(&format!("building image {desc}"));
     let work = recipe.work_dir();
-    let mr = m.clone();
-    let (files, jdk) = tokio::task::spawn_blocking(move || maven::assemble(&mr, &work))
+    let r = recipe.recipe.clone();
+    let assembled = tokio::task::spawn_blocking(move || match &r {
+        Recipe::Maven(m) => {
+            let (files, jdk) = maven::assemble(m, &work)?;
+            let labels = BTreeMap::from([
+                (ARTIFACTS_LABEL.to_string(), m.artifacts.join(" ")),
+                (
+                    JDK_LABEL.to_string(),
+                    format!("{} ({})", jdk.version, jdk.home.display()),
+                ),
+            ]);
+            Ok((files, labels, m.entrypoint.clone()))
+        }
+        Recipe::Go(g) => Ok((g.assemble(&work)?, BTreeMap::new(), g.entrypoint())),
+        Recipe::Crate(_) | Recipe::Debian(_) => bail!("not an assembled recipe"),
+    });
+    let (files, mut labels, entrypoint) = assembled
         .await
         .context("image build task")?
         .with_context(|| format!("image recipe {desc}; {}", recipe.by_hand()))?;
-    let labels = BTreeMap::from([
-        (FINGERPRINT_LABEL.to_string(), fingerprint),
-        (RECIPE_LABEL.to_string(), desc.clone()),
-        (ARTIFACTS_LABEL.to_string(), m.artifacts.join(" ")),
-        (
-            JDK_LABEL.to_string(),
-            format!("{} ({})", jdk.version, jdk.home.display()),
-        ),
-    ]);
-    scratch::build_image(engine, &recipe.image, &files, m.entrypoint.clone(), labels)
-        .await
-        .with_context(|| format!("image recipe {desc}: packaging failed"))?;
-    Ok(Outcome::Built)
-}
-
-/// Builds a Go recipe's image.
-async fn ensure_go(engine: &Engine, recipe: &ImageRecipe, g: &GoRecipe) -> Result<Outcome> {
-    let desc = recipe.describe();
-    let fingerprint = g
-        .fingerprint()
-        .with_context(|| format!("image recipe {desc}"))?;
-    crate::progress::phase(&format!("building image {desc}"));
-    let work = recipe.work_dir();
-    let gr = g.clone();
-    let files = tokio::task::spawn_blocking(move || gr.assemble(&work))
-        .await
-        .context("image build task")?
-        .with_context(|| format!("image recipe {desc}; {}", recipe.by_hand()))?;
-    let labels = BTreeMap::from([
-        (FINGERPRINT_LABEL.to_string(), fingerprint),
-        (RECIPE_LABEL.to_string(), desc.clone()),
-    ]);
-    scratch::build_image(engine, &recipe.image, &files, g.entrypoint(), labels)
+    labels.insert(FINGERPRINT_LABEL.to_string(), fingerprint);
+    labels.insert(RECIPE_LABEL.to_string(), desc.clone());
+    scratch::build_image(engine, &recipe.image, &files, entrypoint, labels)
         .await
         .with_context(|| format!("image recipe {desc}: packaging failed"))?;
     Ok(Outcome::Built)

@@ -35,6 +35,21 @@ impl ScratchFile {
     }
 }
 
+/// Makes a recipe's `files` (image path -> file) relative to `dir` (the file that holds the
+/// recipe), refusing an image path that is not absolute and a file that does not exist.
+pub fn resolve_files(files: &mut BTreeMap<String, PathBuf>, dir: &Path) -> Result<()> {
+    for (target, f) in files {
+        if !target.starts_with('/') {
+            bail!("files: image path {target:?} is not absolute");
+        }
+        *f = dir.join(&*f);
+        if !f.is_file() {
+            bail!("files.{target}: {} does not exist", f.display());
+        }
+    }
+    Ok(())
+}
+
 /// The shared libraries `binary` needs at run time, including the dynamic loader, each at the
 /// path the loader looks for it (the soname path), read from its resolved target.
 /// Empty for a statically linked binary.

@@ -58,6 +58,24 @@ async fn a_group_catches_up_through_the_proxy_and_every_record_is_counted() {
         .collect();
     assert_eq!(per_client.len(), 2, "{per_client:?}");
     assert!(per_client.iter().sum::<u64>() >= 30_000, "{per_client:?}");
+    // Costed over its two phases: the backlog's produce, then the catch-up, whose records are
+    // those the group read and those the live producer sent in it; the proxy worked in both.
+    let cost = m["cost"]
+        .as_array()
+        .unwrap_or_else(|| panic!("cost in {m}"));
+    let phases: Vec<&str> = cost.iter().map(|p| p["phase"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["produce", "catch_up"], "{m}");
+    assert_eq!(cost[0]["records"], 30_000, "{m}");
+    assert!(cost[1]["records"].as_u64().unwrap() > 30_000, "{m}");
+    for phase in cost {
+        let proxy = phase["services"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["service"] == "kroxylicious-no-filters")
+            .unwrap_or_else(|| panic!("no proxy in {phase}"));
+        assert!(proxy["cpu_s"].as_f64().unwrap() > 0.0, "{phase}");
+    }
 
     let tables = std::fs::read_to_string(run.join("tables.txt")).unwrap();
     assert!(tables.contains("Backlog Catch-Up"), "{tables}");

@@ -6,7 +6,7 @@
 //! real broker).
 
 use crate::common;
-use common::{engine_lock, leftovers, repo};
+use common::{engine_lock, leftovers, repo, run_id};
 use perf_tests::workload::args::Endpoint;
 
 use crate::support;
@@ -340,7 +340,27 @@ fn check_planned_scenarios(plan: &str, suite: &str, cases: &[Case]) {
             IMAGES[3].1
         )),
         "{services}"
-    );
+    ); // Every service, in the order the scenarios first need them; each proxy waits for its KMS
+       // service (when it has one) to be healthy.
+    let mut expected = vec!["broker1"];
+    for service in cases.iter().flat_map(|c| c.services) {
+        if !expected.contains(service) {
+            expected.push(service);
+        }
+    }
+    assert_eq!(listed_services(services), expected, "{services}");
+    for case in cases {
+        for kms in case.services.iter().filter(|s| Some(**s) != case.proxy()) {
+            let entry = service_entry(services, case.proxy().unwrap());
+            let healthy = format!("{kms} (ServiceHealthy)");
+            assert!(
+                entry
+                    .iter()
+                    .any(|l| l.starts_with("    depends on: ") && l.contains(&healthy)),
+                "{entry:?}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -362,25 +382,7 @@ fn dry_run_plans_all_five_scenarios_with_images_from_the_settings() {
         };
         assert_eq!(setup_lines(&plan, case.name), expected, "{}", case.name);
     }
-    let services = services_section(&plan);
-    assert_eq!(image_of(services, "kms"), IMAGES[4].1);
-    // In the order the scenarios first need them.
-    let mut expected = vec!["broker1"];
-    for service in SCENARIOS.iter().flat_map(|c| c.services) {
-        if !expected.contains(service) {
-            expected.push(service);
-        }
-    }
-    assert_eq!(listed_services(services), expected, "{services}");
-    for case in SCENARIOS.iter().filter(|c| c.services.contains(&"kms")) {
-        let entry = service_entry(services, case.proxy().unwrap());
-        assert!(
-            entry
-                .iter()
-                .any(|l| l.starts_with("    depends on: ") && l.contains("kms (ServiceHealthy)")),
-            "{entry:?}"
-        );
-    }
+    assert_eq!(image_of(services_section(&plan), "kms"), IMAGES[4].1);
     // Nothing but the settings mentions Vault.
     let after_settings = &plan[plan.find("\nRun-wide:").unwrap()..];
     assert!(!after_settings.contains("vault"), "{plan}");
@@ -398,10 +400,6 @@ fn dry_run_of_the_inmemory_kms_suite_plans_no_kms_and_no_setup() {
     for case in &INMEMORY_SCENARIOS {
         assert_eq!(setup_lines(&plan, case.name), Vec::<&str>::new());
     }
-    let services = services_section(&plan);
-    let mut expected = vec!["broker1"];
-    expected.extend(INMEMORY_SCENARIOS.iter().filter_map(Case::proxy));
-    assert_eq!(listed_services(services), expected, "{services}");
 }
 
 #[test]
@@ -426,20 +424,7 @@ fn dry_run_of_the_vault_suite_plans_vault_and_the_key_of_04() {
         setup_lines(&plan, "05-envelope-encryption-filter-no-encrypt"),
         [enable]
     );
-    let services = services_section(&plan);
-    assert_eq!(image_of(services, "vault"), IMAGES[2].1);
-    let mut expected = vec!["broker1", "vault"];
-    expected.extend(VAULT_SCENARIOS.iter().filter_map(Case::proxy));
-    assert_eq!(listed_services(services), expected, "{services}");
-    for case in &VAULT_SCENARIOS {
-        let entry = service_entry(services, case.proxy().unwrap());
-        assert!(
-            entry
-                .iter()
-                .any(|l| l.starts_with("    depends on: ") && l.contains("vault (ServiceHealthy)")),
-            "{entry:?}"
-        );
-    }
+    assert_eq!(image_of(services_section(&plan), "vault"), IMAGES[2].1);
 }
 
 #[test]
@@ -1021,15 +1006,6 @@ fn kafka_tools_refuses_client_properties() {
         "{}",
         text(&out.stderr)
     );
-}
-
-fn run_id(stderr: &str) -> String {
-    stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("==> run "))
-        .unwrap_or_else(|| panic!("no run id in\n{stderr}"))
-        .trim()
-        .to_string()
 }
 
 /// A run with `env` that must fail before anything starts: exit 1 and one error message, nothing

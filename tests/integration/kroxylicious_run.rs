@@ -6,8 +6,8 @@
 
 use crate::common;
 use common::{
-    engine_lock, leftovers, perf_tests_run, repo, running_container, start_run, wait_for,
-    workload_runs, Started,
+    copy_tree, engine_lock, leftovers, perf_tests_run, repo, running_container, start_run,
+    wait_for, workload_runs, Started,
 };
 
 use std::path::{Path, PathBuf};
@@ -72,12 +72,23 @@ impl Ran {
     }
 
     fn run_id(&self) -> String {
-        self.stderr
-            .lines()
-            .find_map(|l| l.strip_prefix("==> run "))
-            .unwrap_or_else(|| panic!("no run id in\n{self}"))
-            .trim()
-            .to_string()
+        common::run_id(&self.stderr)
+    }
+
+    /// A run that stopped before it measured anything: exit 1, no table, no results in
+    /// `results`; returns its error (from `error:` on).
+    fn stopped(&self, results: &Path) -> &str {
+        assert_eq!(self.code, Some(1), "{self}");
+        assert!(!self.stdout.contains("Producer Results"), "{self}");
+        assert_eq!(
+            std::fs::read_dir(results).unwrap().count(),
+            0,
+            "no results are written"
+        );
+        &self.stderr[self
+            .stderr
+            .find("error:")
+            .unwrap_or_else(|| panic!("no error in\n{self}"))..]
     }
 
     /// The rows of the table titled `title` in stdout, each row's cells by column name.
@@ -345,20 +356,6 @@ async fn kafka_tools_driver_measures_and_the_native_path_check_proves() {
     // Every scenario of the default suite: the Java tools through each path.
     let ran = Ran::of(run(&[("DRIVER", "kafka-tools")], results.path()));
     assert_measured_and_proven(&ran, results.path(), &SCENARIOS).await;
-}
-
-/// Copies a directory tree.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// The kroxylicious suites and their Compose file, copied into a temporary directory in the
@@ -687,11 +684,7 @@ async fn a_kms_that_is_down_when_its_scenario_starts_stops_the_run_before_measur
         ],
         results.path(),
     ));
-    assert_eq!(ran.code, Some(1), "{ran}");
-    let error = &ran.stderr[ran
-        .stderr
-        .find("error:")
-        .unwrap_or_else(|| panic!("no error in\n{ran}"))..];
+    let error = ran.stopped(results.path());
     assert!(
         error.starts_with("error: scenario 04-envelope-encryption-filter: ")
             && error.contains("depends on \"kms\": service \"kms\" (container ")
@@ -731,11 +724,7 @@ async fn a_kms_setup_step_that_fails_stops_the_run_quoting_the_kms() {
         &[("SCENARIOS", suite.to_str().unwrap()), ("TEST", "04.*")],
         results.path(),
     ));
-    assert_eq!(ran.code, Some(1), "{ran}");
-    let error = &ran.stderr[ran
-        .stderr
-        .find("error:")
-        .unwrap_or_else(|| panic!("no error in\n{ran}"))..];
+    let error = ran.stopped(results.path());
     assert!(
         error.contains(
             "setup step `/opt/perf-tests/kms-key create KEK_perf-tests-04-envelope-encryption-filter` \
@@ -749,12 +738,6 @@ async fn a_kms_setup_step_that_fails_stops_the_run_quoting_the_kms() {
             && error.contains("AlreadyExistsException")
             && error.contains("alias/KEK_perf-tests-04-envelope-encryption-filter already exists"),
         "{error}"
-    );
-    assert!(!ran.stdout.contains("Producer Results"), "{ran}");
-    assert_eq!(
-        std::fs::read_dir(results.path()).unwrap().count(),
-        0,
-        "no results are written"
     );
     assert_nothing_left(&ran).await;
 }

@@ -5,7 +5,7 @@
 //! before anything is measured, with nothing left behind.
 
 use crate::common;
-use common::{engine_lock, leftovers, perf_tests_run, repo};
+use common::{copy_tree, engine_lock, leftovers, perf_tests_run, repo, run_id};
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -14,15 +14,6 @@ use serde_json::Value as Json;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn run_id(stderr: &str) -> String {
-    stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("==> run "))
-        .unwrap_or_else(|| panic!("no run id in\n{stderr}"))
-        .trim()
-        .to_string()
 }
 
 /// A run of the default suite (or `suite`) with `env` into `results`.
@@ -263,17 +254,4 @@ async fn a_jvm_that_refuses_the_profiler_stops_the_run_quoting_jcmd() {
         &["service \"kroxylicious-no-filters\"", "jcmd"],
     )
     .await;
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }

@@ -278,3 +278,27 @@ pub fn run_id_of(run: &Path) -> String {
         serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
     info["run_id"].as_str().unwrap().to_string()
 }
+
+/// The run id a run's stderr announces (`==> run <id>`).
+pub fn run_id(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("==> run "))
+        .unwrap_or_else(|| panic!("no run id in\n{stderr}"))
+        .trim()
+        .to_string()
+}
+
+/// Copies a directory tree (a suite a test changes, in the repository's layout).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
