@@ -506,29 +506,50 @@ async fn workload_process_fails_with_a_message_on_a_closed_port() {
     assert!(!String::from_utf8_lossy(&output.stdout).contains("PERF-TESTS-RESULT"));
 }
 
-/// `benches/vs-rdkafka-performance.sh` as a user runs it, at its smallest: both tools measured
-/// against the same fresh Tansu broker, the first tool alternating by round, and a count it
-/// cannot pass on to `rdkafka_performance` refused.
+/// `benches/vs-rdkafka-performance.sh` as a user runs it, at its smallest: perf-tests,
+/// `rdkafka_performance` and Kafka's perf-test tools against one Kafka broker, unthrottled and at
+/// a fixed rate, each run's rate and CPU per record, the first tool rotating by round, the
+/// ratios summarised; bad settings refused before anything starts; nothing left running.
 #[test]
-fn the_rdkafka_performance_bench_measures_both_tools_in_alternating_order() {
+fn the_client_tools_bench_measures_every_tool_in_rotating_order_with_its_cpu() {
     let script = common::repo().join("benches/vs-rdkafka-performance.sh");
-    let bench = |records: &str| {
-        std::process::Command::new(&script)
-            .env("PERF_TESTS_BIN", env!("CARGO_BIN_EXE_perf-tests"))
-            .env("NUM_RECORDS", records)
+    let bench = |vars: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(&script);
+        cmd.env("PERF_TESTS_BIN", env!("CARGO_BIN_EXE_perf-tests"))
             .env("ROUNDS", "2")
-            .output()
-            .unwrap()
+            .env("RATES", "5000")
+            .env("FIXED_SECONDS", "1")
+            .env("NUM_RECORDS", "20000");
+        cmd.envs(vars.iter().copied()).output().unwrap()
     };
-    let refused = bench("2e5");
-    assert_eq!(refused.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&refused.stderr)
-            .contains("NUM_RECORDS=2e5: write the count out in digits"),
-        "{}",
-        String::from_utf8_lossy(&refused.stderr)
-    );
-    let out = bench("20000");
+    let leftovers = || {
+        let out = std::process::Command::new("docker")
+            .args(["ps", "-aq", "--filter", "label=io.perf-tests.bench"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    for (vars, message) in [
+        (
+            &[("NUM_RECORDS", "2e5")][..],
+            "NUM_RECORDS=2e5: write the count out in digits",
+        ),
+        (&[("ROUNDS", "two")], "ROUNDS=two: write a whole number"),
+        (&[("RATES", "5000 fast")], "RATES: `fast` is not a rate"),
+        (
+            &[("TOOLS", "rdkafka_performance jmeter")],
+            "TOOLS: unknown tool `jmeter`",
+        ),
+        (&[("BROKER", "redpanda")], "BROKER=redpanda: expected kafka"),
+    ] {
+        let refused = bench(vars);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{vars:?}: {stderr}");
+        assert!(stderr.contains(message), "{vars:?}: {stderr}");
+    }
+    assert_eq!(leftovers(), "", "a refused bench left containers");
+
+    let out = bench(&[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -538,33 +559,56 @@ fn the_rdkafka_performance_bench_measures_both_tools_in_alternating_order() {
     let rows: Vec<Vec<&str>> = stdout
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|w| w.len() == 4 && (w[0] == "1" || w[0] == "2"))
+        .filter(|w| w.len() == 7 && (w[0] == "1" || w[0] == "2"))
         .collect();
-    let tools: Vec<(&str, &str)> = rows.iter().map(|w| (w[0], w[1])).collect();
+    let order: Vec<(&str, &str, &str)> = rows.iter().map(|w| (w[0], w[1], w[2])).collect();
+    let (pt, rp, java) = ("perf-tests", "rdkafka_performance", "kafka-perf-test");
     assert_eq!(
-        tools,
+        order,
         [
-            ("1", "rdkafka_performance"),
-            ("1", "perf-tests"),
-            ("2", "perf-tests"),
-            ("2", "rdkafka_performance")
+            ("1", "max", pt),
+            ("1", "max", rp),
+            ("1", "max", java),
+            ("1", "5000", pt),
+            ("1", "5000", rp),
+            ("1", "5000", java),
+            ("2", "max", rp),
+            ("2", "max", java),
+            ("2", "max", pt),
+            ("2", "5000", rp),
+            ("2", "5000", java),
+            ("2", "5000", pt),
         ],
         "{stdout}"
     );
     for w in &rows {
-        for rate in &w[2..] {
-            assert!(
-                rate.parse::<f64>().is_ok_and(|r| r > 0.0),
-                "{w:?} in {stdout}"
-            );
+        let unthrottled = w[1] == "max";
+        for (i, value) in w[3..].iter().enumerate() {
+            if i >= 2 && !unthrottled {
+                // Consumers run once per round, after the unthrottled producers.
+                assert_eq!(*value, "-", "{w:?} in {stdout}");
+            } else {
+                assert!(
+                    value.parse::<f64>().is_ok_and(|v| v > 0.0),
+                    "{w:?} in {stdout}"
+                );
+            }
+        }
+        if !unthrottled {
+            // A tool that keeps the rate sends 5000 records in about a second, never faster.
+            let rate: f64 = w[3].parse().unwrap();
+            assert!(rate <= 5000.0 * 1.05, "{w:?} in {stdout}");
         }
     }
-    assert!(
-        stdout.contains("median produce: rdkafka_performance "),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("2 rounds are too few for a 95% interval of the median (6 at least)"),
-        "{stdout}"
-    );
+    for line in [
+        "unthrottled: median produce cpu us/rec: perf-tests ",
+        "unthrottled: median consume cpu us/rec: perf-tests ",
+        "unthrottled: produce cpu per record, perf-tests / rdkafka_performance: ",
+        "unthrottled: consume rate, perf-tests / kafka-perf-test: ",
+        "at 5000 rec/s: produce cpu per record, perf-tests / kafka-perf-test: ",
+        "2 rounds, 6 or more give a 95% interval",
+    ] {
+        assert!(stdout.contains(line), "{line} missing in {stdout}");
+    }
+    assert_eq!(leftovers(), "", "the bench left containers");
 }
