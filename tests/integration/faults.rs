@@ -137,7 +137,9 @@ async fn a_proxy_killed_mid_consume_ends_the_run_naming_it() {
     );
     let started = Running::start(cmd, |l| l.contains("records sent"));
     let run_id = started.run_id();
-    wait_for("the measured consume", Duration::from_secs(30), || {
+    // A guard, not a timing bound: producing 3e6 records takes 15 s alone and twice that beside
+    // another test on two cores.
+    wait_for("the measured consume", Duration::from_secs(120), || {
         workload_runs(&run_id, "consume", "--expected 3000000")
     });
     kill(&run_id, "kroxylicious-no-filters");
