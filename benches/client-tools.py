@@ -77,7 +77,8 @@ def free_port():
 
 
 def run_host(argv, timeout=600):
-    """Runs a process on the host to its end: its output and exit code."""
+    """Runs a process on the host to its end: its output; a failure or a timeout is an error
+    quoting the output's end."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         out, _ = proc.communicate(timeout=timeout)
@@ -85,17 +86,19 @@ def run_host(argv, timeout=600):
         proc.kill()
         out, _ = proc.communicate()
         raise RuntimeError(f"{argv[0]} did not finish in {timeout} s:\n{out[-2000:]}")
-    return out, proc.returncode
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:3])} ... failed ({proc.returncode}):\n{out[-2000:]}")
+    return out
 
 
 def cpu_of(argv, timeout=600):
     """run_host, and the CPU seconds the process and its threads used (user + system): the
     kernel adds a reaped child's rusage (wait4) to RUSAGE_CHILDREN, in microseconds."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out, code = run_host(argv, timeout)
+    out = run_host(argv, timeout)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return out, code, cpu
+    return out, cpu
 
 
 class Broker:
@@ -214,11 +217,11 @@ class Tools:
     def java_run(self, tool, args):
         """A Kafka tool in the idle container under busybox time: its output and the CPU
         seconds of the JVM (10 ms resolution)."""
-        out, code = run_host(["docker", "exec", self.java, "/bin/busybox", "time", "-f", "CPU-SECONDS %U %S",
-                              f"/opt/kafka/bin/{tool}"] + args)
+        out = run_host(["docker", "exec", self.java, "/bin/busybox", "time", "-f", "CPU-SECONDS %U %S",
+                        f"/opt/kafka/bin/{tool}"] + args)
         cpu = [l for l in out.splitlines() if l.startswith("CPU-SECONDS ")]
-        if code != 0 or not cpu:
-            raise RuntimeError(f"{tool} failed ({code}):\n{out[-2000:]}")
+        if not cpu:
+            raise RuntimeError(f"no CPU time from busybox time around {tool}:\n{out[-2000:]}")
         _, user, system = cpu[-1].split()
         return out, float(user) + float(system)
 
@@ -229,9 +232,7 @@ class Tools:
                     "--num-records", str(n), "--record-size", size, "--property", "acks=all"]
             if rate:
                 argv += ["--throughput", str(rate)]
-            out, code, cpu = cpu_of(argv)
-            if code != 0:
-                raise RuntimeError(f"perf-tests workload produce failed ({code}):\n{out[-2000:]}")
+            out, cpu = cpu_of(argv)
             return last_result(out)["rate_rec_s"], cpu
         if tool == RDKAFKA:
             # -l times every record from produce call to delivery report and copies each payload,
@@ -240,9 +241,7 @@ class Tools:
                     "-a", "-1", "-X", "linger.ms=5"]
             if rate:
                 argv += ["-r", str(rate)]
-            out, code, cpu = cpu_of(argv)
-            if code != 0:
-                raise RuntimeError(f"rdkafka_performance failed ({code}):\n{out[-2000:]}")
+            out, cpu = cpu_of(argv)
             return rdkafka_rate(out), cpu
         out, cpu = self.java_run("kafka-producer-perf-test.sh", [
             "--topic", topic, "--num-records", str(n), "--record-size", size,
@@ -256,16 +255,12 @@ class Tools:
     def consume(self, tool, topic, n):
         bs, group = self.broker.bootstrap, f"g-{topic}"
         if tool == PERF_TESTS:
-            out, code, cpu = cpu_of([self.s.perf_tests, "workload", "consume", "--bootstrap", bs, "--topic", topic,
-                                     "--group", group, "--expected", str(n)])
-            if code != 0:
-                raise RuntimeError(f"perf-tests workload consume failed ({code}):\n{out[-2000:]}")
+            out, cpu = cpu_of([self.s.perf_tests, "workload", "consume", "--bootstrap", bs, "--topic", topic,
+                               "--group", group, "--expected", str(n)])
             return last_result(out)["fetch_rec_s"], cpu
         if tool == RDKAFKA:
-            out, code, cpu = cpu_of([self.s.rdkafka, "-C", "-G", group, "-t", topic, "-b", bs, "-c", str(n),
-                                     "-X", "auto.offset.reset=earliest"])
-            if code != 0:
-                raise RuntimeError(f"rdkafka_performance -C failed ({code}):\n{out[-2000:]}")
+            out, cpu = cpu_of([self.s.rdkafka, "-C", "-G", group, "-t", topic, "-b", bs, "-c", str(n),
+                               "-X", "auto.offset.reset=earliest"])
             return rdkafka_rate(out), cpu
         out, cpu = self.java_run("kafka-consumer-perf-test.sh", [
             "--bootstrap-server", bs, "--topic", topic, "--messages", str(n), "--group", group])

@@ -68,12 +68,7 @@ async fn a_group_catches_up_through_the_proxy_and_every_record_is_counted() {
     assert_eq!(cost[0]["records"], 30_000, "{m}");
     assert!(cost[1]["records"].as_u64().unwrap() > 30_000, "{m}");
     for phase in cost {
-        let proxy = phase["services"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["service"] == "kroxylicious-no-filters")
-            .unwrap_or_else(|| panic!("no proxy in {phase}"));
+        let proxy = common::service_entry(&phase["services"], "kroxylicious-no-filters");
         assert!(proxy["cpu_s"].as_f64().unwrap() > 0.0, "{phase}");
     }
 

@@ -89,23 +89,13 @@ async fn every_second_is_recorded_and_a_stall_shows_where_it_happened() {
     assert_eq!(cost[0]["phase"], "produce_and_consume");
     assert_eq!(cost[0]["records"].as_f64().unwrap(), sent);
     assert!(cost[0]["seconds"].as_f64().unwrap() >= 10.0, "{}", cost[0]);
-    let proxy_cpu = cost[0]["services"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["service"] == "kroxylicious-no-filters")
-        .unwrap_or_else(|| panic!("{}", cost[0]))["cpu_s"]
+    let proxy_cpu = common::service_entry(&cost[0]["services"], "kroxylicious-no-filters")["cpu_s"]
         .as_f64()
         .unwrap();
     assert!(proxy_cpu > 0.0, "{}", cost[0]);
 
     // Each container's memory, sample by sample.
-    let proxy = result["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["service"] == "kroxylicious-no-filters")
-        .unwrap_or_else(|| panic!("{result}"));
+    let proxy = common::service_entry(&result["resources"], "kroxylicious-no-filters");
     assert!(
         proxy["mem_series_mib"].as_array().unwrap().len() >= 5,
         "{proxy}"

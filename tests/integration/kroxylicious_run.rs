@@ -331,12 +331,7 @@ fn assert_load_generator_sampled(ran: &Ran) {
             .unwrap_or_else(|| panic!("no {LOAD_GENERATOR} row for {name} in\n{ran}"));
         cpu += number(row, "CPU % peak");
         let v = json(&ran.results_dir().join(format!("{name}.json")));
-        let kept = v["resources"]
-            .as_array()
-            .expect("resources")
-            .iter()
-            .find(|r| r["service"] == LOAD_GENERATOR)
-            .unwrap_or_else(|| panic!("{name}: {}", v["resources"]));
+        let kept = common::service_entry(&v["resources"], LOAD_GENERATOR);
         assert!(kept["samples"].as_u64().unwrap_or(0) > 0, "{name}: {kept}");
         assert!(
             kept["mem_mib_peak"].as_f64().unwrap_or(0.0) > 0.0,
@@ -780,15 +775,7 @@ async fn the_cost_of_each_phase_is_exact_to_it() {
             if p["phase"] == "produce" {
                 assert!(seconds >= 2.0, "{p}");
             }
-            let service = |name: &str| {
-                p["services"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|s| s["service"] == name)
-                    .unwrap_or_else(|| panic!("{name} in {p}"))
-                    .clone()
-            };
+            let service = |name: &str| common::service_entry(&p["services"], name).clone();
             let load = service("workload (load generator)");
             assert_eq!(load["role"], "load-generator");
             let broker = service("broker1");

@@ -98,11 +98,7 @@ fn same_runs_agree_and_a_throttled_producer_is_a_regression() {
     }
 
     // The run-wide broker was sampled while the workload ran, and it worked.
-    let resources = result["resources"].as_array().unwrap();
-    let broker = resources
-        .iter()
-        .find(|r| r["service"] == "broker")
-        .unwrap_or_else(|| panic!("no broker in {resources:?}"));
+    let broker = common::service_entry(&result["resources"], "broker");
     assert_eq!(broker["run_wide"], true);
     assert!(broker["cpu_pct_mean"].as_f64().unwrap() > 0.0, "{broker}");
     assert!(broker["cpu_pct_peak"].as_f64().unwrap() > 0.0, "{broker}");

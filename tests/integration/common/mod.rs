@@ -302,3 +302,12 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The entry of `service` in a results list of services (resources, a cost phase's services).
+pub fn service_entry<'a>(list: &'a serde_json::Value, service: &str) -> &'a serde_json::Value {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .find(|s| s["service"] == service)
+        .unwrap_or_else(|| panic!("no {service} in {list}"))
+}
