@@ -158,8 +158,9 @@ fn chart(row: &Row) -> String {
             escape(&detectable(row.detectable_pct))
         );
     }
-    // The value axis: its ends.
-    for v in [lo + pad, hi - pad] {
+    // The value axis: the padded range's ends, a plot's height apart whatever the spread (the
+    // data's own ends overlap when the observations nearly agree).
+    for v in [lo, hi] {
         let _ = write!(
             s,
             r#"<text class="axis" x="{:.1}" y="{:.1}" text-anchor="end" font-size="10">{}</text>"#,
@@ -297,6 +298,23 @@ mod tests {
                 .collect()
         };
         assert!(cy("new").iter().all(|n| cy("base").iter().all(|b| n > b)));
+    }
+
+    #[test]
+    fn the_axis_labels_stay_apart_when_the_observations_nearly_agree() {
+        let mut r = row(vec![4315.0, 4318.0], vec![4316.0, 4317.0]);
+        r.detectable_pct = None;
+        let svg = chart(&r);
+        let ys: Vec<f64> = svg
+            .split("class=\"axis\"")
+            .skip(1)
+            .map(|t| {
+                let at = t.find("y=\"").unwrap() + 3;
+                t[at..at + t[at..].find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert_eq!(ys.len(), 2, "{svg}");
+        assert!((ys[0] - ys[1]).abs() >= PLOT_BOTTOM - PLOT_TOP, "{ys:?}");
     }
 
     #[test]
