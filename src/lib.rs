@@ -54,6 +54,7 @@ pub mod scenario;
 pub mod settings;
 pub mod sizing;
 pub mod stats;
+pub mod swarm;
 pub mod sweep;
 pub mod table;
 pub mod tls;

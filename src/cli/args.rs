@@ -60,6 +60,9 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// A swarm of Docker engines on this machine for multi-host runs (local, down)
+    #[command(subcommand)]
+    Swarm(super::swarm::SwarmCommand),
     /// Realise Compose files through the Docker Engine API (config, up, down)
     #[command(subcommand)]
     Compose(super::compose::ComposeCommand),

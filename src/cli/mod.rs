@@ -1,7 +1,7 @@
-//! Command-line entry point: `perf-tests [run|list|images|clean|compose|compare] [settings]`.
+//! Command-line entry point: `perf-tests [run|list|images|clean|compose|compare|swarm] [settings]`.
 //!
-//! Every clap definition lives under this module (`args` for the main command line, `compose`
-//! and `images` for their subcommands); the modules they call take plain values. The one
+//! Every clap definition lives under this module (`args` for the main command line, `compose`,
+//! `images` and `swarm` for their subcommands); the modules they call take plain values. The one
 //! exception is `perf-tests workload …`, the protocol between a driver and the workload
 //! container, which `crate::workload::command` defines so both ends share one type.
 //!
@@ -12,6 +12,7 @@
 mod args;
 pub mod compose;
 pub mod images;
+pub mod swarm;
 
 use std::io::Write;
 use std::path::Path;
@@ -69,6 +70,7 @@ pub fn main() -> i32 {
         Command::Images(cmd) => block_on(images::execute(cmd, &settings)),
         Command::Clean { images, force } => block_on(clean(images, force)),
         Command::Compose(cmd) => block_on(compose::execute(cmd)),
+        Command::Swarm(cmd) => block_on(swarm::execute(cmd, &settings)),
         Command::Compare(args) => compare(&settings, &args),
     }
 }

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use anyhow::{bail, Context, Result};
 use bollard::query_parameters::{
-    BuildImageOptionsBuilder, ListImagesOptionsBuilder, RemoveImageOptions,
-    RemoveImageOptionsBuilder,
+    BuildImageOptionsBuilder, ImportImageOptionsBuilder, ListImagesOptionsBuilder,
+    RemoveImageOptions, RemoveImageOptionsBuilder,
 };
 use futures_util::StreamExt;
 
@@ -98,6 +98,59 @@ impl Engine {
             .await
             .with_context(|| format!("removing image {tag}"))?;
         Ok(())
+    }
+
+    /// The id of local image `reference`, or `None` when the engine does not have it.
+    pub async fn image_id(&self, reference: &str) -> Result<Option<String>> {
+        match self.docker.inspect_image(reference).await {
+            Ok(i) => Ok(i.id),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(e) => {
+                Err(anyhow::Error::new(e).context(format!("cannot inspect image {reference}")))
+            }
+        }
+    }
+
+    /// Copies image `reference` (with its tag) from this engine to `target`, streamed from the
+    /// one's export into the other's import (no registry). Skipped when `target` already has
+    /// that image id; returns whether it copied.
+    pub async fn copy_image_to(&self, target: &Engine, reference: &str) -> Result<bool> {
+        let Some(id) = self.image_id(reference).await? else {
+            bail!("image {reference} is not on the engine at {}", self.host);
+        };
+        if target.image_id(reference).await?.as_deref() == Some(id.as_str()) {
+            return Ok(false);
+        }
+        let export = self.docker.export_image(reference);
+        let mut import = target.docker.import_image_stream(
+            ImportImageOptionsBuilder::default().quiet(true).build(),
+            export,
+            None,
+        );
+        while let Some(item) = import.next().await {
+            let info = item.with_context(|| {
+                format!(
+                    "copying image {reference} from {} to {}",
+                    self.host, target.host
+                )
+            })?;
+            if let Some(detail) = info.error_detail {
+                bail!(
+                    "copying image {reference} to {}: {}",
+                    target.host,
+                    detail.message.unwrap_or_default()
+                );
+            }
+        }
+        match target.image_id(reference).await? {
+            Some(copied) if copied == id => Ok(true),
+            other => bail!(
+                "image {reference} was copied to {} but reads as {other:?} there, not {id}",
+                target.host
+            ),
+        }
     }
 
     /// The CPUs the engine's host has, as the engine reports them.

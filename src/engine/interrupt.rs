@@ -29,9 +29,10 @@ impl std::error::Error for Interrupted {}
 /// engine's run id (giving up after [`super::SWEEP_WITHIN`]) and returns an [`Interrupted`]
 /// error.
 pub async fn interruptible<T>(engine: &Engine, fut: impl Future<Output = Result<T>>) -> Result<T> {
+    let interrupted = shutdown_signal();
     tokio::select! {
         r = fut => r,
-        signal = shutdown_signal() => {
+        signal = interrupted => {
             // After SIGHUP the terminal may be gone: a failed write must not stop the cleanup.
             let say = |line: String| { let _ = writeln!(std::io::stderr(), "{line}"); };
             say(format!("interrupted by {signal}: removing containers and networks of run {}", engine.run_id()));
@@ -44,8 +45,10 @@ pub async fn interruptible<T>(engine: &Engine, fut: impl Future<Output = Result<
 }
 
 /// Waits for the first of SIGINT, SIGTERM and SIGHUP (a closed terminal or SSH session) and names
-/// it. SIGHUP is left alone when the process started with it ignored (`nohup`).
-async fn shutdown_signal() -> &'static str {
+/// it. SIGHUP is left alone when the process started with it ignored (`nohup`). The handlers are
+/// in place when this returns, before the future is first polled: a signal that arrives while the
+/// caller still works before its first await is kept, not left to kill the process.
+pub fn shutdown_signal() -> impl Future<Output = &'static str> + Send {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -58,22 +61,27 @@ async fn shutdown_signal() -> &'static str {
             }
             std::future::pending().await
         }
+        let interrupt = signal(SignalKind::interrupt()).ok();
         let term = signal(SignalKind::terminate()).ok();
         let hangup = if hangup_ignored() {
             None
         } else {
             signal(SignalKind::hangup()).ok()
         };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => "SIGINT",
-            _ = received(term) => "SIGTERM",
-            _ = received(hangup) => "SIGHUP",
+        async move {
+            tokio::select! {
+                _ = received(interrupt) => "SIGINT",
+                _ = received(term) => "SIGTERM",
+                _ = received(hangup) => "SIGHUP",
+            }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
-        "Ctrl-C"
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
     }
 }
 

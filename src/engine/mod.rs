@@ -13,12 +13,14 @@ mod images;
 mod interrupt;
 pub mod liveness;
 mod oneoff;
+mod swarm;
 mod watch;
 
 pub use counters::{network_bytes, Counters};
 pub use deployment::Deployment;
-pub use interrupt::{interruptible, Interrupted};
+pub use interrupt::{interruptible, shutdown_signal, Interrupted};
 pub use oneoff::{ExecOutput, OneOff};
+pub use swarm::{SwarmNode, SWARM_PORT};
 pub use watch::{is_engine_gone, EngineGone, ANSWER_WITHIN};
 
 use anyhow::{bail, Context, Result};
@@ -110,12 +112,18 @@ impl Engine {
             .ok()
             .filter(|h| !h.is_empty())
             .unwrap_or_else(|| "unix:///var/run/docker.sock".to_string());
+        Engine::connect_at(&host, run_id).await
+    }
+
+    /// Connects to the engine at `host` (`unix://…`, `tcp://…`) and negotiates the API version.
+    pub async fn connect_at(host: &str, run_id: &str) -> Result<Engine> {
+        let host = host.to_string();
         let unreachable = |e: &dyn std::fmt::Display| {
             anyhow::anyhow!(
                 "cannot reach the Docker engine at {host}: {e}; is it running? set DOCKER_HOST to use another engine"
             )
         };
-        let docker = Docker::connect_with_defaults().map_err(|e| unreachable(&e))?;
+        let docker = Docker::connect_with_host(&host).map_err(|e| unreachable(&e))?;
         let docker =
             match tokio::time::timeout(Duration::from_secs(15), docker.negotiate_version()).await {
                 Ok(Ok(d)) => d,

@@ -25,6 +25,7 @@ mod matrix;
 mod offline_suite;
 mod profiles;
 mod report;
+mod swarm;
 mod trust_delay;
 mod trust_engine;
 mod trust_resources;
