@@ -21,8 +21,8 @@ pub enum SwarmCommand {
         /// How many nodes
         #[arg(long, default_value_t = MIN_NODES, value_parser = nodes)]
         nodes: usize,
-        /// An image to copy onto every node (repeat); default: the suite's images and the
-        /// workload image, built first where missing
+        /// An image to copy onto every node (repeat); default: the suite's images, the network
+        /// ceiling's and the workload image, built first where missing
         #[arg(long = "image")]
         images: Vec<String>,
     },
@@ -100,10 +100,11 @@ pub async fn execute(cmd: SwarmCommand, settings: &Settings) -> Result<i32> {
     Ok(0)
 }
 
-/// The suite's images (built where missing) and the workload image.
+/// The suite's images and the network ceiling's (built where missing), and the workload image.
 async fn suite_images(engine: &Engine, settings: &Settings) -> Result<Vec<String>> {
     let suite = Suite::load(&settings.scenarios)?;
-    let recipes = recipe::parse_recipes(&suite.images_file, &suite.images)?;
+    let mut recipes = recipe::parse_recipes(&suite.images_file, &suite.images)?;
+    recipes.push(crate::ceiling::recipe());
     let mut images = Vec::new();
     for r in &recipes {
         recipe::ensure(engine, r, false).await?;
