@@ -1,5 +1,5 @@
 //! `perf-tests swarm local` and `down` for real: three Docker daemons in network namespaces of
-//! this machine made into a swarm, labelled by role, the image copied onto each with no
+//! this machine made into a swarm, labelled by role, the images copied onto each with no
 //! registry, traffic between two nodes over an overlay network, every refusal, Ctrl-C while the
 //! swarm is being made, and nothing of it left afterwards.
 
@@ -150,16 +150,17 @@ async fn a_local_swarm_of_three_nodes_carries_traffic_between_nodes_and_goes_awa
     );
     assert_eq!(remains(), Vec::<String>::new());
 
-    let out = swarm(&["local", "--nodes", "3", "--image", image]);
+    // The default images: the suite's, the network ceiling's and the workload's.
+    let out = swarm(&["local", "--nodes", "3"]);
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stdout.contains(&format!("DOCKER_HOST={}", local::manager_host())),
         "{stdout}"
     );
 
-    // Three ready nodes, the first the manager, labelled in order; the image on each with the
-    // host's image id.
+    // Three ready nodes, the first the manager, labelled in order.
     let manager_engine = Engine::connect_at(&local::manager_host(), "swarm-test")
         .await
         .unwrap();
@@ -187,13 +188,37 @@ async fn a_local_swarm_of_three_nodes_carries_traffic_between_nodes_and_goes_awa
         })
         .collect();
     assert_eq!(seen, expected);
-    let id = host.image_id(image).await.unwrap().unwrap();
+
+    // Each image on each node with the host's image id, said once per node; copying again
+    // finds it there.
+    let suite =
+        perf_tests::scenario::Suite::load(&common::repo().join("scenarios/kroxylicious")).unwrap();
+    let recipes =
+        perf_tests::images::recipe::parse_recipes(&suite.images_file, &suite.images).unwrap();
+    let mut images: Vec<String> = recipes.into_iter().map(|r| r.image).collect();
+    images.push(image.to_string());
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("swarm: ")?.split(" on ").next())
+        .filter(|i| i.starts_with("perf-tests/workload:"))
+        .collect();
+    assert_eq!(said.len(), 3, "the workload image once per node: {stderr}");
+    images.push(said[0].to_string());
     for i in 1..=3 {
         let node = Engine::connect_at(&Node(i).host(), "swarm-test")
             .await
             .unwrap();
-        assert_eq!(node.image_id(image).await.unwrap(), Some(id.clone()));
-        // Copying again finds the image there.
+        for image in &images {
+            let id = host.image_id(image).await.unwrap();
+            assert!(id.is_some(), "{image} on the host");
+            assert_eq!(
+                node.image_id(image).await.unwrap(),
+                id,
+                "{image} on node {i}"
+            );
+            let line = format!("swarm: {image} on {}: copied", Node(i).name());
+            assert!(stderr.contains(&line), "{line} in {stderr}");
+        }
         assert!(!host.copy_image_to(&node, image).await.unwrap());
     }
 
