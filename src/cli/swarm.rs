@@ -44,7 +44,8 @@ pub async fn execute(cmd: SwarmCommand, settings: &Settings) -> Result<i32> {
     let mut say = |line: &str| eprintln!("swarm: {line}");
     match cmd {
         SwarmCommand::Local { nodes, images } => {
-            local::check_host()?;
+            // Before any image is built: root, the tools, no swarm already up.
+            let checked = local::check(nodes)?;
             let source = Engine::connect(&engine::new_run_id()).await?;
             let images = if images.is_empty() {
                 suite_images(&source, settings).await?
@@ -61,23 +62,21 @@ pub async fn execute(cmd: SwarmCommand, settings: &Settings) -> Result<i32> {
             };
             // The handlers first: making the nodes blocks between its awaits.
             let interrupted = shutdown_signal();
-            let made = tokio::select! {
-                made = local::up(nodes, &source, &images, &mut say) => made?,
+            let mut made = tokio::select! {
+                made = local::up(checked, &source, &images, &mut say) => made?,
                 signal = interrupted => {
                     say(&format!("interrupted by {signal}: removing the local swarm"));
                     local::down(&mut say)?;
                     return Err(Interrupted { signal }.into());
                 }
             };
+            made.sort_by(|a, b| a.hostname.cmp(&b.hostname));
             println!(
                 "{:<12} {:<14} {:<8} {:<8} ENGINE",
                 "NODE", "ADDRESS", "MANAGER", "ROLE"
             );
-            let mut made = made;
-            made.sort_by(|a, b| a.hostname.cmp(&b.hostname));
             for n in &made {
-                let index = n.hostname.rsplit('-').next().and_then(|i| i.parse().ok());
-                let host = index.map(|i| local::Node(i).host()).unwrap_or_default();
+                let host = local::Node::named(&n.hostname).map_or_else(String::new, |n| n.host());
                 println!(
                     "{:<12} {:<14} {:<8} {:<8} {host}",
                     n.hostname,

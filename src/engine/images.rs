@@ -102,15 +102,7 @@ impl Engine {
 
     /// The id of local image `reference`, or `None` when the engine does not have it.
     pub async fn image_id(&self, reference: &str) -> Result<Option<String>> {
-        match self.docker.inspect_image(reference).await {
-            Ok(i) => Ok(i.id),
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => Ok(None),
-            Err(e) => {
-                Err(anyhow::Error::new(e).context(format!("cannot inspect image {reference}")))
-            }
-        }
+        Ok(self.local_image(reference).await?.and_then(|i| i.id))
     }
 
     /// Copies image `reference` (with its tag) from this engine to `target`, streamed from the

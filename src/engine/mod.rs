@@ -202,11 +202,20 @@ impl Engine {
 
     /// The labels of local image `image`, or `None` when the engine does not have it.
     pub async fn image_labels(&self, image: &str) -> Result<Option<HashMap<String, String>>> {
+        Ok(self
+            .local_image(image)
+            .await?
+            .map(|i| i.config.and_then(|c| c.labels).unwrap_or_default()))
+    }
+
+    /// Local image `image` as the engine describes it, or `None` when it does not have it.
+    pub(crate) async fn local_image(
+        &self,
+        image: &str,
+    ) -> Result<Option<bollard::models::ImageInspect>> {
         match self.docker.inspect_image(image).await {
-            Ok(i) => Ok(Some(i.config.and_then(|c| c.labels).unwrap_or_default())),
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => Ok(None),
+            Ok(i) => Ok(Some(i)),
+            Err(e) if is_not_found(&e) => Ok(None),
             Err(e) => Err(anyhow::Error::new(e).context(format!("cannot inspect image {image}"))),
         }
     }

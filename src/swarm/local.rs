@@ -59,6 +59,15 @@ impl Node {
         Path::new(RUN_DIR).join(format!("{}.sock", self.name()))
     }
 
+    /// The node a namespace or host name names, if it is one of a local swarm's.
+    pub fn named(name: &str) -> Option<Node> {
+        let index = name.strip_prefix(PREFIX)?.strip_prefix('-')?;
+        if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        index.parse().ok().filter(|&i| i > 0).map(Node)
+    }
+
     /// Its engine, as `DOCKER_HOST` names it.
     pub fn host(self) -> String {
         format!("unix://{}", self.socket().display())
@@ -153,18 +162,30 @@ pub fn is_up() -> bool {
         || !namespaces().is_empty()
 }
 
-/// Makes a swarm of `nodes` engines, labels the first with the roles and copies `images` from
-/// `source` onto every node. On failure removes whatever it made. Returns the nodes as the
+/// What [`check`] found ready: the node count, and a host that can take a local swarm.
+#[derive(Debug, Clone, Copy)]
+pub struct Checked {
+    nodes: usize,
+}
+
+/// Checks the node count and the host ([`check_nodes`], [`check_host`]) before anything is made
+/// or built.
+pub fn check(nodes: usize) -> Result<Checked> {
+    check_nodes(nodes)?;
+    check_host()?;
+    Ok(Checked { nodes })
+}
+
+/// Makes the swarm [`check`] allowed, labels its first nodes with the roles and copies `images`
+/// from `source` onto every node. On failure removes whatever it made. Returns the nodes as the
 /// manager sees them.
 pub async fn up(
-    nodes: usize,
+    checked: Checked,
     source: &Engine,
     images: &[String],
     say: &mut dyn FnMut(&str),
 ) -> Result<Vec<SwarmNode>> {
-    check_nodes(nodes)?;
-    check_host()?;
-    match make(nodes, source, images, say).await {
+    match make(checked.nodes, source, images, say).await {
         Ok(made) => Ok(made),
         Err(e) => {
             say("removing what was made");
@@ -350,21 +371,15 @@ async fn wait_until_ready(manager: &Engine, nodes: usize) -> Result<Vec<SwarmNod
     }
 }
 
-/// The local swarm's network namespaces on this host.
-fn namespaces() -> Vec<String> {
+/// The nodes whose network namespaces are on this host.
+fn namespaces() -> Vec<Node> {
     let out = Command::new("ip")
         .args(["netns", "list"])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
     out.lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| {
-            n.strip_prefix(PREFIX)
-                .and_then(|rest| rest.strip_prefix('-'))
-                .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .map(str::to_string)
+        .filter_map(|l| Node::named(l.split_whitespace().next()?))
         .collect()
 }
 
@@ -373,12 +388,7 @@ fn namespaces() -> Vec<String> {
 /// it removed; 0 when there was none.
 pub fn down(say: &mut dyn FnMut(&str)) -> Result<usize> {
     let mut removed = 0;
-    let namespaces = namespaces();
-    let nodes: Vec<Node> = namespaces
-        .iter()
-        .filter_map(|n| n.rsplit('-').next()?.parse().ok())
-        .map(Node)
-        .collect();
+    let nodes = namespaces();
     // Every daemon asked to stop at once, then waited for: each stops its containers.
     let daemons: Vec<(Node, u32)> = nodes
         .iter()
@@ -403,15 +413,16 @@ pub fn down(say: &mut dyn FnMut(&str)) -> Result<usize> {
     removed += daemons.len();
     // Whatever still runs in a namespace (a daemon that did not stop, its containerd, shims,
     // containers) is killed, so the namespace goes with it.
-    for ns in &namespaces {
-        let out = Command::new("ip").args(["netns", "pids", ns]).output();
+    for node in &nodes {
+        let ns = node.name();
+        let out = Command::new("ip").args(["netns", "pids", &ns]).output();
         let pids = out
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default();
         for pid in pids.split_whitespace() {
             let _ = quiet(Command::new("kill").args(["-KILL", pid]));
         }
-        run(Command::new("ip").args(["netns", "del", ns]))?;
+        run(Command::new("ip").args(["netns", "del", &ns]))?;
         removed += 1;
     }
     // The daemons' mounts (overlay layers, the exec roots' namespaces) when one was killed.
@@ -477,6 +488,17 @@ mod tests {
         );
         let roles: Vec<Option<&str>> = (1..=4).map(|i| Node(i).role()).collect();
         assert_eq!(roles, [Some("broker"), Some("proxy"), Some("load"), None]);
+        assert_eq!(Node::named("pt-swarm-12"), Some(Node(12)));
+        for other in [
+            "pt-swarm",
+            "pt-swarm-",
+            "pt-swarm-0",
+            "pt-swarm-1a",
+            "vm",
+            "pt-swarmer-1",
+        ] {
+            assert_eq!(Node::named(other), None, "{other}");
+        }
         // Interface names have at most 15 bytes.
         assert!(Node(MAX_NODES).name().len() <= 15);
     }

@@ -3,8 +3,6 @@
 use crate::common;
 use common::{engine_lock, leftovers, perf_tests_run, start_run, wait_for, workload_runs, Started};
 
-use std::process::Command;
-
 const RECORDS: u64 = 20_000;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -186,11 +184,7 @@ async fn signal_during(phase: Phase, signal: &str) {
         || workload_runs(&run_id, step, with),
     );
     let sent = Instant::now();
-    let kill = Command::new("kill")
-        .args([&format!("-{signal}"), &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    common::send(signal, &child);
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let status = child.wait().unwrap();
     let stderr = rest.join("\n");

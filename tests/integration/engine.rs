@@ -762,15 +762,6 @@ async fn up_never_ready(engine: &Engine, dir: &Path, wrapper: &[&str]) -> std::p
     child
 }
 
-/// Sends `signal` (a `kill` name such as `INT`) to `child`.
-fn send(signal: &str, child: &std::process::Child) {
-    let status = std::process::Command::new("kill")
-        .args([&format!("-{signal}"), &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
 /// Waits at most `within` for `child` to exit; its status and standard error.
 async fn exit_within(
     mut child: std::process::Child,
@@ -797,7 +788,7 @@ async fn sigint_during_up_exits_promptly_and_leaves_nothing() {
     with_run("sigint", |engine| async move {
         let dir = tempfile::tempdir().unwrap();
         let child = up_never_ready(&engine, dir.path(), &[]).await;
-        send("INT", &child);
+        common::send("INT", &child);
         let (code, stderr) = exit_within(child, Duration::from_secs(10)).await;
         assert_eq!(code.code(), Some(130), "{stderr}");
         assert!(stderr.contains("interrupted"), "{stderr}");
@@ -814,7 +805,7 @@ async fn sighup_during_up_exits_promptly_and_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let child = up_never_ready(&engine, dir.path(), &[]).await;
         assert_eq!(run_resources(&engine).await.1.len(), 1, "one network");
-        send("HUP", &child);
+        common::send("HUP", &child);
         let (code, stderr) = exit_within(child, Duration::from_secs(10)).await;
         assert_eq!(code.code(), Some(130), "{stderr}");
         assert!(
@@ -832,11 +823,11 @@ async fn sighup_under_nohup_is_ignored() {
     with_run("nohup", |engine| async move {
         let dir = tempfile::tempdir().unwrap();
         let mut child = up_never_ready(&engine, dir.path(), &["nohup"]).await;
-        send("HUP", &child);
+        common::send("HUP", &child);
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert!(child.try_wait().unwrap().is_none(), "SIGHUP ended it");
         assert_eq!(run_resources(&engine).await.0.len(), 2);
-        send("TERM", &child);
+        common::send("TERM", &child);
         let (code, stderr) = exit_within(child, Duration::from_secs(10)).await;
         assert_eq!(code.code(), Some(130), "{stderr}");
         assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");

@@ -55,20 +55,16 @@ fn manager(args: &[&str]) -> String {
 /// What of a local swarm is on this host: namespaces, the bridge, the directories, the forward
 /// rule, daemons.
 fn remains() -> Vec<String> {
-    let mut found = Vec::new();
-    let netns = text(
-        &Command::new("ip")
-            .args(["netns", "list"])
-            .output()
-            .unwrap()
-            .stdout,
-    );
-    found.extend(
-        netns
+    // The lines `program args` prints that mention `mark`, each as `what`.
+    let lines = |program: &str, args: &[&str], mark: &str, what: &str| -> Vec<String> {
+        let out = Command::new(program).args(args).output().unwrap();
+        text(&out.stdout)
             .lines()
-            .filter(|l| l.starts_with(local::PREFIX))
-            .map(|l| format!("netns {l}")),
-    );
+            .filter(|l| l.contains(mark))
+            .map(|l| format!("{what}{l}"))
+            .collect()
+    };
+    let mut found = lines("ip", &["netns", "list"], local::PREFIX, "netns ");
     if Command::new("ip")
         .args(["link", "show", local::PREFIX])
         .stderr(Stdio::null())
@@ -84,31 +80,8 @@ fn remains() -> Vec<String> {
             found.push(dir.to_string());
         }
     }
-    let rules = text(
-        &Command::new("iptables")
-            .args(["-S", "FORWARD"])
-            .output()
-            .unwrap()
-            .stdout,
-    );
-    found.extend(
-        rules
-            .lines()
-            .filter(|l| l.contains(local::PREFIX))
-            .map(str::to_string),
-    );
-    let ps = text(
-        &Command::new("ps")
-            .args(["-eo", "args"])
-            .output()
-            .unwrap()
-            .stdout,
-    );
-    found.extend(
-        ps.lines()
-            .filter(|l| l.contains(local::RUN_DIR))
-            .map(|l| format!("process {l}")),
-    );
+    found.extend(lines("iptables", &["-S", "FORWARD"], local::PREFIX, ""));
+    found.extend(lines("ps", &["-eo", "args"], local::RUN_DIR, "process "));
     found
 }
 
@@ -204,15 +177,19 @@ async fn a_local_swarm_of_three_nodes_carries_traffic_between_nodes_and_goes_awa
         .collect();
     assert_eq!(said.len(), 3, "the workload image once per node: {stderr}");
     images.push(said[0].to_string());
+    let mut ids = Vec::new();
+    for image in &images {
+        let id = host.image_id(image).await.unwrap();
+        assert!(id.is_some(), "{image} on the host");
+        ids.push(id);
+    }
     for i in 1..=3 {
         let node = Engine::connect_at(&Node(i).host(), "swarm-test")
             .await
             .unwrap();
-        for image in &images {
-            let id = host.image_id(image).await.unwrap();
-            assert!(id.is_some(), "{image} on the host");
+        for (image, id) in images.iter().zip(&ids) {
             assert_eq!(
-                node.image_id(image).await.unwrap(),
+                &node.image_id(image).await.unwrap(),
                 id,
                 "{image} on node {i}"
             );
@@ -325,10 +302,7 @@ async fn ctrl_c_while_the_swarm_is_made_removes_what_was_made() {
         }
     }
     assert!(said.last().unwrap().contains("starting node"), "{said:?}");
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
+    common::send("INT", &child);
     said.extend(lines.map(|l| l.unwrap()));
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{said:?}");

@@ -311,3 +311,12 @@ pub fn service_entry<'a>(list: &'a serde_json::Value, service: &str) -> &'a serd
         .find(|s| s["service"] == service)
         .unwrap_or_else(|| panic!("no {service} in {list}"))
 }
+
+/// Sends `signal` (a `kill` name such as `INT`) to `child`.
+pub fn send(signal: &str, child: &std::process::Child) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
