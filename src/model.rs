@@ -574,6 +574,9 @@ pub struct ServiceResources {
     /// Whether the service is run-wide (shared by scenarios) rather than the scenario's own.
     #[serde(default)]
     pub run_wide: bool,
+    /// The swarm node it ran on (`ENGINE=swarm`); none on one engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     /// Stats samples the figures are computed from (about one per second per repetition).
     pub samples: u64,
     /// Mean CPU use in percent of one core (200 = two cores busy), as `docker stats` computes it.

@@ -162,6 +162,10 @@ pub fn consumer_table(results: &[ScenarioResult]) -> TableData {
 
 /// Resource use per scenario and service while the workload ran; `None` when nothing was sampled.
 pub fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
+    // On a swarm, where each service ran.
+    let nodes = results
+        .iter()
+        .any(|r| r.resources.iter().any(|s| s.node.is_some()));
     let rows: Vec<Vec<String>> = results
         .iter()
         .flat_map(|r| {
@@ -171,22 +175,29 @@ pub fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
                 } else {
                     s.service.clone()
                 };
-                vec![
-                    r.label(),
-                    service,
+                let mut row = vec![r.label(), service];
+                if nodes {
+                    row.push(s.node.clone().unwrap_or_default());
+                }
+                row.extend([
                     format!("{:.1}", s.cpu_pct_mean),
                     format!("{:.1}", s.cpu_pct_peak),
                     format!("{:.1}", s.mem_mib_mean),
                     format!("{:.1}", s.mem_mib_peak),
                     format!("{:.2}", s.net_rx_mib),
                     format!("{:.2}", s.net_tx_mib),
-                ]
+                ]);
+                row
             })
         })
         .collect();
-    (!rows.is_empty()).then(|| TableData {
+    let mut columns = strings(&RESOURCE_COLUMNS);
+    if nodes {
+        columns.insert(2, "Node".to_string());
+    }
+    (!rows.is_empty()).then_some(TableData {
         title: "Resources",
-        columns: strings(&RESOURCE_COLUMNS),
+        columns,
         rows,
     })
 }
@@ -838,6 +849,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
         results[0].resources = vec![crate::model::ServiceResources {
             service: "broker".into(),
             run_wide: true,
+            node: None,
             samples: 4,
             cpu_pct_mean: 55.25,
             cpu_pct_peak: 120.0,
@@ -863,6 +875,17 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
         let md = render_markdown(&results);
         assert!(md.contains("**Resources**"));
         assert!(md.contains("- 02-no-filters: latency is dominated"));
+        // On a swarm each service's node is a column of its own.
+        results[0].resources[0].node = Some("pt-swarm-1".into());
+        let text = render_text(&results);
+        assert!(
+            text.contains("Name                  Service            Node        CPU % mean"),
+            "{text}"
+        );
+        assert!(
+            text.contains("01-no-proxy-baseline  broker (run-wide)  pt-swarm-1  55.2"),
+            "{text}"
+        );
     }
 
     #[test]

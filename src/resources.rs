@@ -36,6 +36,8 @@ pub struct Target {
     pub container: String,
     /// Whether the service is shared by every scenario of the run.
     pub run_wide: bool,
+    /// The swarm node that runs it, on a swarm.
+    pub node: Option<String>,
 }
 
 impl Target {
@@ -127,6 +129,7 @@ pub fn summarise(
     ServiceResources {
         service: service.to_string(),
         run_wide,
+        node: None,
         samples: points.len() as u64,
         cpu_pct_mean: zero_if_nan(stats::mean(&cpu)),
         cpu_pct_peak: zero_if_nan(stats::min_max(&cpu).1),
@@ -162,6 +165,8 @@ pub fn combine(reps: &[Vec<ServiceResources>]) -> Vec<ServiceResources> {
             ServiceResources {
                 service: key.1.clone(),
                 run_wide: key.0,
+                // Every repetition runs a service on a node of its role: the first one's.
+                node: rs.iter().find_map(|r| r.node.clone()),
                 samples: rs.iter().map(|r| r.samples).sum(),
                 cpu_pct_mean: med(|r| r.cpu_pct_mean),
                 cpu_pct_peak: max(|r| r.cpu_pct_peak),
@@ -244,7 +249,9 @@ impl Sampler {
         let mut out = Vec::new();
         for (t, handle) in self.tasks {
             let points = handle.await.unwrap_or_default();
-            out.push(summarise(&t.service, t.run_wide, &points, keep_series));
+            let mut summary = summarise(&t.service, t.run_wide, &points, keep_series);
+            summary.node = t.node;
+            out.push(summary);
         }
         out
     }

@@ -121,9 +121,10 @@ fn compare(settings: &Settings, args: &CompareArgs) -> i32 {
 
 /// `perf-tests clean`: removes the containers and networks (label `io.perf-tests.managed=true`)
 /// of runs that are no longer alive, or with `force` all of them, and nothing else; with
-/// `images`, also the workload images of executables other than this one.
+/// `images`, also the workload images of executables other than this one. At a swarm's
+/// manager, also the swarm's services and configs and every reachable node's containers.
 async fn clean(images: bool, force: bool) -> anyhow::Result<i32> {
-    let engine = Engine::connect("clean").await?;
+    let engine = Engine::connect("clean").await?.whole_swarm().await?;
     crate::engine::liveness::clean(&engine, force, &mut std::io::stderr()).await?;
     if images {
         let n = crate::images::workload::remove_stale(&engine).await?;

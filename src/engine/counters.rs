@@ -43,7 +43,7 @@ impl Engine {
             .stream(true)
             .one_shot(false)
             .build();
-        self.docker.stats(container, Some(options))
+        self.docker_of(container).stats(container, Some(options))
     }
 
     /// Reads `container`'s counters now: one stats document, asked for without the engine's
@@ -54,7 +54,7 @@ impl Engine {
             .one_shot(true)
             .build();
         let stats = self
-            .docker
+            .docker_of(container)
             .stats(container, Some(options))
             .next()
             .await

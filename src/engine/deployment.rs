@@ -47,6 +47,10 @@ pub struct Deployment {
     image_ids: BTreeMap<String, String>,
     /// Services whose healthcheck has passed (it is not run again).
     healthy: BTreeSet<String>,
+    /// On a swarm: the node role each service is placed by (`perf-tests.role`).
+    roles: BTreeMap<String, String>,
+    /// On a swarm: service → its Swarm service's id and its configs' ids.
+    swarm_services: BTreeMap<String, (String, Vec<String>)>,
 }
 
 /// What `up` created in one call, so a failure can undo exactly that.
@@ -67,7 +71,14 @@ impl Deployment {
             containers: BTreeMap::new(),
             image_ids: BTreeMap::new(),
             healthy: BTreeSet::new(),
+            roles: BTreeMap::new(),
+            swarm_services: BTreeMap::new(),
         }
+    }
+
+    /// On a swarm: places each service on the nodes labelled `perf-tests.role=<role>`.
+    pub fn set_roles(&mut self, roles: BTreeMap<String, String>) {
+        self.roles = roles;
     }
 
     /// The project being deployed.
@@ -123,10 +134,7 @@ impl Deployment {
             .await;
         if result.is_err() {
             for svc in created.services.iter().rev() {
-                self.healthy.remove(svc);
-                if let Some(id) = self.containers.remove(svc) {
-                    let _ = self.engine.remove_container(&id).await;
-                }
+                let _ = self.remove(svc).await;
             }
             for net in &created.networks {
                 if let Some(engine_name) = self.networks.remove(net) {
@@ -158,6 +166,12 @@ impl Deployment {
                 self.wait_for(dep, *cond, deadline, timeout, Duration::ZERO)
                     .await
                     .with_context(|| format!("service \"{svc}\" depends on \"{dep}\""))?;
+            }
+            if self.engine.is_swarm() {
+                created.services.push(svc.clone());
+                let id = self.create_swarm_service(&service, deadline).await?;
+                self.containers.insert(svc.clone(), id);
+                continue;
             }
             let id = self.create_container(&service).await?;
             self.containers.insert(svc.clone(), id.clone());
@@ -215,11 +229,15 @@ impl Deployment {
             .unwrap_or_default();
         labels.extend(self.engine.run_labels());
         labels.insert(LABEL_PROJECT.to_string(), self.name.clone());
+        let swarm = self.engine.is_swarm();
         self.engine
             .docker
             .create_network(NetworkCreateRequest {
                 name: engine_name.clone(),
-                driver: Some("bridge".to_string()),
+                // On a swarm, one network across the nodes, which the load generator's own
+                // containers join too.
+                driver: Some(if swarm { "overlay" } else { "bridge" }.to_string()),
+                attachable: swarm.then_some(true),
                 labels: Some(labels),
                 ..Default::default()
             })
@@ -285,6 +303,99 @@ impl Deployment {
         Ok(created.id)
     }
 
+    /// Creates the Swarm service of `service` (its files stored as configs first) and waits
+    /// until its task runs; returns the task's container.
+    async fn create_swarm_service(
+        &mut self,
+        service: &Service,
+        deadline: Instant,
+    ) -> Result<String> {
+        let svc = &service.name;
+        let Some(role) = self.roles.get(svc) else {
+            bail!("service \"{svc}\" has no node role to be placed by on the swarm");
+        };
+        let constraint = format!("node.labels.{}=={role}", crate::swarm::ROLE_LABEL);
+        let files = super::services::config_files(service)?;
+        let image_id = self
+            .engine
+            .ensure_image(&service.image)
+            .await
+            .with_context(|| format!("service \"{svc}\""))?;
+        self.image_ids.insert(service.image.clone(), image_id);
+        let name = super::services::service_name(&self.name, svc);
+        let mut labels = self.engine.run_labels();
+        labels.insert(LABEL_PROJECT.to_string(), self.name.clone());
+        let mut configs = Vec::new();
+        // Recorded as they are made, so a failure part-way removes what was made.
+        self.swarm_services
+            .insert(svc.clone(), (String::new(), Vec::new()));
+        for (i, (file, target)) in files.into_iter().enumerate() {
+            // Unique and within a config name's 64 characters; its labels say whose it is.
+            let config_name = format!("perf-tests-{}-{i}", super::oneoff::unique_suffix());
+            let id = self
+                .engine
+                .create_config(&config_name, file, labels.clone())
+                .await?;
+            if let Some(entry) = self.swarm_services.get_mut(svc) {
+                entry.1.push(id.clone());
+            }
+            configs.push(super::services::ConfigMount {
+                target: target.to_string(),
+                id,
+                name: config_name,
+            });
+        }
+        let spec = super::services::service_spec(
+            service,
+            &super::services::SpecParts {
+                name: &name,
+                run_labels: self.engine.run_labels(),
+                project: &self.name,
+                network: &|net| self.network_name(net),
+                constraint: &constraint,
+                configs: &configs,
+            },
+        )?;
+        let id = self.engine.create_service(spec).await?;
+        if let Some(entry) = self.swarm_services.get_mut(svc) {
+            entry.0 = id.clone();
+        }
+        self.engine.service_container(&id, svc, deadline).await
+    }
+
+    /// Takes `svc` down: its container, or on a swarm its service and configs.
+    async fn remove(&mut self, svc: &str) -> Result<()> {
+        self.healthy.remove(svc);
+        let container = self.containers.remove(svc);
+        if let Some((service, configs)) = self.swarm_services.remove(svc) {
+            if !service.is_empty() {
+                self.engine
+                    .remove_service(&service)
+                    .await
+                    .with_context(|| format!("cannot remove service \"{svc}\""))?;
+            }
+            // The swarm stops the task's container in its own time, and a container of the
+            // project seen stopping would count as a death: removed now, on its node.
+            if let Some(id) = container {
+                self.engine
+                    .remove_container(&id)
+                    .await
+                    .with_context(|| format!("cannot remove service \"{svc}\""))?;
+            }
+            for config in configs {
+                self.engine.remove_config(&config).await?;
+            }
+            return Ok(());
+        }
+        if let Some(id) = container {
+            self.engine
+                .remove_container(&id)
+                .await
+                .with_context(|| format!("cannot remove service \"{svc}\""))?;
+        }
+        Ok(())
+    }
+
     /// Waits until `svc` satisfies `cond`. `ServiceHealthy` on a container without a
     /// healthcheck means running for at least `settle`; with one, its test passing once.
     async fn wait_for(
@@ -312,7 +423,7 @@ impl Deployment {
         loop {
             let info = self
                 .engine
-                .docker
+                .docker_of(&id)
                 .inspect_container(&id, None)
                 .await
                 .with_context(|| format!("cannot inspect service \"{svc}\""))?;
@@ -407,21 +518,20 @@ impl Deployment {
     /// Stops and removes the containers of `services` (those this deployment has).
     pub async fn down(&mut self, services: &[String]) -> Result<()> {
         for svc in services {
-            self.healthy.remove(svc);
-            if let Some(id) = self.containers.remove(svc) {
-                self.engine
-                    .remove_container(&id)
-                    .await
-                    .with_context(|| format!("cannot remove service \"{svc}\""))?;
-            }
+            self.remove(svc).await?;
         }
         Ok(())
     }
 
     /// Removes every container and network this deployment created.
     pub async fn down_all(&mut self) -> Result<()> {
-        let services: Vec<String> = self.containers.keys().cloned().collect();
-        self.down(&services).await?;
+        let services: BTreeSet<String> = self
+            .containers
+            .keys()
+            .chain(self.swarm_services.keys())
+            .cloned()
+            .collect();
+        self.down(&services.into_iter().collect::<Vec<_>>()).await?;
         let networks = std::mem::take(&mut self.networks);
         for engine_name in networks.values() {
             self.engine.remove_network(engine_name).await?;

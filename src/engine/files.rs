@@ -20,9 +20,8 @@ impl Engine {
         let options = DownloadFromContainerOptionsBuilder::default()
             .path(path)
             .build();
-        let mut stream = self
-            .docker
-            .download_from_container(container, Some(options));
+        let docker = self.docker_of(container);
+        let mut stream = docker.download_from_container(container, Some(options));
         let mut tar = Vec::new();
         while let Some(chunk) = stream.next().await {
             match chunk {
@@ -66,7 +65,7 @@ impl Engine {
             .path(path)
             .build();
         match self
-            .docker
+            .docker_of(container)
             .get_container_archive_info(container, Some(options))
             .await
         {
@@ -93,7 +92,7 @@ impl Engine {
         }
         let tar = tar.into_inner()?;
         let options = UploadToContainerOptionsBuilder::default().path("/").build();
-        self.docker
+        self.docker_of(container)
             .upload_to_container(container, Some(options), bollard::body_full(tar.into()))
             .await
             .with_context(|| format!("copying files into container {container}"))

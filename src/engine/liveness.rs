@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use anyhow::Result;
 
-use super::{Engine, LABEL_MANAGED, LABEL_RUN};
+use super::{Engine, CONFIG, CONTAINER, LABEL_MANAGED, LABEL_RUN, NETWORK, SERVICE};
 
 /// Label carrying the host name of the process that created the resource.
 pub const LABEL_HOST: &str = "io.perf-tests.host";
@@ -142,15 +142,19 @@ impl Managed {
     }
 }
 
-/// "2 containers and 1 network".
+/// "2 containers and 1 network" (services and configs too, on a swarm).
 fn counted(items: &[&Managed]) -> String {
-    let n = |kind: &str| items.iter().filter(|m| m.kind == kind).count();
-    let word =
-        |count: usize, kind: &str| format!("{count} {kind}{}", if count == 1 { "" } else { "s" });
-    match (n("container"), n("network")) {
-        (c, 0) => word(c, "container"),
-        (0, w) => word(w, "network"),
-        (c, w) => format!("{} and {}", word(c, "container"), word(w, "network")),
+    let words: Vec<String> = [SERVICE, CONTAINER, CONFIG, NETWORK]
+        .iter()
+        .filter_map(|kind| {
+            let count = items.iter().filter(|m| m.kind == *kind).count();
+            (count > 0).then(|| format!("{count} {kind}{}", if count == 1 { "" } else { "s" }))
+        })
+        .collect();
+    match words.split_last() {
+        None => "nothing".to_string(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
     }
 }
 
@@ -161,19 +165,22 @@ fn counted(items: &[&Managed]) -> String {
 pub async fn clean(engine: &Engine, force: bool, out: &mut dyn Write) -> Result<usize> {
     let managed = engine.labelled(&format!("{LABEL_MANAGED}=true")).await?;
     let mut removed = 0;
+    let what = if engine.is_swarm() {
+        "services, containers, configs and networks"
+    } else {
+        "containers and networks"
+    };
     if force {
         // Containers come first in the list, so no network is still in use when it goes.
+        // Services, containers and configs come first in the list, so no network is still in
+        // use when it goes.
         for m in &managed {
             writeln!(out, "removing {} {} (run {})", m.kind, m.name, m.run())?;
-            let gone = match m.kind {
-                "container" => engine.remove_container(&m.id).await?,
-                _ => engine.remove_network(&m.id).await?,
-            };
-            removed += usize::from(gone);
+            removed += usize::from(engine.remove_labelled_item(m).await?);
         }
         writeln!(
             out,
-            "removed {removed} containers and networks (--force: every managed one, whether or \
+            "removed {removed} {what} (--force: every managed one, whether or \
              not its run is alive)"
         )?;
         return Ok(removed);
@@ -205,16 +212,12 @@ pub async fn clean(engine: &Engine, force: bool, out: &mut dyn Write) -> Result<
             .flat_map(|(_, items)| items.iter().filter(|m| m.kind == kind))
             .collect::<Vec<_>>()
     };
-    for m in dead("container") {
-        removed += usize::from(engine.remove_container(&m.id).await?);
+    for kind in [SERVICE, CONTAINER, CONFIG, NETWORK] {
+        for m in dead(kind) {
+            removed += usize::from(engine.remove_labelled_item(m).await?);
+        }
     }
-    for m in dead("network") {
-        removed += usize::from(engine.remove_network(&m.id).await?);
-    }
-    writeln!(
-        out,
-        "removed {removed} containers and networks left by runs no longer alive"
-    )?;
+    writeln!(out, "removed {removed} {what} left by runs no longer alive")?;
     Ok(removed)
 }
 

@@ -12,13 +12,16 @@ mod files;
 mod images;
 mod interrupt;
 pub mod liveness;
+mod nodes;
 mod oneoff;
+mod services;
 mod swarm;
 mod watch;
 
 pub use counters::{network_bytes, Counters};
 pub use deployment::Deployment;
 pub use interrupt::{interruptible, shutdown_signal, Interrupted};
+pub use nodes::{NodeEngine, ENGINE_LABEL};
 pub use oneoff::{ExecOutput, OneOff};
 pub use swarm::{SwarmNode, SWARM_PORT};
 pub use watch::{is_engine_gone, EngineGone, ANSWER_WITHIN};
@@ -58,17 +61,24 @@ pub fn new_run_id() -> String {
 /// What [`Engine::labelled`] lists: a container or a network, with its name and labels.
 #[derive(Debug, Clone)]
 pub(crate) struct Labelled {
-    /// [`CONTAINER`] or [`NETWORK`].
+    /// [`SERVICE`], [`CONTAINER`], [`CONFIG`] or [`NETWORK`].
     pub kind: &'static str,
     pub id: String,
     pub name: String,
     pub labels: HashMap<String, String>,
-    /// A container that has stopped (exited or dead) by the listing; never a network.
+    /// A container that has stopped (exited or dead) by the listing; never anything else.
     pub stopped: bool,
 }
 
 pub(crate) const CONTAINER: &str = "container";
 pub(crate) const NETWORK: &str = "network";
+/// A swarm service (its tasks' containers go with it).
+pub(crate) const SERVICE: &str = "service";
+/// A swarm config (a file a service mounts).
+pub(crate) const CONFIG: &str = "config";
+
+/// How long a swarm's network may stay in use by the tasks of services just removed.
+const NETWORK_RELEASE: Duration = Duration::from_secs(10);
 
 /// How long removing a run's containers and networks may take after a failure or a signal.
 pub const SWEEP_WITHIN: Duration = Duration::from_secs(10);
@@ -94,6 +104,8 @@ pub struct Engine {
     docker: Docker,
     run_id: String,
     host: String,
+    /// On a swarm ([`Engine::swarm`]): every node's engine, and which runs each container.
+    swarm: Option<nodes::SwarmView>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -134,6 +146,7 @@ impl Engine {
             docker,
             run_id: run_id.to_string(),
             host,
+            swarm: None,
         })
     }
 
@@ -250,7 +263,8 @@ impl Engine {
             .stderr(true)
             .tail(&tail.to_string())
             .build();
-        let mut stream = self.docker.logs(container, Some(opts));
+        let docker = self.docker_of(container);
+        let mut stream = docker.logs(container, Some(opts));
         let mut out = String::new();
         while let Some(item) = stream.next().await {
             out.push_str(&item?.to_string());
@@ -260,7 +274,11 @@ impl Engine {
 
     /// Whether a container is running (not yet exited, nor removed).
     pub async fn is_running(&self, container: &str) -> Result<bool> {
-        match self.docker.inspect_container(container, None).await {
+        match self
+            .docker_of(container)
+            .inspect_container(container, None)
+            .await
+        {
             Ok(info) => Ok(info.state.and_then(|s| s.running).unwrap_or(false)),
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
@@ -282,25 +300,16 @@ impl Engine {
         self.remove_labelled(&format!("{LABEL_MANAGED}=true")).await
     }
 
-    /// Ids of the containers and networks matching a `key=value` label filter.
-    async fn list_labelled(&self, label: &str) -> Result<(Vec<String>, Vec<String>)> {
-        let all = self.labelled(label).await?;
-        let ids = |kind: &str| -> Vec<String> {
-            all.iter()
-                .filter(|r| r.kind == kind)
-                .map(|r| r.id.clone())
-                .collect()
-        };
-        Ok((ids(CONTAINER), ids(NETWORK)))
-    }
-
-    /// The containers, then the networks, matching a `key=value` label filter, with their
-    /// names and labels.
+    /// The services, containers, configs and networks matching a `key=value` label filter, in
+    /// the order they can be removed (on a swarm: the manager's services, every node's
+    /// containers, the manager's configs and networks).
     pub(crate) async fn labelled(&self, label: &str) -> Result<Vec<Labelled>> {
-        let mut all = self.labelled_containers(label).await?;
+        let mut all = self.labelled_services(label).await?;
+        all.extend(self.labelled_containers(label).await?);
+        all.extend(self.labelled_configs(label).await?);
         let filters = HashMap::from([("label", vec![label])]);
         let networks = self
-            .docker
+            .manager()
             .list_networks(Some(
                 ListNetworksOptionsBuilder::default()
                     .filters(&filters)
@@ -320,54 +329,66 @@ impl Engine {
         Ok(all)
     }
 
-    /// The containers, running or not, matching a `key=value` label filter.
+    /// The containers, running or not, matching a `key=value` label filter (on a swarm, on
+    /// every node whose engine is reachable; each is then reached through its node's).
     pub(crate) async fn labelled_containers(&self, label: &str) -> Result<Vec<Labelled>> {
         let filters = HashMap::from([("label", vec![label])]);
-        let containers = self
-            .docker
-            .list_containers(Some(
-                ListContainersOptionsBuilder::default()
-                    .all(true)
-                    .filters(&filters)
-                    .build(),
-            ))
-            .await
-            .context("cannot list containers")?;
-        Ok(containers
-            .into_iter()
-            .filter_map(|c| {
-                Some(Labelled {
+        let mut all = Vec::new();
+        for (at, docker) in self.each_node() {
+            let containers = docker
+                .list_containers(Some(
+                    ListContainersOptionsBuilder::default()
+                        .all(true)
+                        .filters(&filters)
+                        .build(),
+                ))
+                .await
+                .context("cannot list containers")?;
+            for c in containers {
+                let Some(id) = c.id else { continue };
+                self.placed_at(&id, at);
+                all.push(Labelled {
                     kind: CONTAINER,
                     name: c
                         .names
                         .and_then(|n| n.into_iter().next())
                         .map(|n| n.trim_start_matches('/').to_string())
                         .unwrap_or_default(),
-                    id: c.id?,
+                    id,
                     labels: c.labels.unwrap_or_default(),
                     stopped: matches!(
                         c.state,
                         Some(ContainerSummaryStateEnum::EXITED | ContainerSummaryStateEnum::DEAD)
                     ),
-                })
-            })
-            .collect())
-    }
-
-    /// Removes containers, then networks, matching a `key=value` label filter.
-    pub(crate) async fn remove_labelled(&self, label: &str) -> Result<usize> {
-        let (containers, _) = self.list_labelled(label).await?;
-        let mut removed = 0;
-        for id in containers {
-            if self.remove_container(&id).await? {
-                removed += 1;
+                });
             }
         }
+        Ok(all)
+    }
+
+    /// Removes what `item` names; `false` if it was already gone.
+    pub(crate) async fn remove_labelled_item(&self, item: &Labelled) -> Result<bool> {
+        match item.kind {
+            SERVICE => self.remove_service(&item.id).await,
+            CONTAINER => self.remove_container(&item.id).await,
+            CONFIG => self.remove_config(&item.id).await,
+            _ => self.remove_network(&item.id).await,
+        }
+    }
+
+    /// Removes services, containers, configs, then networks matching a `key=value` label filter.
+    pub(crate) async fn remove_labelled(&self, label: &str) -> Result<usize> {
+        let mut removed = 0;
+        for item in self.labelled(label).await? {
+            if item.kind == NETWORK {
+                continue;
+            }
+            removed += usize::from(self.remove_labelled_item(&item).await?);
+        }
         // Listed after the containers are gone, so none is still attached.
-        let (_, networks) = self.list_labelled(label).await?;
-        for id in networks {
-            if self.remove_network(&id).await? {
-                removed += 1;
+        for item in self.labelled(label).await? {
+            if item.kind == NETWORK {
+                removed += usize::from(self.remove_labelled_item(&item).await?);
             }
         }
         Ok(removed)
@@ -396,13 +417,11 @@ impl Engine {
         let mut failures = 0;
         loop {
             let left = match self.remove_labelled(&label).await {
-                Ok(_) => self.list_labelled(&label).await,
+                Ok(_) => self.labelled(&label).await,
                 Err(e) => Err(e),
             };
             match left {
-                Ok((containers, networks)) if containers.is_empty() && networks.is_empty() => {
-                    return Ok(())
-                }
+                Ok(left) if left.is_empty() => return Ok(()),
                 Ok(_) => {}
                 Err(_) if failures < 20 => failures += 1,
                 Err(e) => return Err(e),
@@ -417,19 +436,45 @@ impl Engine {
             .force(true)
             .v(true)
             .build();
-        match self.docker.remove_container(id, Some(opts)).await {
+        match self.docker_of(id).remove_container(id, Some(opts)).await {
             Ok(()) => Ok(true),
             Err(e) if is_gone(&e) => Ok(false),
             Err(e) => Err(anyhow::Error::new(e).context(format!("cannot remove container {id}"))),
         }
     }
 
-    /// Removes a network; `false` if it was already gone.
+    /// Removes a network; `false` if it was already gone. On a swarm, a network whose last
+    /// tasks were just removed is still in use until their nodes report them gone, and is
+    /// deleted a moment after it is removed: tried again, then waited for, for up to
+    /// [`NETWORK_RELEASE`].
     pub(crate) async fn remove_network(&self, id: &str) -> Result<bool> {
-        match self.docker.remove_network(id).await {
-            Ok(()) => Ok(true),
-            Err(e) if is_gone(&e) => Ok(false),
-            Err(e) => Err(anyhow::Error::new(e).context(format!("cannot remove network {id}"))),
+        let deadline = std::time::Instant::now() + NETWORK_RELEASE;
+        loop {
+            match self.manager().remove_network(id).await {
+                Ok(()) if self.is_swarm() => {
+                    // The swarm deletes a network once its allocator lets it go: waited for, so
+                    // that nothing of the run outlasts it.
+                    while std::time::Instant::now() < deadline {
+                        match self.manager().inspect_network(id, None).await {
+                            Err(e) if is_not_found(&e) => break,
+                            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+                        }
+                    }
+                    return Ok(true);
+                }
+                Ok(()) => return Ok(true),
+                Err(e) if is_gone(&e) => return Ok(false),
+                Err(e)
+                    if self.is_swarm()
+                        && e.to_string().contains("active endpoints")
+                        && std::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(200)).await
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::new(e).context(format!("cannot remove network {id}")))
+                }
+            }
         }
     }
 }

@@ -103,8 +103,8 @@ impl Engine {
         cmd: &[String],
         mut on_stderr_line: impl FnMut(&str),
     ) -> Result<ExecOutput> {
-        let exec = self
-            .docker
+        let docker = self.docker_of(container);
+        let exec = docker
             .create_exec(
                 container,
                 CreateExecOptions {
@@ -121,7 +121,7 @@ impl Engine {
             pending: String::new(),
         };
         if let StartExecResults::Attached { mut output, .. } =
-            self.docker.start_exec(&exec.id, None).await?
+            docker.start_exec(&exec.id, None).await?
         {
             while let Some(item) = output.next().await {
                 match item? {
@@ -135,7 +135,7 @@ impl Engine {
             }
         }
         lines.finish(&mut on_stderr_line);
-        let inspect = self.docker.inspect_exec(&exec.id).await?;
+        let inspect = docker.inspect_exec(&exec.id).await?;
         out.exit_code = inspect.exit_code.unwrap_or(-1);
         Ok(out)
     }
@@ -175,6 +175,7 @@ impl Engine {
             )
             .await
             .with_context(|| format!("cannot create container {name} from {}", spec.image))?;
+        self.placed_here(&created.id);
         Ok((name, created))
     }
 

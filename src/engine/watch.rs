@@ -70,7 +70,7 @@ impl Engine {
             Some((format!("service \"{service}\""), c.id))
         });
         for (what, id) in services.chain(others.iter().cloned()) {
-            let info = match self.docker.inspect_container(&id, None).await {
+            let info = match self.docker_of(&id).inspect_container(&id, None).await {
                 Ok(info) => info,
                 // Removed between the listing and now: taken down, not dead.
                 Err(e) if super::is_not_found(&e) => continue,

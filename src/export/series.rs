@@ -260,6 +260,7 @@ mod tests {
         results[0].resources = vec![crate::model::ServiceResources {
             service: "broker".into(),
             run_wide: true,
+            node: None,
             samples: 3,
             cpu_pct_mean: 50.0,
             cpu_pct_peak: 80.0,

@@ -28,6 +28,7 @@ use crate::sweep;
 
 mod combine;
 mod guard;
+mod placement;
 mod prepare;
 mod profiler;
 mod site;
@@ -103,7 +104,10 @@ pub async fn run(run: &RunPlan) -> Result<RunOutput> {
     // Everything the run creates carries this id (what a killed run left, `perf-tests clean`
     // removes).
     phase(&format!("run {run_id}"));
-    let engine = Engine::connect(&run_id).await?;
+    let mut engine = Engine::connect(&run_id).await?;
+    if run.cells[0].settings.engine == crate::settings::EngineKind::Swarm {
+        engine = engine.swarm().await?;
+    }
     let engine_version = engine.version().await.ok();
     let completed = Completed::default();
     let outcome = engine::interruptible(&engine, run_with(&engine, &run_id, run, &completed)).await;
@@ -128,10 +132,39 @@ async fn run_with(
     for cell in &run.cells {
         check_cpusets(&cell.settings, &cell.plan, cpus)?;
     }
+    // On a swarm, checked against its nodes before anything is built or started.
+    let placement = if engine.is_swarm() {
+        let services = placement::Services {
+            all: &plan.services,
+            run_wide: &plan.run_wide,
+        };
+        Some(placement::place(
+            &services,
+            &run.cells[0].settings,
+            engine.nodes(),
+        )?)
+    } else {
+        None
+    };
     let prepared = prepare(engine, run).await?;
+    let mut deployment = Deployment::new(engine, plan.project.clone(), &project_name(run_id));
+    let workload_engine = match &placement {
+        Some(placement) => {
+            let mut workload = prepared.driver.images();
+            workload.push(prepared.workload_image.clone());
+            // Each combination of a matrix may run other images.
+            for cell in &run.cells {
+                placement::copy_images(engine, &cell.plan, placement, &workload).await?;
+            }
+            deployment.set_roles(placement.roles.clone());
+            engine.on_node(&placement.load_node)?
+        }
+        None => engine.clone(),
+    };
     let mut site = EngineSite {
         engine,
-        deployment: Deployment::new(engine, plan.project.clone(), &project_name(run_id)),
+        workload_engine,
+        deployment,
         plan,
         prepared: &prepared,
         cpus,
@@ -779,7 +812,7 @@ mod tests {
             self.note(format!(
                 "sample run-wide={run_wide:?} own_broker={own_broker} workload={workload:?}"
             ));
-            let used = workload_targets(workload)
+            let used = workload_targets(workload, &|_| None)
                 .into_iter()
                 .map(|t| ServiceResources {
                     service: t.service,

@@ -228,6 +228,8 @@ impl flow::Marks for PhaseMarks<'_> {
 /// The run on the Docker engine: the plan's Compose project deployed, the chosen driver.
 pub(super) struct EngineSite<'a> {
     pub(super) engine: &'a Engine,
+    /// Where the load generator's containers run: the engine, or on a swarm its load node's.
+    pub(super) workload_engine: Engine,
     pub(super) deployment: Deployment,
     pub(super) plan: &'a Plan,
     pub(super) prepared: &'a Prepared,
@@ -270,8 +272,9 @@ impl Site for EngineSite<'_> {
         own_broker: bool,
         workload: &[(String, String)],
     ) -> Box<dyn Sampling> {
-        let mut targets = sampling_targets(&self.deployment, run_wide, own_broker);
-        targets.extend(workload_targets(workload));
+        let node_of = |id: &str| self.engine.node_of(id);
+        let mut targets = sampling_targets(&self.deployment, run_wide, own_broker, &node_of);
+        targets.extend(workload_targets(workload, &node_of));
         Box::new(EngineSampling {
             sampler: resources::Sampler::start(self.engine, targets.clone()),
             engine: self.engine.clone(),
@@ -292,6 +295,13 @@ impl Site for EngineSite<'_> {
         hops: &'a [crate::ceiling::Hop],
     ) -> LocalBoxFuture<'a, Result<Vec<NetworkCeiling>>> {
         Box::pin(async move {
+            if self.engine.is_swarm() {
+                crate::progress::println(
+                    "    network ceiling not measured: ENGINE=swarm (iperf3 runs beside the \
+                     containers of one engine only)",
+                );
+                return Ok(Vec::new());
+            }
             let network = self.deployment.network_name("default");
             let container_of =
                 |service: &str| self.deployment.container_id(service).map(String::from);
@@ -376,7 +386,7 @@ impl EngineSite<'_> {
             Vec::new()
         };
         Place {
-            engine: self.engine,
+            engine: &self.workload_engine,
             workload_image: &self.prepared.workload_image,
             network: self.deployment.network_name("default"),
             client: client.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -390,10 +400,12 @@ impl EngineSite<'_> {
 pub(super) const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Every container of the deployment that is up now: the run-wide services and the scenario's.
+/// `node_of` names the swarm node of a container.
 pub(super) fn sampling_targets(
     deployment: &Deployment,
     run_wide: &[String],
     own_broker: bool,
+    node_of: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<resources::Target> {
     deployment
         .project()
@@ -408,19 +420,24 @@ pub(super) fn sampling_targets(
                     service: service.clone(),
                     container: id.to_string(),
                     run_wide: run_wide.contains(service),
+                    node: node_of(id),
                 })
         })
         .collect()
 }
 
 /// The session's own containers (the load generator), sampled like the scenario's services.
-pub(super) fn workload_targets(workload: &[(String, String)]) -> Vec<resources::Target> {
+pub(super) fn workload_targets(
+    workload: &[(String, String)],
+    node_of: &dyn Fn(&str) -> Option<String>,
+) -> Vec<resources::Target> {
     workload
         .iter()
         .map(|(name, id)| resources::Target {
             service: name.clone(),
             container: id.clone(),
             run_wide: false,
+            node: node_of(id),
         })
         .collect()
 }

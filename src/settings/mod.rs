@@ -71,6 +71,27 @@ impl std::fmt::Display for Mode {
     }
 }
 
+/// Where the run's services run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineKind {
+    /// Containers on the one engine `DOCKER_HOST` reaches.
+    #[default]
+    Local,
+    /// Services on the swarm whose manager `DOCKER_HOST` reaches, placed on its nodes by role.
+    Swarm,
+}
+
+impl EngineKind {
+    /// The value as written in `ENGINE`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Local => "local",
+            EngineKind::Swarm => "swarm",
+        }
+    }
+}
+
 /// Parses `MODE`: `produce-then-consume`, `end-to-end` or `backlog`.
 pub fn parse_mode(s: &str) -> Result<Mode> {
     match s.trim() {
@@ -167,6 +188,13 @@ pub struct Settings {
     /// The services profiled; empty: each scenario's own JVM services (its proxy).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profile_services: Vec<String>,
+    /// Where the services run: one engine, or a swarm's nodes.
+    #[serde(default)]
+    pub engine: EngineKind,
+    /// On a swarm: `(service, role)` placements over the defaults (run-wide services on
+    /// `broker`, a scenario's own on `proxy`, the load generator, `load`, on `load`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub swarm_roles: Vec<(String, String)>,
     /// Settings measured at several values (see `crate::matrix`); the fields above hold each
     /// one's first value. Empty: every setting has one value.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -205,6 +233,8 @@ impl Settings {
     /// Every field empty or zero: only what the table's defaults are written over.
     fn blank() -> Self {
         Settings {
+            engine: EngineKind::Local,
+            swarm_roles: Vec::new(),
             test: String::new(),
             num_records: 0,
             record_size: 0,

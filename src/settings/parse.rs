@@ -213,6 +213,31 @@ pub fn format_properties(props: &[(String, String)]) -> String {
         .join(" ")
 }
 
+/// Parses `SWARM_ROLES`: comma-separated `service=role` pairs, each service once; a role is a
+/// node label's value (letters, digits, `-`, `_`, `.`).
+pub fn parse_roles(var: &str, s: &str) -> Result<Vec<(String, String)>> {
+    let mut roles: Vec<(String, String)> = Vec::new();
+    for entry in s.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let Some((service, role)) = entry.split_once('=') else {
+            bail!("{var}={s:?}: {entry:?} is not service=role");
+        };
+        let (service, role) = (service.trim(), role.trim());
+        let label_value = |t: &str| {
+            !t.is_empty()
+                && t.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        };
+        if !label_value(service) || !label_value(role) {
+            bail!("{var}={s:?}: {entry:?} is not service=role (names of letters, digits, -, _, .)");
+        }
+        if roles.iter().any(|(k, _)| k == service) {
+            bail!("{var}={s:?}: {service} is placed twice");
+        }
+        roles.push((service.to_string(), role.to_string()));
+    }
+    Ok(roles)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,5 +372,21 @@ mod tests {
         }
         let err = parse_properties("acks=all oops").unwrap_err().to_string();
         assert!(err.contains("\"oops\""), "{err}");
+    }
+
+    #[test]
+    fn roles_are_service_role_pairs_each_service_once() {
+        assert_eq!(
+            parse_roles("SWARM_ROLES", " kms=broker, load=load2 ").unwrap(),
+            [
+                ("kms".to_string(), "broker".to_string()),
+                ("load".to_string(), "load2".to_string())
+            ]
+        );
+        assert!(parse_roles("SWARM_ROLES", "").unwrap().is_empty());
+        for bad in ["kms", "kms=", "=broker", "kms=a b", "kms=a,kms=b"] {
+            let e = parse_roles("SWARM_ROLES", bad).unwrap_err().to_string();
+            assert!(e.starts_with("SWARM_ROLES="), "{bad}: {e}");
+        }
     }
 }

@@ -602,6 +602,52 @@ pub static SETTINGS: &[Setting] = &[
         get: |s| s.profile_services.join(","),
     },
     Setting {
+        var: "ENGINE",
+        help: "Where the services run: local (containers on the engine DOCKER_HOST reaches) or \
+               swarm (services on the swarm whose manager DOCKER_HOST reaches, each placed on \
+               the nodes labelled perf-tests.role=<role>, the load generator on a node of its \
+               own; `perf-tests swarm local` makes one on this machine)",
+        default: "local",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: true,
+        field: "engine",
+        put: |s, var, v| {
+            s.engine = match v.trim() {
+                "local" => super::EngineKind::Local,
+                "swarm" => super::EngineKind::Swarm,
+                other => bail!("{var}={other:?}: expected local or swarm"),
+            };
+            Ok(())
+        },
+        get: |s| s.engine.as_str().to_string(),
+    },
+    Setting {
+        var: "SWARM_ROLES",
+        help: "With ENGINE=swarm: service=role pairs, comma-separated, placing each named \
+               service on the nodes labelled perf-tests.role=<role>; `load` names the load \
+               generator. Unnamed: run-wide services on broker, a scenario's own on proxy, the \
+               load generator on load",
+        default: "",
+        default_help: Some(
+            "run-wide services on broker, each scenario's own on proxy, load on load",
+        ),
+        lists: Lists::Text,
+        measured: true,
+        field: "swarm_roles",
+        put: |s, var, v| {
+            s.swarm_roles = parse_roles(var, v)?;
+            Ok(())
+        },
+        get: |s| {
+            s.swarm_roles
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        },
+    },
+    Setting {
         var: "RESULTS_DIR",
         help: "Directory each run's results directory is created in",
         default: "results",
@@ -627,6 +673,8 @@ pub(crate) fn another_value(setting: &Setting) -> &'static str {
         "SERVICES_CPUSET" | "WORKLOAD_CPUSET" => "0",
         "TEST" | "COMMIT_ID" | "SCENARIOS" | "RESULTS_DIR" => "elsewhere",
         "NETWORK_CEILING" => "0",
+        "ENGINE" => "swarm",
+        "SWARM_ROLES" => "load=load",
         "PROFILE" => "cpu",
         "PROFILE_SERVICES" => "broker1",
         _ if setting.var.ends_with("IMAGE") => "x:y",
@@ -646,6 +694,7 @@ mod tests {
         s.duration = Some(1);
         s.profile = Some(crate::profile::Mode::Cpu);
         s.profile_services = vec!["broker1".into()];
+        s.swarm_roles = vec![("load".into(), "load".into())];
         s.matrix = vec![super::super::Axis {
             var: "TOPICS".into(),
             values: vec!["1".into(), "2".into()],

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 
-use super::{Mode, Settings};
+use super::{EngineKind, Mode, Settings};
 
 impl Settings {
     /// Refuses a combination of settings that cannot be measured as asked, naming the settings
@@ -11,6 +11,7 @@ impl Settings {
     pub fn validate(&self) -> Result<()> {
         self.consumers_have_partitions()?;
         self.duration_fits_the_mode()?;
+        self.engine_takes_the_settings()?;
         if self.mode == Mode::Backlog && self.throughput <= 0 {
             bail!(
                 "MODE=backlog needs THROUGHPUT: the rate a producer keeps sending at while the \
@@ -18,6 +19,29 @@ impl Settings {
                  unlimited producer never lets a group catch up)",
                 self.throughput
             );
+        }
+        Ok(())
+    }
+
+    /// A swarm's services cannot be pinned to CPUs, nor profiled through their nodes yet; roles
+    /// place services only on a swarm.
+    fn engine_takes_the_settings(&self) -> Result<()> {
+        if self.engine == EngineKind::Swarm {
+            for (var, set) in [
+                ("SERVICES_CPUSET", !self.services_cpuset.is_empty()),
+                ("WORKLOAD_CPUSET", !self.workload_cpuset.is_empty()),
+                ("PROFILE", self.profile.is_some()),
+            ] {
+                if set {
+                    bail!(
+                        "{var} cannot be used with ENGINE=swarm (a swarm's nodes are whole \
+                         machines: Swarm services take no CPU list, and the profiler reaches \
+                         only the local engine's containers); leave {var} unset"
+                    );
+                }
+            }
+        } else if !self.swarm_roles.is_empty() {
+            bail!("SWARM_ROLES places services on a swarm's nodes: it needs ENGINE=swarm");
         }
         Ok(())
     }
@@ -110,6 +134,16 @@ mod tests {
         .validate()
         .unwrap();
         with(&[("MODE", "backlog"), ("THROUGHPUT", "100")])
+            .validate()
+            .unwrap();
+        for var in ["SERVICES_CPUSET", "WORKLOAD_CPUSET"] {
+            assert!(refused(&[("ENGINE", "swarm"), (var, "0")])
+                .starts_with(&format!("{var} cannot be used with ENGINE=swarm")));
+        }
+        assert!(refused(&[("ENGINE", "swarm"), ("PROFILE", "cpu")])
+            .starts_with("PROFILE cannot be used with ENGINE=swarm"));
+        assert!(refused(&[("SWARM_ROLES", "load=load")]).contains("needs ENGINE=swarm"));
+        with(&[("ENGINE", "swarm"), ("SWARM_ROLES", "kms=broker")])
             .validate()
             .unwrap();
     }

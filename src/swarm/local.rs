@@ -237,12 +237,16 @@ async fn make(
     }
     let joined = wait_until_ready(manager, nodes).await?;
     for node in &all {
+        let id = &joined
+            .iter()
+            .find(|n| n.hostname == node.name())
+            .with_context(|| format!("node {} is not in the swarm", node.name()))?
+            .id;
+        // How a run reaches each node's own engine (exec, counters, its containers).
+        manager
+            .label_node(id, crate::engine::ENGINE_LABEL, &node.host())
+            .await?;
         if let Some(role) = node.role() {
-            let id = &joined
-                .iter()
-                .find(|n| n.hostname == node.name())
-                .with_context(|| format!("node {} is not in the swarm", node.name()))?
-                .id;
             manager.label_node(id, super::ROLE_LABEL, role).await?;
         }
     }

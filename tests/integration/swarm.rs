@@ -312,3 +312,181 @@ async fn ctrl_c_while_the_swarm_is_made_removes_what_was_made() {
     );
     assert_eq!(remains(), Vec::<String>::new(), "{said:?}");
 }
+
+/// `perf-tests run` of the default suite against the local swarm's manager (or `host`), with
+/// `env`; its outcome.
+fn run_on(host: &str, results: &std::path::Path, env: &[(&str, &str)]) -> Output {
+    common::perf_tests_run(results)
+        .env("DOCKER_HOST", host)
+        .env("NUM_RECORDS", "5000")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+/// What the runner made that is still on the swarm: every node's managed containers, the
+/// manager's managed services, configs and networks.
+fn left_on_the_swarm() -> Vec<String> {
+    let on = |host: &str, args: &[&str]| -> Vec<String> {
+        let out = Command::new("docker")
+            .args(args)
+            .args(["--filter", "label=io.perf-tests.managed=true", "-q"])
+            .env("DOCKER_HOST", host)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "docker {args:?}: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+            .lines()
+            .map(|l| format!("{host} {} {l}", args[0]))
+            .collect()
+    };
+    let manager = local::manager_host();
+    let mut left = Vec::new();
+    for i in 1..=3 {
+        left.extend(on(&Node(i).host(), &["ps", "-a"]));
+    }
+    for what in ["service", "config", "network"] {
+        left.extend(on(&manager, &[what, "ls"]));
+    }
+    left
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_a_node_of_its_own()
+{
+    let (_locks, _host) = no_swarm_yet().await;
+    let results = tempfile::tempdir().unwrap();
+    let engine_host = "unix:///var/run/docker.sock";
+
+    // An engine in no swarm is refused, naming the setting and what to do.
+    let out = run_on(engine_host, results.path(), &[("ENGINE", "swarm")]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(
+            "ENGINE=swarm: the engine at unix:///var/run/docker.sock (DOCKER_HOST) is in no swarm"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = swarm(&["local", "--nodes", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let manager = local::manager_host();
+
+    // Refused before anything starts, with nothing left on any node: a worker, the load
+    // generator beside the path, a role no node carries.
+    // (DOCKER_HOST, settings, what the error says)
+    type Refusal<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let refusals: [Refusal; 3] = [
+        (
+            &Node(2).host(),
+            &[("ENGINE", "swarm")],
+            "(DOCKER_HOST) is a swarm worker",
+        ),
+        (
+            &manager,
+            &[("ENGINE", "swarm"), ("SWARM_ROLES", "load=proxy")],
+            "the load generator (role proxy) could run on swarm node pt-swarm-2, which may also \
+             run service",
+        ),
+        (
+            &manager,
+            &[("ENGINE", "swarm"), ("SWARM_ROLES", "kms=gpu")],
+            "service \"kms\" is placed on role gpu (SWARM_ROLES), but no ready node of the swarm \
+             carries perf-tests.role=gpu",
+        ),
+    ];
+    for (host, env, said) in refusals {
+        let out = run_on(host, results.path(), env);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{env:?}: {stderr}");
+        assert!(stderr.contains(said), "{env:?}: {stderr}");
+        assert!(!stderr.contains("==> starting"), "{env:?}: {stderr}");
+        assert_eq!(left_on_the_swarm(), Vec::<String>::new(), "{env:?}");
+    }
+    for entry in std::fs::read_dir(results.path()).unwrap() {
+        std::fs::remove_dir_all(entry.unwrap().path()).unwrap();
+    }
+
+    // The default suite, every scenario, across the three nodes.
+    let out = run_on(&manager, results.path(), &[("ENGINE", "swarm")]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let run = common::only_run(results.path());
+    let settings: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(settings["settings"]["engine"], "swarm");
+    let scenarios = [
+        ("01-no-proxy-baseline", None),
+        ("02-no-filters", Some("kroxylicious-no-filters")),
+        ("03-transform-filter", Some("kroxylicious-transform-filter")),
+        (
+            "04-envelope-encryption-filter",
+            Some("kroxylicious-envelope-encryption-filter"),
+        ),
+        (
+            "05-envelope-encryption-filter-no-encrypt",
+            Some("kroxylicious-envelope-encryption-filter-no-encrypt"),
+        ),
+    ];
+    for (scenario, proxy) in scenarios {
+        let result: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join(format!("{scenario}.json"))).unwrap())
+                .unwrap();
+        let check = &result["path_check"];
+        assert!(
+            check["records"].as_u64().unwrap() > 0,
+            "{scenario}: {check}"
+        );
+        assert_eq!(check["broker_ok"], check["records"], "{scenario}: {check}");
+        assert_eq!(
+            check["consumer_ok"], check["records"],
+            "{scenario}: {check}"
+        );
+        // Each service on its role's node, the load generator on the load node alone.
+        let resources = &result["resources"];
+        let node = |service: &str| common::service_entry(resources, service)["node"].clone();
+        assert_eq!(node("broker1"), "pt-swarm-1", "{scenario}: {resources}");
+        assert_eq!(
+            node("workload (load generator)"),
+            "pt-swarm-3",
+            "{scenario}: {resources}"
+        );
+        if let Some(proxy) = proxy {
+            assert_eq!(node(proxy), "pt-swarm-2", "{scenario}: {resources}");
+        }
+        for service in resources.as_array().unwrap() {
+            if service["service"] != "workload (load generator)" {
+                assert_ne!(service["node"], "pt-swarm-3", "{scenario}: {resources}");
+            }
+        }
+    }
+    assert!(
+        std::fs::read_to_string(run.join("tables.txt"))
+            .unwrap()
+            .contains("pt-swarm-2"),
+        "the Resources table names the nodes"
+    );
+    assert_eq!(left_on_the_swarm(), Vec::<String>::new());
+
+    // Ctrl-C while the proxy's service is being made: exit 130 and nothing left on any node.
+    let mut run = common::perf_tests_run(results.path());
+    run.env("DOCKER_HOST", &manager)
+        .env("ENGINE", "swarm")
+        .env("TEST", "02-.*")
+        .env("NUM_RECORDS", "5000");
+    let started = common::start_run(run, |l| l.starts_with("==> 02-no-filters"));
+    common::send("INT", &started.child);
+    let said: Vec<String> = started.lines.map(|l| l.unwrap()).collect();
+    let mut child = started.child;
+    assert_eq!(child.wait().unwrap().code(), Some(130), "{said:?}");
+    assert_eq!(left_on_the_swarm(), Vec::<String>::new(), "{said:?}");
+
+    let out = swarm(&["down"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(remains(), Vec::<String>::new());
+}

@@ -65,6 +65,7 @@ async fn sample_two_brokers(engine: Engine, run_id: String) {
             service: name.to_string(),
             container: id,
             run_wide: false,
+            node: None,
         });
     }
 

@@ -1,0 +1,254 @@
+//! A swarm seen as one engine: its manager creates services, networks and configs, and each
+//! container is reached through the engine of the node that runs it (exec, logs, counters,
+//! files, removal), so the code that works on a container serves both a single engine and a
+//! swarm.
+//!
+//! A node's engine address is the node label [`ENGINE_LABEL`] (`perf-tests swarm local` sets
+//! it; on a real cluster the operator does, e.g. `tcp://10.0.0.5:2376`): the swarm's API knows
+//! its nodes but not how to reach their engines.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{bail, Context, Result};
+use bollard::Docker;
+
+use super::Engine;
+
+/// The node label holding the address of the node's own engine (a `DOCKER_HOST` value).
+pub const ENGINE_LABEL: &str = "perf-tests.engine";
+
+/// A node of the swarm and its engine.
+#[derive(Debug, Clone)]
+pub struct NodeEngine {
+    pub id: String,
+    pub hostname: String,
+    pub ready: bool,
+    pub labels: HashMap<String, String>,
+    /// Its engine's address, from [`ENGINE_LABEL`] (the manager's is `DOCKER_HOST`).
+    pub host: Option<String>,
+}
+
+/// Every node, its engine connection and the node each known container runs on.
+pub(super) struct Nodes {
+    pub(super) list: Vec<NodeEngine>,
+    dockers: Vec<Option<Docker>>,
+    /// The manager's index: services, networks and configs are its.
+    manager: usize,
+    /// Container id → index in `list`.
+    placed: Mutex<HashMap<String, usize>>,
+}
+
+/// Which swarm an engine belongs to and which node's engine it is.
+#[derive(Clone)]
+pub(super) struct SwarmView {
+    pub(super) nodes: Arc<Nodes>,
+    pub(super) at: usize,
+}
+
+impl Engine {
+    /// This engine as the manager of its swarm, with a connection to each node's engine. Fails
+    /// when the engine is in no swarm or is a worker, and when a node's labelled engine does
+    /// not answer; a node without the label is kept without an engine (an error names it when
+    /// something must run there).
+    pub async fn swarm(&self) -> Result<Engine> {
+        let info = self
+            .docker
+            .info()
+            .await
+            .with_context(|| format!("cannot query the Docker engine at {}", self.host))?;
+        let swarm = info.swarm.unwrap_or_default();
+        let state = swarm
+            .local_node_state
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        if state != "active" {
+            bail!(
+                "ENGINE=swarm: the engine at {} (DOCKER_HOST) is in no swarm (its swarm state: \
+                 {}); `perf-tests swarm local` makes one on this machine, or point DOCKER_HOST \
+                 at a swarm manager",
+                self.host,
+                if state.is_empty() { "inactive" } else { &state }
+            );
+        }
+        if swarm.control_available != Some(true) {
+            bail!(
+                "ENGINE=swarm: the engine at {} (DOCKER_HOST) is a swarm worker; point \
+                 DOCKER_HOST at a manager (`docker node ls` on it lists the managers)",
+                self.host
+            );
+        }
+        let me = swarm.node_id.unwrap_or_default();
+        let mut list = Vec::new();
+        let mut dockers = Vec::new();
+        let mut at = 0;
+        for node in self.swarm_nodes().await? {
+            let docker = if node.id == me {
+                at = list.len();
+                Some(self.docker.clone())
+            } else if let Some(host) = node.labels.get(ENGINE_LABEL) {
+                let engine = Engine::connect_at(host, &self.run_id)
+                    .await
+                    .with_context(|| {
+                        format!(
+                        "swarm node {} has {ENGINE_LABEL}={host}, an engine that does not answer",
+                        node.hostname
+                    )
+                    })?;
+                Some(engine.docker)
+            } else {
+                None
+            };
+            let host = if node.id == me {
+                Some(self.host.clone())
+            } else {
+                node.labels.get(ENGINE_LABEL).cloned()
+            };
+            list.push(NodeEngine {
+                id: node.id,
+                hostname: node.hostname,
+                ready: node.ready,
+                labels: node.labels,
+                host,
+            });
+            dockers.push(docker);
+        }
+        let mut engine = self.clone();
+        engine.swarm = Some(SwarmView {
+            nodes: Arc::new(Nodes {
+                list,
+                dockers,
+                manager: at,
+                placed: Mutex::new(HashMap::new()),
+            }),
+            at,
+        });
+        Ok(engine)
+    }
+
+    /// This engine as its swarm ([`Engine::swarm`]) when it is a swarm's manager, else itself.
+    pub async fn whole_swarm(&self) -> Result<Engine> {
+        let info = self
+            .docker
+            .info()
+            .await
+            .with_context(|| format!("cannot query the Docker engine at {}", self.host))?;
+        let swarm = info.swarm.unwrap_or_default();
+        let active = swarm.local_node_state.map(|s| s.to_string()).as_deref() == Some("active");
+        if active && swarm.control_available == Some(true) {
+            self.swarm().await
+        } else {
+            Ok(self.clone())
+        }
+    }
+
+    /// Whether this engine is a swarm's: services rather than containers.
+    pub fn is_swarm(&self) -> bool {
+        self.swarm.is_some()
+    }
+
+    /// The swarm's nodes, when this engine is a swarm's ([`Engine::swarm`]).
+    pub fn nodes(&self) -> &[NodeEngine] {
+        self.swarm.as_ref().map_or(&[], |s| &s.nodes.list)
+    }
+
+    /// The same swarm through the engine of the node named `hostname`: one-off containers it
+    /// creates run there. An error names a node that has no reachable engine.
+    pub fn on_node(&self, hostname: &str) -> Result<Engine> {
+        let Some(view) = &self.swarm else {
+            return Ok(self.clone());
+        };
+        let Some(at) = view.nodes.list.iter().position(|n| n.hostname == hostname) else {
+            bail!("the swarm has no node named {hostname}");
+        };
+        let Some(docker) = view.nodes.dockers[at].clone() else {
+            bail!(
+                "swarm node {hostname} has no {ENGINE_LABEL} label, so its engine cannot be \
+                 reached (`docker node update --label-add {ENGINE_LABEL}=tcp://<address>:2376 \
+                 {hostname}` on the manager)"
+            );
+        };
+        Ok(Engine {
+            docker,
+            host: view.nodes.list[at].host.clone().unwrap_or_default(),
+            run_id: self.run_id.clone(),
+            swarm: Some(SwarmView {
+                nodes: view.nodes.clone(),
+                at,
+            }),
+        })
+    }
+
+    /// The manager's connection (this one off a swarm): services, networks and configs.
+    pub(super) fn manager(&self) -> Docker {
+        self.swarm
+            .as_ref()
+            .and_then(|v| v.nodes.dockers[v.nodes.manager].clone())
+            .unwrap_or_else(|| self.docker.clone())
+    }
+
+    /// Each reachable node's connection and its index (this one alone off a swarm).
+    pub(super) fn each_node(&self) -> Vec<(Option<usize>, Docker)> {
+        match &self.swarm {
+            None => vec![(None, self.docker.clone())],
+            Some(view) => view
+                .nodes
+                .dockers
+                .iter()
+                .enumerate()
+                .filter_map(|(i, d)| Some((Some(i), d.clone()?)))
+                .collect(),
+        }
+    }
+
+    /// Records that `container` runs on node `at` (an index of [`Engine::each_node`]).
+    pub(super) fn placed_at(&self, container: &str, at: Option<usize>) {
+        if let (Some(view), Some(at)) = (&self.swarm, at) {
+            if let Ok(mut placed) = view.nodes.placed.lock() {
+                placed.insert(container.to_string(), at);
+            }
+        }
+    }
+
+    /// Records that `container` runs on this engine's node, so the other engines of the swarm
+    /// reach it through this one.
+    pub(super) fn placed_here(&self, container: &str) {
+        if let Some(view) = &self.swarm {
+            if let Ok(mut placed) = view.nodes.placed.lock() {
+                placed.insert(container.to_string(), view.at);
+            }
+        }
+    }
+
+    /// Records that `container` runs on the node with swarm id `node`.
+    pub(super) fn placed_on(&self, container: &str, node: &str) {
+        if let Some(view) = &self.swarm {
+            if let Some(at) = view.nodes.list.iter().position(|n| n.id == node) {
+                if let Ok(mut placed) = view.nodes.placed.lock() {
+                    placed.insert(container.to_string(), at);
+                }
+            }
+        }
+    }
+
+    /// The host name of the node that runs `container`, on a swarm.
+    pub fn node_of(&self, container: &str) -> Option<String> {
+        let view = self.swarm.as_ref()?;
+        let at = *view.nodes.placed.lock().ok()?.get(container)?;
+        Some(view.nodes.list[at].hostname.clone())
+    }
+
+    /// The engine connection that reaches `container`: its node's, or this one.
+    pub(super) fn docker_of(&self, container: &str) -> Docker {
+        let Some(view) = &self.swarm else {
+            return self.docker.clone();
+        };
+        view.nodes
+            .placed
+            .lock()
+            .ok()
+            .and_then(|p| p.get(container).copied())
+            .and_then(|at| view.nodes.dockers[at].clone())
+            .unwrap_or_else(|| self.docker.clone())
+    }
+}

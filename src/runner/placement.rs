@@ -1,0 +1,299 @@
+//! Where each service of a run goes on a swarm (`ENGINE=swarm`): its node role, checked
+//! against the swarm's nodes before anything starts, and each image copied to the nodes that
+//! may run it.
+//!
+//! A node's role is its `perf-tests.role` label. By default the run-wide services (the broker)
+//! go on `broker`, every scenario's own services (the path under test: proxy, KMS) on `proxy`
+//! and the load generator on `load`; `SWARM_ROLES` moves any of them. The load generator never
+//! shares a node with a service of the run: on one machine it would take the cores the path
+//! is measured on, and its traffic would not cross the network a deployment's would.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{bail, Result};
+
+use crate::engine::{Engine, NodeEngine, ENGINE_LABEL};
+use crate::plan::Plan;
+use crate::settings::Settings;
+use crate::swarm::ROLE_LABEL;
+
+/// The name `SWARM_ROLES` gives the load generator.
+pub(super) const LOAD: &str = "load";
+
+/// A run's placement on a swarm.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Placement {
+    /// Service → the role of the nodes it runs on.
+    pub(super) roles: BTreeMap<String, String>,
+    /// Role → the ready nodes (host names) that carry it.
+    pub(super) nodes: BTreeMap<String, Vec<String>>,
+    /// The node the load generator's containers run on.
+    pub(super) load_node: String,
+}
+
+/// The services a run places: all of them, and the run-wide ones among them.
+pub(super) struct Services<'a> {
+    pub(super) all: &'a [String],
+    pub(super) run_wide: &'a [String],
+}
+
+/// Each service's role and the load generator's, with the setting or default that chose it.
+fn roles(services: &Services, settings: &Settings) -> Vec<(String, String, &'static str)> {
+    let chosen = |name: &str| {
+        settings
+            .swarm_roles
+            .iter()
+            .find(|(s, _)| s == name)
+            .map(|(_, r)| r.clone())
+    };
+    let mut roles: Vec<(String, String, &'static str)> = services
+        .all
+        .iter()
+        .map(|s| match chosen(s) {
+            Some(r) => (s.clone(), r, "SWARM_ROLES"),
+            None if services.run_wide.contains(s) => (
+                s.clone(),
+                "broker".into(),
+                "the default for a run-wide service",
+            ),
+            None => (
+                s.clone(),
+                "proxy".into(),
+                "the default for a scenario's service",
+            ),
+        })
+        .collect();
+    roles.push(match chosen(LOAD) {
+        Some(r) => (LOAD.into(), r, "SWARM_ROLES"),
+        None => (
+            LOAD.into(),
+            LOAD.into(),
+            "the default for the load generator",
+        ),
+    });
+    roles
+}
+
+/// The run's placement on the swarm of `nodes`, or an error naming what cannot be placed: a
+/// `SWARM_ROLES` entry naming no service of the run, a role no ready node carries, a node that
+/// must be reached without an engine address, the load generator beside a service.
+pub(super) fn place(
+    services: &Services,
+    settings: &Settings,
+    nodes: &[NodeEngine],
+) -> Result<Placement> {
+    for (service, _) in &settings.swarm_roles {
+        if service != LOAD && !services.all.contains(service) {
+            bail!(
+                "SWARM_ROLES names {service}, which is no service of this run (its services: \
+                 {}; `{LOAD}` is the load generator)",
+                services.all.join(", ")
+            );
+        }
+    }
+    let described = || {
+        let mut all: Vec<String> = nodes
+            .iter()
+            .map(|n| {
+                let role = n.labels.get(ROLE_LABEL).map_or("no role", String::as_str);
+                let ready = if n.ready { "" } else { ", not ready" };
+                format!("{} ({role}{ready})", n.hostname)
+            })
+            .collect();
+        all.sort();
+        all.join(", ")
+    };
+    let mut placement = Placement {
+        roles: BTreeMap::new(),
+        nodes: BTreeMap::new(),
+        load_node: String::new(),
+    };
+    let all = roles(services, settings);
+    for (what, role, why) in &all {
+        let carrying: Vec<&NodeEngine> = nodes
+            .iter()
+            .filter(|n| n.ready && n.labels.get(ROLE_LABEL) == Some(role))
+            .collect();
+        let shown = if what == LOAD {
+            "the load generator".to_string()
+        } else {
+            format!("service \"{what}\"")
+        };
+        if carrying.is_empty() {
+            bail!(
+                "{shown} is placed on role {role} ({why}), but no ready node of the swarm \
+                 carries {ROLE_LABEL}={role} (its nodes: {}); label one (`docker node update \
+                 --label-add {ROLE_LABEL}={role} <node>`) or set SWARM_ROLES",
+                described()
+            );
+        }
+        if let Some(blind) = carrying.iter().find(|n| n.host.is_none()) {
+            bail!(
+                "{shown} may run on swarm node {}, whose engine cannot be reached: it has no \
+                 {ENGINE_LABEL} label (`docker node update --label-add \
+                 {ENGINE_LABEL}=tcp://<address>:2376 {}` on the manager)",
+                blind.hostname,
+                blind.hostname
+            );
+        }
+        placement.nodes.insert(
+            role.clone(),
+            carrying.iter().map(|n| n.hostname.clone()).collect(),
+        );
+        if what != LOAD {
+            placement.roles.insert(what.clone(), role.clone());
+        }
+    }
+    let load_role = &all.last().expect("the load generator has a role").1;
+    let load_nodes: BTreeSet<&String> = placement.nodes[load_role].iter().collect();
+    for (service, role) in &placement.roles {
+        if let Some(shared) = placement.nodes[role]
+            .iter()
+            .find(|n| load_nodes.contains(n))
+        {
+            bail!(
+                "the load generator (role {load_role}) could run on swarm node {shared}, which \
+                 may also run service \"{service}\" (role {role}): the load generator needs \
+                 nodes of its own; give it a role no service of the run has \
+                 (SWARM_ROLES=load=<role>, with a node labelled {ROLE_LABEL}=<role>)"
+            );
+        }
+    }
+    placement.load_node = placement.nodes[load_role][0].clone();
+    Ok(placement)
+}
+
+/// Copies each image to the nodes that may run it, from the manager's engine (where the run
+/// built or pulled it): a service's image to every node of its role, `workload` (the load
+/// generator's images) to the load generator's node. A node that has the same image id is
+/// skipped.
+pub(super) async fn copy_images(
+    engine: &Engine,
+    plan: &Plan,
+    placement: &Placement,
+    workload: &[String],
+) -> Result<()> {
+    let mut wanted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (service, role) in &placement.roles {
+        let image = &plan.project.services[service].image;
+        for node in &placement.nodes[role] {
+            wanted
+                .entry(node.clone())
+                .or_default()
+                .insert(image.clone());
+        }
+    }
+    for image in workload {
+        wanted
+            .entry(placement.load_node.clone())
+            .or_default()
+            .insert(image.clone());
+    }
+    for (node, images) in &wanted {
+        let target = engine.on_node(node)?;
+        for image in images {
+            crate::progress::phase(&format!("copying image {image} to swarm node {node}"));
+            if engine.copy_image_to(&target, image).await? {
+                crate::progress::println(&format!("copied image {image} to swarm node {node}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn node(name: &str, role: Option<&str>, engine: bool) -> NodeEngine {
+        NodeEngine {
+            id: format!("id-{name}"),
+            hostname: name.to_string(),
+            ready: true,
+            labels: role
+                .map(|r| HashMap::from([(ROLE_LABEL.to_string(), r.to_string())]))
+                .unwrap_or_default(),
+            host: engine.then(|| format!("unix:///{name}.sock")),
+        }
+    }
+
+    fn three() -> Vec<NodeEngine> {
+        vec![
+            node("n1", Some("broker"), true),
+            node("n2", Some("proxy"), true),
+            node("n3", Some("load"), true),
+        ]
+    }
+
+    fn place(roles: &str, nodes: &[NodeEngine]) -> Result<Placement> {
+        let all = [
+            "broker1".to_string(),
+            "kms".to_string(),
+            "proxy".to_string(),
+        ];
+        let run_wide = ["broker1".to_string()];
+        let services = Services {
+            all: &all,
+            run_wide: &run_wide,
+        };
+        super::place(&services, &settings(roles), nodes)
+    }
+
+    fn settings(roles: &str) -> Settings {
+        let mut s = Settings::without_commit();
+        s.swarm_roles = crate::settings::parse_roles("SWARM_ROLES", roles).unwrap();
+        s
+    }
+
+    #[test]
+    fn by_default_the_broker_the_path_and_the_load_each_have_a_node() {
+        let p = place("", &three()).unwrap();
+        assert_eq!(p.roles["broker1"], "broker");
+        assert_eq!(p.roles["kms"], "proxy");
+        assert_eq!(p.roles["proxy"], "proxy");
+        assert_eq!(p.load_node, "n3");
+        assert_eq!(p.nodes["proxy"], ["n2"]);
+    }
+
+    #[test]
+    fn roles_move_services_by_the_setting() {
+        let p = place("kms=broker", &three()).unwrap();
+        assert_eq!(p.roles["kms"], "broker");
+    }
+
+    #[test]
+    fn what_cannot_be_placed_is_refused_before_anything_starts() {
+        let refused =
+            |roles: &str, nodes: &[NodeEngine]| place(roles, nodes).unwrap_err().to_string();
+        let e = refused("load=proxy", &three());
+        assert!(
+            e.starts_with("the load generator (role proxy) could run on swarm node n2"),
+            "{e}"
+        );
+        let e = refused("kms=load", &three());
+        assert!(e.contains("service \"kms\" (role load)"), "{e}");
+        let e = refused("kms=gpu", &three());
+        assert!(
+            e.starts_with("service \"kms\" is placed on role gpu (SWARM_ROLES), but no ready node"),
+            "{e}"
+        );
+        assert!(e.contains("n1 (broker), n2 (proxy), n3 (load)"), "{e}");
+        let e = refused("vault=proxy", &three());
+        assert!(
+            e.starts_with("SWARM_ROLES names vault, which is no service"),
+            "{e}"
+        );
+        let mut blind = three();
+        blind[2].host = None;
+        let e = refused("", &blind);
+        assert!(
+            e.contains("swarm node n3, whose engine cannot be reached"),
+            "{e}"
+        );
+        let mut down = three();
+        down[2].ready = false;
+        let e = refused("", &down);
+        assert!(e.contains("n3 (load, not ready)"), "{e}");
+    }
+}
