@@ -473,6 +473,69 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
     );
     assert_eq!(left_on_the_swarm(), Vec::<String>::new());
 
+    // The proxy killed on its node during the measurement ends the phase, naming it.
+    let mut run = common::perf_tests_run(results.path());
+    run.env("DOCKER_HOST", &manager)
+        .env("ENGINE", "swarm")
+        .env("TEST", "02-.*")
+        .env("NUM_RECORDS", "1000000")
+        .env("THROUGHPUT", "20000");
+    let started = common::start_run(run, |l| l.starts_with("==> 02-"));
+    let proxy_node = Node(2).host();
+    let proxy = || {
+        let out = Command::new("docker")
+            .args(["ps", "-q", "--filter"])
+            .arg("label=io.perf-tests.service=kroxylicious-no-filters")
+            .env("DOCKER_HOST", &proxy_node)
+            .output()
+            .unwrap();
+        text(&out.stdout).trim().to_string()
+    };
+    // The measured phase's producer (its count names it) runs on the load node.
+    common::wait_for(
+        "the measured produce phase",
+        Duration::from_secs(120),
+        || {
+            let out = Command::new("docker")
+                .args([
+                    "ps",
+                    "-q",
+                    "--filter",
+                    "label=io.perf-tests.service=workload",
+                ])
+                .env("DOCKER_HOST", Node(3).host())
+                .output()
+                .unwrap();
+            text(&out.stdout).lines().any(|id| {
+                let top = Command::new("docker")
+                    .args(["top", id, "-eo", "args"])
+                    .env("DOCKER_HOST", Node(3).host())
+                    .output()
+                    .unwrap();
+                text(&top.stdout)
+                    .lines()
+                    .any(|l| l.contains("workload produce ") && l.contains("--num-records 1000000"))
+            })
+        },
+    );
+    let killed = Command::new("docker")
+        .args(["kill", &proxy()])
+        .env("DOCKER_HOST", &proxy_node)
+        .output()
+        .unwrap();
+    assert!(killed.status.success(), "{}", text(&killed.stderr));
+    let said: Vec<String> = started.lines.map(|l| l.unwrap()).collect();
+    let mut child = started.child;
+    assert_eq!(child.wait().unwrap().code(), Some(1), "{said:?}");
+    let error = said.join("\n");
+    assert!(
+        error.contains("stopped during the measurement")
+            && error.contains("service \"kroxylicious-no-filters\"")
+            && error.contains("exited with code 137"),
+        "{error}"
+    );
+    assert_eq!(left_on_the_swarm(), Vec::<String>::new(), "{said:?}");
+
     // Ctrl-C while the proxy's service is being made: exit 130 and nothing left on any node.
     let mut run = common::perf_tests_run(results.path());
     run.env("DOCKER_HOST", &manager)
