@@ -508,7 +508,7 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
                 .unwrap();
             text(&out.stdout).lines().any(|id| {
                 let top = Command::new("docker")
-                    .args(["top", id, "-eo", "args"])
+                    .args(["top", id, "-eo", "pid,args"])
                     .env("DOCKER_HOST", Node(3).host())
                     .output()
                     .unwrap();
