@@ -47,8 +47,8 @@ pub struct Deployment {
     image_ids: BTreeMap<String, String>,
     /// Services whose healthcheck has passed (it is not run again).
     healthy: BTreeSet<String>,
-    /// On a swarm: the node role each service is placed by (`perf-tests.role`).
-    roles: BTreeMap<String, String>,
+    /// On a swarm: the placement constraint of each service (`node.labels.…==…`).
+    constraints: BTreeMap<String, String>,
     /// On a swarm: service → its Swarm service's id and its configs' ids.
     swarm_services: BTreeMap<String, (String, Vec<String>)>,
 }
@@ -71,14 +71,14 @@ impl Deployment {
             containers: BTreeMap::new(),
             image_ids: BTreeMap::new(),
             healthy: BTreeSet::new(),
-            roles: BTreeMap::new(),
+            constraints: BTreeMap::new(),
             swarm_services: BTreeMap::new(),
         }
     }
 
-    /// On a swarm: places each service on the nodes labelled `perf-tests.role=<role>`.
-    pub fn set_roles(&mut self, roles: BTreeMap<String, String>) {
-        self.roles = roles;
+    /// On a swarm: places each service by its Swarm placement constraint.
+    pub fn set_constraints(&mut self, constraints: BTreeMap<String, String>) {
+        self.constraints = constraints;
     }
 
     /// The project being deployed.
@@ -247,14 +247,20 @@ impl Deployment {
         Ok(true)
     }
 
-    async fn create_container(&mut self, service: &Service) -> Result<String> {
-        let svc = &service.name;
+    /// Has the image of `service` on the engine and records its id.
+    async fn ensure_image(&mut self, service: &Service) -> Result<()> {
         let image_id = self
             .engine
             .ensure_image(&service.image)
             .await
-            .with_context(|| format!("service \"{svc}\""))?;
+            .with_context(|| format!("service \"{}\"", service.name))?;
         self.image_ids.insert(service.image.clone(), image_id);
+        Ok(())
+    }
+
+    async fn create_container(&mut self, service: &Service) -> Result<String> {
+        let svc = &service.name;
+        self.ensure_image(service).await?;
 
         let body = container_body(service, self.engine.run_labels(), &self.name, &|net| {
             self.network_name(net)
@@ -311,17 +317,11 @@ impl Deployment {
         deadline: Instant,
     ) -> Result<String> {
         let svc = &service.name;
-        let Some(role) = self.roles.get(svc) else {
-            bail!("service \"{svc}\" has no node role to be placed by on the swarm");
+        let Some(constraint) = self.constraints.get(svc).cloned() else {
+            bail!("service \"{svc}\" has no placement on the swarm");
         };
-        let constraint = format!("node.labels.{}=={role}", crate::swarm::ROLE_LABEL);
         let files = super::services::config_files(service)?;
-        let image_id = self
-            .engine
-            .ensure_image(&service.image)
-            .await
-            .with_context(|| format!("service \"{svc}\""))?;
-        self.image_ids.insert(service.image.clone(), image_id);
+        self.ensure_image(service).await?;
         let name = super::services::service_name(&self.name, svc);
         let mut labels = self.engine.run_labels();
         labels.insert(LABEL_PROJECT.to_string(), self.name.clone());
@@ -754,10 +754,11 @@ fn endpoint(svc: &str, aliases: &[String]) -> EndpointSettings {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn service(yaml: &str) -> Service {
+    /// The one service of a Compose file written as `yaml`.
+    pub(in crate::engine) fn service(yaml: &str) -> Service {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("compose.yaml");
         std::fs::write(&file, yaml).unwrap();

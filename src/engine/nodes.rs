@@ -52,16 +52,7 @@ impl Engine {
     /// not answer; a node without the label is kept without an engine (an error names it when
     /// something must run there).
     pub async fn swarm(&self) -> Result<Engine> {
-        let info = self
-            .docker
-            .info()
-            .await
-            .with_context(|| format!("cannot query the Docker engine at {}", self.host))?;
-        let swarm = info.swarm.unwrap_or_default();
-        let state = swarm
-            .local_node_state
-            .map(|s| s.to_string())
-            .unwrap_or_default();
+        let (state, manager, me) = self.swarm_state().await?;
         if state != "active" {
             bail!(
                 "ENGINE=swarm: the engine at {} (DOCKER_HOST) is in no swarm (its swarm state: \
@@ -71,14 +62,13 @@ impl Engine {
                 if state.is_empty() { "inactive" } else { &state }
             );
         }
-        if swarm.control_available != Some(true) {
+        if !manager {
             bail!(
                 "ENGINE=swarm: the engine at {} (DOCKER_HOST) is a swarm worker; point \
                  DOCKER_HOST at a manager (`docker node ls` on it lists the managers)",
                 self.host
             );
         }
-        let me = swarm.node_id.unwrap_or_default();
         let mut list = Vec::new();
         let mut dockers = Vec::new();
         let mut at = 0;
@@ -128,18 +118,29 @@ impl Engine {
 
     /// This engine as its swarm ([`Engine::swarm`]) when it is a swarm's manager, else itself.
     pub async fn whole_swarm(&self) -> Result<Engine> {
+        match self.swarm_state().await? {
+            (state, true, _) if state == "active" => self.swarm().await,
+            _ => Ok(self.clone()),
+        }
+    }
+
+    /// This engine's swarm state (`active`, `inactive`, …), whether it is a manager, and its
+    /// node id.
+    async fn swarm_state(&self) -> Result<(String, bool, String)> {
         let info = self
             .docker
             .info()
             .await
             .with_context(|| format!("cannot query the Docker engine at {}", self.host))?;
         let swarm = info.swarm.unwrap_or_default();
-        let active = swarm.local_node_state.map(|s| s.to_string()).as_deref() == Some("active");
-        if active && swarm.control_available == Some(true) {
-            self.swarm().await
-        } else {
-            Ok(self.clone())
-        }
+        Ok((
+            swarm
+                .local_node_state
+                .map(|s| s.to_string())
+                .unwrap_or_default(),
+            swarm.control_available == Some(true),
+            swarm.node_id.unwrap_or_default(),
+        ))
     }
 
     /// Whether this engine is a swarm's: services rather than containers.

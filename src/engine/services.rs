@@ -370,15 +370,8 @@ pub fn service_name(project: &str, svc: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::deployment::tests::service;
     use super::*;
-
-    fn service(yaml: &str) -> Service {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("compose.yaml");
-        std::fs::write(&file, yaml).unwrap();
-        let project = crate::compose::load(&[file], &Default::default()).unwrap();
-        project.services.into_values().next().unwrap()
-    }
 
     fn parts<'a>(configs: &'a [ConfigMount], net: &'a dyn Fn(&str) -> String) -> SpecParts<'a> {
         SpecParts {

@@ -156,7 +156,7 @@ async fn run_with(
             for cell in &run.cells {
                 placement::copy_images(engine, &cell.plan, placement, &workload).await?;
             }
-            deployment.set_roles(placement.roles.clone());
+            deployment.set_constraints(placement.constraints());
             engine.on_node(&placement.load_node)?
         }
         None => engine.clone(),

@@ -37,6 +37,16 @@ pub(super) struct Services<'a> {
     pub(super) run_wide: &'a [String],
 }
 
+impl Placement {
+    /// Each service's Swarm placement constraint: the nodes of its role.
+    pub(super) fn constraints(&self) -> BTreeMap<String, String> {
+        self.roles
+            .iter()
+            .map(|(s, role)| (s.clone(), format!("node.labels.{ROLE_LABEL}=={role}")))
+            .collect()
+    }
+}
+
 /// Each service's role and the load generator's, with the setting or default that chose it.
 fn roles(services: &Services, settings: &Settings) -> Vec<(String, String, &'static str)> {
     let chosen = |name: &str| {
@@ -254,6 +264,7 @@ mod tests {
         assert_eq!(p.roles["proxy"], "proxy");
         assert_eq!(p.load_node, "n3");
         assert_eq!(p.nodes["proxy"], ["n2"]);
+        assert_eq!(p.constraints()["kms"], "node.labels.perf-tests.role==proxy");
     }
 
     #[test]

@@ -37,19 +37,24 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// The `docker` CLI against the swarm's manager.
-fn manager(args: &[&str]) -> String {
+/// The `docker` CLI against the engine at `host`; its stdout, the command having succeeded.
+fn docker_at(host: &str, args: &[&str]) -> String {
     let out = Command::new("docker")
         .args(args)
-        .env("DOCKER_HOST", local::manager_host())
+        .env("DOCKER_HOST", host)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "docker {args:?}: {}",
+        "docker {args:?} at {host}: {}",
         text(&out.stderr)
     );
     text(&out.stdout)
+}
+
+/// The `docker` CLI against the swarm's manager.
+fn manager(args: &[&str]) -> String {
+    docker_at(&local::manager_host(), args)
 }
 
 /// What of a local swarm is on this host: namespaces, the bridge, the directories, the forward
@@ -328,18 +333,9 @@ fn run_on(host: &str, results: &std::path::Path, env: &[(&str, &str)]) -> Output
 /// manager's managed services, configs and networks.
 fn left_on_the_swarm() -> Vec<String> {
     let on = |host: &str, args: &[&str]| -> Vec<String> {
-        let out = Command::new("docker")
-            .args(args)
-            .args(["--filter", "label=io.perf-tests.managed=true", "-q"])
-            .env("DOCKER_HOST", host)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "docker {args:?}: {}",
-            text(&out.stderr)
-        );
-        text(&out.stdout)
+        let mut args = args.to_vec();
+        args.extend(["--filter", "label=io.perf-tests.managed=true", "-q"]);
+        docker_at(host, &args)
             .lines()
             .map(|l| format!("{host} {} {l}", args[0]))
             .collect()
@@ -483,13 +479,10 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
     let started = common::start_run(run, |l| l.starts_with("==> 02-"));
     let proxy_node = Node(2).host();
     let proxy = || {
-        let out = Command::new("docker")
-            .args(["ps", "-q", "--filter"])
-            .arg("label=io.perf-tests.service=kroxylicious-no-filters")
-            .env("DOCKER_HOST", &proxy_node)
-            .output()
-            .unwrap();
-        text(&out.stdout).trim().to_string()
+        let label = "label=io.perf-tests.service=kroxylicious-no-filters";
+        docker_at(&proxy_node, &["ps", "-q", "--filter", label])
+            .trim()
+            .to_string()
     };
     // The measured phase's producer (its count names it) runs on the load node.
     common::wait_for(
@@ -518,12 +511,7 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
             })
         },
     );
-    let killed = Command::new("docker")
-        .args(["kill", &proxy()])
-        .env("DOCKER_HOST", &proxy_node)
-        .output()
-        .unwrap();
-    assert!(killed.status.success(), "{}", text(&killed.stderr));
+    docker_at(&proxy_node, &["kill", &proxy()]);
     let said: Vec<String> = started.lines.map(|l| l.unwrap()).collect();
     let mut child = started.child;
     assert_eq!(child.wait().unwrap().code(), Some(1), "{said:?}");
