@@ -49,8 +49,18 @@ pub struct Deployment {
     healthy: BTreeSet<String>,
     /// On a swarm: the placement constraint of each service (`node.labels.…==…`).
     constraints: BTreeMap<String, String>,
-    /// On a swarm: service → its Swarm service's id and its configs' ids.
-    swarm_services: BTreeMap<String, (String, Vec<String>)>,
+    /// On a swarm: what each service was made of, for its removal.
+    swarm_services: BTreeMap<String, SwarmService>,
+}
+
+/// A service's objects on a swarm, recorded as they are made so that a failure part-way
+/// removes what was made.
+#[derive(Debug, Default)]
+struct SwarmService {
+    /// The Swarm service, once created.
+    id: Option<String>,
+    /// The configs holding its files.
+    configs: Vec<String>,
 }
 
 /// What `up` created in one call, so a failure can undo exactly that.
@@ -326,9 +336,8 @@ impl Deployment {
         let mut labels = self.engine.run_labels();
         labels.insert(LABEL_PROJECT.to_string(), self.name.clone());
         let mut configs = Vec::new();
-        // Recorded as they are made, so a failure part-way removes what was made.
         self.swarm_services
-            .insert(svc.clone(), (String::new(), Vec::new()));
+            .insert(svc.clone(), SwarmService::default());
         for (i, (file, target)) in files.into_iter().enumerate() {
             // Unique and within a config name's 64 characters; its labels say whose it is.
             let config_name = format!("perf-tests-{}-{i}", super::oneoff::unique_suffix());
@@ -336,8 +345,8 @@ impl Deployment {
                 .engine
                 .create_config(&config_name, file, labels.clone())
                 .await?;
-            if let Some(entry) = self.swarm_services.get_mut(svc) {
-                entry.1.push(id.clone());
+            if let Some(made) = self.swarm_services.get_mut(svc) {
+                made.configs.push(id.clone());
             }
             configs.push(super::services::ConfigMount {
                 target: target.to_string(),
@@ -357,41 +366,32 @@ impl Deployment {
             },
         )?;
         let id = self.engine.create_service(spec).await?;
-        if let Some(entry) = self.swarm_services.get_mut(svc) {
-            entry.0 = id.clone();
+        if let Some(made) = self.swarm_services.get_mut(svc) {
+            made.id = Some(id.clone());
         }
         self.engine.service_container(&id, svc, deadline).await
     }
 
-    /// Takes `svc` down: its container, or on a swarm its service and configs.
+    /// Takes `svc` down: its container, and on a swarm its service and configs.
     async fn remove(&mut self, svc: &str) -> Result<()> {
         self.healthy.remove(svc);
-        let container = self.containers.remove(svc);
-        if let Some((service, configs)) = self.swarm_services.remove(svc) {
-            if !service.is_empty() {
-                self.engine
-                    .remove_service(&service)
-                    .await
-                    .with_context(|| format!("cannot remove service \"{svc}\""))?;
-            }
-            // The swarm stops the task's container in its own time, and a container of the
-            // project seen stopping would count as a death: removed now, on its node.
-            if let Some(id) = container {
-                self.engine
-                    .remove_container(&id)
-                    .await
-                    .with_context(|| format!("cannot remove service \"{svc}\""))?;
-            }
-            for config in configs {
-                self.engine.remove_config(&config).await?;
-            }
-            return Ok(());
+        let made = self.swarm_services.remove(svc).unwrap_or_default();
+        if let Some(service) = &made.id {
+            self.engine
+                .remove_service(service)
+                .await
+                .with_context(|| format!("cannot remove service \"{svc}\""))?;
         }
-        if let Some(id) = container {
+        // On a swarm the task's container would stop in the swarm's own time, and a container
+        // of the project seen stopping counts as a death: removed now, on its node.
+        if let Some(id) = self.containers.remove(svc) {
             self.engine
                 .remove_container(&id)
                 .await
                 .with_context(|| format!("cannot remove service \"{svc}\""))?;
+        }
+        for config in made.configs {
+            self.engine.remove_config(&config).await?;
         }
         Ok(())
     }
@@ -531,7 +531,9 @@ impl Deployment {
             .chain(self.swarm_services.keys())
             .cloned()
             .collect();
-        self.down(&services.into_iter().collect::<Vec<_>>()).await?;
+        for svc in &services {
+            self.remove(svc).await?;
+        }
         let networks = std::mem::take(&mut self.networks);
         for engine_name in networks.values() {
             self.engine.remove_network(engine_name).await?;

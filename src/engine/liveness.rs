@@ -171,7 +171,6 @@ pub async fn clean(engine: &Engine, force: bool, out: &mut dyn Write) -> Result<
         "containers and networks"
     };
     if force {
-        // Containers come first in the list, so no network is still in use when it goes.
         // Services, containers and configs come first in the list, so no network is still in
         // use when it goes.
         for m in &managed {

@@ -70,6 +70,25 @@ pub(crate) struct Labelled {
     pub stopped: bool,
 }
 
+impl Labelled {
+    /// A service, config or network as the engine lists it (never stopped); `None` without
+    /// an id.
+    fn listed(
+        kind: &'static str,
+        id: Option<String>,
+        name: Option<String>,
+        labels: Option<HashMap<String, String>>,
+    ) -> Option<Labelled> {
+        Some(Labelled {
+            kind,
+            id: id?,
+            name: name.unwrap_or_default(),
+            labels: labels.unwrap_or_default(),
+            stopped: false,
+        })
+    }
+}
+
 pub(crate) const CONTAINER: &str = "container";
 pub(crate) const NETWORK: &str = "network";
 /// A swarm service (its tasks' containers go with it).
@@ -307,6 +326,12 @@ impl Engine {
         let mut all = self.labelled_services(label).await?;
         all.extend(self.labelled_containers(label).await?);
         all.extend(self.labelled_configs(label).await?);
+        all.extend(self.labelled_networks(label).await?);
+        Ok(all)
+    }
+
+    /// The networks matching a `key=value` label filter (on a swarm, the manager's).
+    async fn labelled_networks(&self, label: &str) -> Result<Vec<Labelled>> {
         let filters = HashMap::from([("label", vec![label])]);
         let networks = self
             .manager()
@@ -317,16 +342,10 @@ impl Engine {
             ))
             .await
             .context("cannot list networks")?;
-        all.extend(networks.into_iter().filter_map(|n| {
-            Some(Labelled {
-                kind: NETWORK,
-                name: n.name.unwrap_or_default(),
-                id: n.id?,
-                labels: n.labels.unwrap_or_default(),
-                stopped: false,
-            })
-        }));
-        Ok(all)
+        Ok(networks
+            .into_iter()
+            .filter_map(|n| Labelled::listed(NETWORK, n.id, n.name, n.labels))
+            .collect())
     }
 
     /// The containers, running or not, matching a `key=value` label filter (on a swarm, on
@@ -380,16 +399,13 @@ impl Engine {
     pub(crate) async fn remove_labelled(&self, label: &str) -> Result<usize> {
         let mut removed = 0;
         for item in self.labelled(label).await? {
-            if item.kind == NETWORK {
-                continue;
-            }
-            removed += usize::from(self.remove_labelled_item(&item).await?);
-        }
-        // Listed after the containers are gone, so none is still attached.
-        for item in self.labelled(label).await? {
-            if item.kind == NETWORK {
+            if item.kind != NETWORK {
                 removed += usize::from(self.remove_labelled_item(&item).await?);
             }
+        }
+        // Listed after the containers are gone, so none is still attached.
+        for item in self.labelled_networks(label).await? {
+            removed += usize::from(self.remove_labelled_item(&item).await?);
         }
         Ok(removed)
     }

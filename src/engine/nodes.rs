@@ -52,7 +52,11 @@ impl Engine {
     /// not answer; a node without the label is kept without an engine (an error names it when
     /// something must run there).
     pub async fn swarm(&self) -> Result<Engine> {
-        let (state, manager, me) = self.swarm_state().await?;
+        self.swarm_from(self.swarm_state().await?).await
+    }
+
+    /// [`Engine::swarm`] from the engine's swarm state, as [`Engine::swarm_state`] reads it.
+    async fn swarm_from(&self, (state, manager, me): (String, bool, String)) -> Result<Engine> {
         if state != "active" {
             bail!(
                 "ENGINE=swarm: the engine at {} (DOCKER_HOST) is in no swarm (its swarm state: \
@@ -119,7 +123,7 @@ impl Engine {
     /// This engine as its swarm ([`Engine::swarm`]) when it is a swarm's manager, else itself.
     pub async fn whole_swarm(&self) -> Result<Engine> {
         match self.swarm_state().await? {
-            (state, true, _) if state == "active" => self.swarm().await,
+            state @ (_, true, _) if state.0 == "active" => self.swarm_from(state).await,
             _ => Ok(self.clone()),
         }
     }
@@ -214,22 +218,16 @@ impl Engine {
     /// Records that `container` runs on this engine's node, so the other engines of the swarm
     /// reach it through this one.
     pub(super) fn placed_here(&self, container: &str) {
-        if let Some(view) = &self.swarm {
-            if let Ok(mut placed) = view.nodes.placed.lock() {
-                placed.insert(container.to_string(), view.at);
-            }
-        }
+        self.placed_at(container, self.swarm.as_ref().map(|v| v.at));
     }
 
     /// Records that `container` runs on the node with swarm id `node`.
     pub(super) fn placed_on(&self, container: &str, node: &str) {
-        if let Some(view) = &self.swarm {
-            if let Some(at) = view.nodes.list.iter().position(|n| n.id == node) {
-                if let Ok(mut placed) = view.nodes.placed.lock() {
-                    placed.insert(container.to_string(), at);
-                }
-            }
-        }
+        let at = self
+            .swarm
+            .as_ref()
+            .and_then(|v| v.nodes.list.iter().position(|n| n.id == node));
+        self.placed_at(container, at);
     }
 
     /// The host name of the node that runs `container`, on a swarm.

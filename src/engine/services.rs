@@ -308,13 +308,7 @@ impl Engine {
             .into_iter()
             .filter_map(|s| {
                 let spec = s.spec.unwrap_or_default();
-                Some(Labelled {
-                    kind: SERVICE,
-                    id: s.id?,
-                    name: spec.name.unwrap_or_default(),
-                    labels: spec.labels.unwrap_or_default(),
-                    stopped: false,
-                })
+                Labelled::listed(SERVICE, s.id, spec.name, spec.labels)
             })
             .collect())
     }
@@ -338,13 +332,7 @@ impl Engine {
             .into_iter()
             .filter_map(|c| {
                 let spec = c.spec.unwrap_or_default();
-                Some(Labelled {
-                    kind: CONFIG,
-                    id: c.id?,
-                    name: spec.name.unwrap_or_default(),
-                    labels: spec.labels.unwrap_or_default(),
-                    stopped: false,
-                })
+                Labelled::listed(CONFIG, c.id, spec.name, spec.labels)
             })
             .collect())
     }

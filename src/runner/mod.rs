@@ -152,10 +152,8 @@ async fn run_with(
         Some(placement) => {
             let mut workload = prepared.driver.images();
             workload.push(prepared.workload_image.clone());
-            // Each combination of a matrix may run other images.
-            for cell in &run.cells {
-                placement::copy_images(engine, &cell.plan, placement, &workload).await?;
-            }
+            let plans: Vec<&Plan> = run.cells.iter().map(|c| &c.plan).collect();
+            placement::copy_images(engine, &plans, placement, &workload).await?;
             deployment.set_constraints(placement.constraints());
             engine.on_node(&placement.load_node)?
         }

@@ -174,23 +174,26 @@ pub(super) fn place(
 }
 
 /// Copies each image to the nodes that may run it, from the manager's engine (where the run
-/// built or pulled it): a service's image to every node of its role, `workload` (the load
-/// generator's images) to the load generator's node. A node that has the same image id is
+/// built or pulled it): a service's image in any of `plans` (a matrix's combinations may run
+/// other images) to every node of its role, `workload` (the load generator's images) to the
+/// load generator's node. Each image once per node; a node that has the same image id is
 /// skipped.
 pub(super) async fn copy_images(
     engine: &Engine,
-    plan: &Plan,
+    plans: &[&Plan],
     placement: &Placement,
     workload: &[String],
 ) -> Result<()> {
     let mut wanted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (service, role) in &placement.roles {
-        let image = &plan.project.services[service].image;
-        for node in &placement.nodes[role] {
-            wanted
-                .entry(node.clone())
-                .or_default()
-                .insert(image.clone());
+        for plan in plans {
+            let image = &plan.project.services[service].image;
+            for node in &placement.nodes[role] {
+                wanted
+                    .entry(node.clone())
+                    .or_default()
+                    .insert(image.clone());
+            }
         }
     }
     for image in workload {
