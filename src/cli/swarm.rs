@@ -23,8 +23,13 @@ pub enum SwarmCommand {
         nodes: usize,
         /// An image to copy onto every node (repeat); default: the suite's images, the network
         /// ceiling's and the workload image, built first where missing
-        #[arg(long = "image")]
+        #[arg(long = "image", conflicts_with = "registry")]
         images: Vec<String>,
+        /// Also start a registry on the swarm's bridge (Debian's docker-registry), which every
+        /// node trusts over plain HTTP, and print its REGISTRY; no image is copied (a run with
+        /// that REGISTRY pushes and pulls its own)
+        #[arg(long)]
+        registry: bool,
     },
     /// Remove the local swarm: its daemons and everything they ran, its namespaces, bridge and
     /// directories
@@ -43,11 +48,17 @@ fn nodes(s: &str) -> Result<usize, String> {
 pub async fn execute(cmd: SwarmCommand, settings: &Settings) -> Result<i32> {
     let mut say = |line: &str| eprintln!("swarm: {line}");
     match cmd {
-        SwarmCommand::Local { nodes, images } => {
+        SwarmCommand::Local {
+            nodes,
+            images,
+            registry,
+        } => {
             // Before any image is built: root, the tools, no swarm already up.
-            let checked = local::check(nodes)?;
+            let checked = local::check(nodes, registry)?;
             let source = Engine::connect(&engine::new_run_id()).await?;
-            let images = if images.is_empty() {
+            let images = if registry {
+                Vec::new()
+            } else if images.is_empty() {
                 suite_images(&source, settings).await?
             } else {
                 for image in &images {
@@ -86,6 +97,9 @@ pub async fn execute(cmd: SwarmCommand, settings: &Settings) -> Result<i32> {
                 );
             }
             println!("DOCKER_HOST={}", local::manager_host());
+            if registry {
+                println!("REGISTRY={}", local::registry_address());
+            }
         }
         SwarmCommand::Down => {
             let removed = local::down(&mut say)?;

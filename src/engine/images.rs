@@ -5,8 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use anyhow::{bail, Context, Result};
 use bollard::query_parameters::{
-    BuildImageOptionsBuilder, ImportImageOptionsBuilder, ListImagesOptionsBuilder,
-    RemoveImageOptions, RemoveImageOptionsBuilder,
+    BuildImageOptionsBuilder, CreateImageOptionsBuilder, ImportImageOptionsBuilder,
+    ListImagesOptionsBuilder, PushImageOptionsBuilder, RemoveImageOptions,
+    RemoveImageOptionsBuilder, TagImageOptionsBuilder,
 };
 use futures_util::StreamExt;
 
@@ -145,9 +146,157 @@ impl Engine {
         }
     }
 
+    /// Whether this engine reaches the registry `registry` (`host[:port][/path]`): it asks the
+    /// registry for an image that is not there, and a registry that answers "unknown" is
+    /// reached. The error is the engine's own (refused connection, TLS, login).
+    pub async fn reaches_registry(&self, registry: &str) -> Result<()> {
+        let probe = format!("{registry}/perf-tests/registry-probe:absent");
+        match self.docker.inspect_registry_image(&probe, None).await {
+            Ok(_) => Ok(()),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
+            Err(bollard::errors::Error::DockerResponseServerError { message, .. }) => bail!(
+                "the engine at {} cannot use registry {registry}: {message}",
+                self.host
+            ),
+            Err(e) => Err(anyhow::Error::new(e).context(format!(
+                "asking the engine at {} for registry {registry}",
+                self.host
+            ))),
+        }
+    }
+
+    /// Pushes local image `reference` to `registry` as [`in_registry`] names it there, and
+    /// returns that name.
+    pub async fn push_to_registry(&self, registry: &str, reference: &str) -> Result<String> {
+        let remote = in_registry(registry, reference)?;
+        self.tag(reference, &remote).await?;
+        let (repo, tag) = split_tag(&remote);
+        let mut push = self.docker.push_image(
+            repo,
+            Some(PushImageOptionsBuilder::default().tag(tag).build()),
+            None,
+        );
+        while let Some(item) = push.next().await {
+            item.with_context(|| {
+                format!(
+                    "pushing image {reference} to {remote} from the engine at {}",
+                    self.host
+                )
+            })?;
+        }
+        Ok(remote)
+    }
+
+    /// Pulls `remote` (an image [`Engine::push_to_registry`] pushed) and tags it `reference`,
+    /// unless this engine already has `reference` with image id `id`; returns whether it
+    /// pulled. The pulled image must have id `id`.
+    pub async fn pull_from_registry(
+        &self,
+        remote: &str,
+        reference: &str,
+        id: &str,
+    ) -> Result<bool> {
+        if self.image_id(reference).await?.as_deref() == Some(id) {
+            return Ok(false);
+        }
+        let mut pull = self.docker.create_image(
+            Some(
+                CreateImageOptionsBuilder::default()
+                    .from_image(remote)
+                    .build(),
+            ),
+            None,
+            None,
+        );
+        while let Some(item) = pull.next().await {
+            item.with_context(|| format!("pulling image {remote} to the engine at {}", self.host))?;
+        }
+        self.tag(remote, reference).await?;
+        match self.image_id(reference).await? {
+            Some(pulled) if pulled == id => Ok(true),
+            other => bail!(
+                "image {remote} was pulled to {} but reads as {other:?} there, not {id}",
+                self.host
+            ),
+        }
+    }
+
+    /// Gives image `from` the further name `to` (a reference with its tag).
+    async fn tag(&self, from: &str, to: &str) -> Result<()> {
+        let (repo, tag) = split_tag(to);
+        self.docker
+            .tag_image(
+                from,
+                Some(
+                    TagImageOptionsBuilder::default()
+                        .repo(repo)
+                        .tag(tag)
+                        .build(),
+                ),
+            )
+            .await
+            .with_context(|| format!("tagging image {from} as {to} at {}", self.host))
+    }
+
     /// The CPUs the engine's host has, as the engine reports them.
     pub async fn cpus(&self) -> Option<usize> {
         let n = self.facts().await.ok()?.cpus;
         (n > 0).then_some(n)
+    }
+}
+
+/// The name image `reference` has in `registry`: the registry's address and path before the
+/// whole reference (a registry port in it written `host-port`, as a path takes no `:`), its tag
+/// kept (`latest` when it has none). A reference by digest has no tag to push under and is
+/// refused.
+pub fn in_registry(registry: &str, reference: &str) -> Result<String> {
+    if reference.contains('@') {
+        bail!("image {reference} is named by digest; a registry copy needs a tagged name");
+    }
+    let (repo, tag) = split_tag(reference);
+    let tag = if tag.is_empty() { "latest" } else { tag };
+    let repo = repo.replace(':', "-");
+    Ok(format!("{}/{repo}:{tag}", registry.trim_end_matches('/')))
+}
+
+/// `reference`'s repository and tag (empty when it has none): the tag follows the last `:`
+/// after the last `/` (a `:` before it is a registry's port).
+fn split_tag(reference: &str) -> (&str, &str) {
+    let name_start = reference.rfind('/').map_or(0, |i| i + 1);
+    match reference[name_start..].rfind(':') {
+        Some(i) => (
+            &reference[..name_start + i],
+            &reference[name_start + i + 1..],
+        ),
+        None => (reference, ""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_image_keeps_its_whole_name_and_tag_under_the_registry() {
+        let cases = [
+            (
+                "perf-tests/kafka:4.4.0",
+                "10.0.0.1:5000/perf-tests/kafka:4.4.0",
+            ),
+            ("busybox", "10.0.0.1:5000/busybox:latest"),
+            ("quay.io/org/x:1", "10.0.0.1:5000/quay.io/org/x:1"),
+            ("localhost:5000/x", "10.0.0.1:5000/localhost-5000/x:latest"),
+        ];
+        for (image, remote) in cases {
+            assert_eq!(in_registry("10.0.0.1:5000/", image).unwrap(), remote);
+        }
+        assert_eq!(split_tag("reg:5000/a/b:c"), ("reg:5000/a/b", "c"));
+        assert_eq!(split_tag("reg:5000/a/b"), ("reg:5000/a/b", ""));
+        assert!(in_registry("r", "x@sha256:00")
+            .unwrap_err()
+            .to_string()
+            .contains("digest"));
     }
 }

@@ -138,11 +138,11 @@ async fn run_with(
             all: &plan.services,
             run_wide: &plan.run_wide,
         };
-        Some(placement::place(
-            &services,
-            &run.cells[0].settings,
-            engine.nodes(),
-        )?)
+        let placement = placement::place(&services, &run.cells[0].settings, engine.nodes())?;
+        if let Some(registry) = &run.cells[0].settings.registry {
+            placement::check_registry(engine, &placement, registry).await?;
+        }
+        Some(placement)
     } else {
         None
     };
@@ -153,7 +153,8 @@ async fn run_with(
             let mut workload = prepared.driver.images();
             workload.push(prepared.workload_image.clone());
             let plans: Vec<&Plan> = run.cells.iter().map(|c| &c.plan).collect();
-            placement::copy_images(engine, &plans, placement, &workload).await?;
+            let registry = run.cells[0].settings.registry.as_deref();
+            placement::deliver_images(engine, &plans, placement, &workload, registry).await?;
             deployment.set_constraints(placement.constraints());
             engine.on_node(&placement.load_node)?
         }

@@ -1,6 +1,6 @@
 //! Where each service of a run goes on a swarm (`ENGINE=swarm`): its node role, checked
-//! against the swarm's nodes before anything starts, and each image copied to the nodes that
-//! may run it.
+//! against the swarm's nodes before anything starts, and each image put on the nodes that may
+//! run it (copied from the manager's engine, or through `REGISTRY`).
 //!
 //! A node's role is its `perf-tests.role` label. By default the run-wide services (the broker)
 //! go on `broker`, every scenario's own services (the path under test: proxy, KMS) on `proxy`
@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::engine::{Engine, NodeEngine, ENGINE_LABEL};
 use crate::plan::Plan;
@@ -173,17 +173,14 @@ pub(super) fn place(
     Ok(placement)
 }
 
-/// Copies each image to the nodes that may run it, from the manager's engine (where the run
-/// built or pulled it): a service's image in any of `plans` (a matrix's combinations may run
-/// other images) to every node of its role, `workload` (the load generator's images) to the
-/// load generator's node. Each image once per node; a node that has the same image id is
-/// skipped.
-pub(super) async fn copy_images(
-    engine: &Engine,
+/// The images each node needs, by host name: a service's image in any of `plans` (a matrix's
+/// combinations may run other images) on every node of its role, `workload` (the load
+/// generator's images) on the load generator's node.
+fn wanted(
     plans: &[&Plan],
     placement: &Placement,
     workload: &[String],
-) -> Result<()> {
+) -> BTreeMap<String, BTreeSet<String>> {
     let mut wanted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (service, role) in &placement.roles {
         for plan in plans {
@@ -202,14 +199,92 @@ pub(super) async fn copy_images(
             .or_default()
             .insert(image.clone());
     }
+    wanted
+}
+
+/// Refuses a `registry` that the manager's engine (which pushes) or an engine of a node the
+/// run places anything on (which pulls) cannot use, naming the setting and the node: before
+/// anything is built.
+pub(super) async fn check_registry(
+    engine: &Engine,
+    placement: &Placement,
+    registry: &str,
+) -> Result<()> {
+    engine
+        .reaches_registry(registry)
+        .await
+        .with_context(|| format!("REGISTRY={registry}: the swarm's manager cannot push to it"))?;
+    let nodes: BTreeSet<&String> = placement.nodes.values().flatten().collect();
+    for node in nodes {
+        engine
+            .on_node(node)?
+            .reaches_registry(registry)
+            .await
+            .with_context(|| {
+                format!("REGISTRY={registry}: swarm node {node} cannot pull from it")
+            })?;
+    }
+    Ok(())
+}
+
+/// Puts each image on the nodes that may run it ([`wanted`]), from the manager's engine (where
+/// the run built or pulled it): streamed from its engine to theirs, or, with `registry`, pushed
+/// there once and pulled by each node. Each image once per node; a node that has the same
+/// image id is skipped.
+pub(super) async fn deliver_images(
+    engine: &Engine,
+    plans: &[&Plan],
+    placement: &Placement,
+    workload: &[String],
+    registry: Option<&str>,
+) -> Result<()> {
+    let wanted = wanted(plans, placement, workload);
+    let Some(registry) = registry else {
+        for (node, images) in &wanted {
+            let target = engine.on_node(node)?;
+            for image in images {
+                crate::progress::phase(&format!("copying image {image} to swarm node {node}"));
+                if engine.copy_image_to(&target, image).await? {
+                    crate::progress::println(&format!("copied image {image} to swarm node {node}"));
+                }
+            }
+        }
+        return Ok(());
+    };
+    // What each node lacks, so an image every node has is not pushed at all.
+    let mut missing: Vec<(Engine, &String, &String, String)> = Vec::new();
     for (node, images) in &wanted {
         let target = engine.on_node(node)?;
         for image in images {
-            crate::progress::phase(&format!("copying image {image} to swarm node {node}"));
-            if engine.copy_image_to(&target, image).await? {
-                crate::progress::println(&format!("copied image {image} to swarm node {node}"));
+            let Some(id) = engine.image_id(image).await? else {
+                bail!(
+                    "image {image} is not on the swarm's manager ({})",
+                    engine.host()
+                );
+            };
+            if target.image_id(image).await?.as_deref() != Some(id.as_str()) {
+                missing.push((target.clone(), node, image, id));
             }
         }
+    }
+    let mut pushed: BTreeMap<&String, String> = BTreeMap::new();
+    for (target, node, image, id) in &missing {
+        if !pushed.contains_key(image) {
+            crate::progress::phase(&format!("pushing image {image} to {registry}"));
+            let remote = engine
+                .push_to_registry(registry, image)
+                .await
+                .with_context(|| format!("REGISTRY={registry}"))?;
+            crate::progress::println(&format!("pushed image {image} as {remote}"));
+            pushed.insert(image, remote);
+        }
+        let remote = &pushed[image];
+        crate::progress::phase(&format!("pulling image {remote} on swarm node {node}"));
+        target
+            .pull_from_registry(remote, image, id)
+            .await
+            .with_context(|| format!("REGISTRY={registry}: swarm node {node}"))?;
+        crate::progress::println(&format!("pulled image {remote} on swarm node {node}"));
     }
     Ok(())
 }

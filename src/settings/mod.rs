@@ -195,6 +195,10 @@ pub struct Settings {
     /// `broker`, a scenario's own on `proxy`, the load generator, `load`, on `load`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub swarm_roles: Vec<(String, String)>,
+    /// On a swarm: the registry (`host[:port][/path]`) the images travel through to the nodes;
+    /// none: each node gets them streamed from the manager's engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<String>,
     /// Settings measured at several values (see `crate::matrix`); the fields above hold each
     /// one's first value. Empty: every setting has one value.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -235,6 +239,7 @@ impl Settings {
         Settings {
             engine: EngineKind::Local,
             swarm_roles: Vec::new(),
+            registry: None,
             test: String::new(),
             num_records: 0,
             record_size: 0,

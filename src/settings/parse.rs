@@ -238,9 +238,80 @@ pub fn parse_roles(var: &str, s: &str) -> Result<Vec<(String, String)>> {
     Ok(roles)
 }
 
+/// A registry's address as image names begin with it: `host[:port][/path]`, a host of letters,
+/// digits, `.` and `-`, a path of lowercase components; no scheme (the engine chooses HTTPS, or
+/// HTTP for a registry it is told is insecure) and no tag.
+pub fn parse_registry(var: &str, s: &str) -> Result<String> {
+    let v = s.trim().trim_end_matches('/');
+    if let Some((scheme, _)) = v.split_once("://") {
+        bail!(
+            "{var}={s:?}: a registry is named without a scheme ({scheme}://): host[:port][/path], \
+             e.g. registry.example:5000"
+        );
+    }
+    let (address, path) = v.split_once('/').unwrap_or((v, ""));
+    let (host, port) = address.split_once(':').unwrap_or((address, ""));
+    let host_ok = !host.is_empty()
+        && host
+            .split('.')
+            .all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+    let port_ok =
+        port.is_empty() && !address.contains(':') || port.parse::<u16>().is_ok_and(|p| p > 0);
+    let path_ok = path.is_empty()
+        || path.split('/').all(|c| {
+            !c.is_empty()
+                && c.chars().all(|ch| {
+                    ch.is_ascii_lowercase() || ch.is_ascii_digit() || matches!(ch, '.' | '_' | '-')
+                })
+        });
+    if !(host_ok && port_ok && path_ok) {
+        bail!(
+            "{var}={s:?} is not a registry address: host[:port][/path] (a host name or address, \
+             a port from 1 to 65535, a path of lowercase letters, digits, ., _ and -)"
+        );
+    }
+    Ok(v.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registries_are_addresses_without_scheme_and_bad_ones_name_the_variable() {
+        for ok in [
+            "10.213.0.1:5000",
+            "registry.example",
+            "reg:5000/perf/tests",
+            "reg/",
+        ] {
+            assert!(parse_registry("REGISTRY", ok).is_ok(), "{ok}");
+        }
+        assert_eq!(
+            parse_registry("REGISTRY", " reg:5000/ ").unwrap(),
+            "reg:5000"
+        );
+        let e = parse_registry("REGISTRY", "http://reg:5000")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("REGISTRY=\"http://reg:5000\": a registry is named without a scheme"),
+            "{e}"
+        );
+        for bad in [
+            "reg:0",
+            "reg:x",
+            "reg:",
+            ":5000",
+            "reg/Upper",
+            "reg//x",
+            "re g",
+            "reg:5000:1",
+        ] {
+            let e = parse_registry("REGISTRY", bad).unwrap_err().to_string();
+            assert!(e.contains("is not a registry address"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn durations_read_in_units_and_bad_ones_name_the_variable() {

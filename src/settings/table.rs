@@ -648,6 +648,22 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        var: "REGISTRY",
+        help: "With ENGINE=swarm: a registry (host[:port][/path], no scheme) the images travel \
+               through: pushed from the manager's engine, pulled by each node that may run \
+               them. Every node's engine must reach it (checked before anything is built)",
+        default: "",
+        default_help: Some("none: each image streamed from the manager's engine to the nodes"),
+        lists: Lists::Refused,
+        measured: false,
+        field: "registry",
+        put: |s, var, v| {
+            s.registry = optional(v, |v| parse_registry(var, v))?;
+            Ok(())
+        },
+        get: |s| s.registry.clone().unwrap_or_default(),
+    },
+    Setting {
         var: "RESULTS_DIR",
         help: "Directory each run's results directory is created in",
         default: "results",
@@ -675,6 +691,7 @@ pub(crate) fn another_value(setting: &Setting) -> &'static str {
         "NETWORK_CEILING" => "0",
         "ENGINE" => "swarm",
         "SWARM_ROLES" => "load=load",
+        "REGISTRY" => "registry.example:5000",
         "PROFILE" => "cpu",
         "PROFILE_SERVICES" => "broker1",
         _ if setting.var.ends_with("IMAGE") => "x:y",
@@ -695,6 +712,7 @@ mod tests {
         s.profile = Some(crate::profile::Mode::Cpu);
         s.profile_services = vec!["broker1".into()];
         s.swarm_roles = vec![("load".into(), "load".into())];
+        s.registry = Some("registry.example:5000".into());
         s.matrix = vec![super::super::Axis {
             var: "TOPICS".into(),
             values: vec!["1".into(), "2".into()],

@@ -42,6 +42,11 @@ impl Settings {
             }
         } else if !self.swarm_roles.is_empty() {
             bail!("SWARM_ROLES places services on a swarm's nodes: it needs ENGINE=swarm");
+        } else if let Some(registry) = &self.registry {
+            bail!(
+                "REGISTRY={registry} carries images to a swarm's nodes: it needs ENGINE=swarm \
+                 (one engine runs the images it has)"
+            );
         }
         Ok(())
     }
@@ -143,6 +148,9 @@ mod tests {
         assert!(refused(&[("ENGINE", "swarm"), ("PROFILE", "cpu")])
             .starts_with("PROFILE cannot be used with ENGINE=swarm"));
         assert!(refused(&[("SWARM_ROLES", "load=load")]).contains("needs ENGINE=swarm"));
+        assert!(refused(&[("REGISTRY", "reg:5000")]).starts_with(
+            "REGISTRY=reg:5000 carries images to a swarm's nodes: it needs ENGINE=swarm"
+        ));
         with(&[("ENGINE", "swarm"), ("SWARM_ROLES", "kms=broker")])
             .validate()
             .unwrap();

@@ -38,6 +38,10 @@ const DAEMON_START: Duration = Duration::from_secs(60);
 const JOINED_WITHIN: Duration = Duration::from_secs(60);
 /// How long a daemon may take to stop (its containers get their own stop timeout of 10 s).
 const DAEMON_STOP: Duration = Duration::from_secs(30);
+/// The port of the registry `--registry` starts on the bridge.
+const REGISTRY_PORT: u16 = 5000;
+/// How long that registry may take to answer the manager.
+const REGISTRY_START: Duration = Duration::from_secs(20);
 
 /// Node `i` (from 1) of the local swarm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +104,16 @@ pub fn manager_host() -> String {
     Node(1).host()
 }
 
+/// The registry a local swarm made with `--registry` serves, as `REGISTRY` names it: on the
+/// bridge, where every node reaches it.
+pub fn registry_address() -> String {
+    format!("{UNDERLAY}.1:{REGISTRY_PORT}")
+}
+
+fn registry_pid_file() -> PathBuf {
+    Path::new(RUN_DIR).join("registry.pid")
+}
+
 /// Refuses a node count out of range, naming the flag.
 pub fn check_nodes(nodes: usize) -> Result<()> {
     if !(MIN_NODES..=MAX_NODES).contains(&nodes) {
@@ -112,8 +126,8 @@ pub fn check_nodes(nodes: usize) -> Result<()> {
 }
 
 /// Everything making a local swarm needs from the host, each missing thing named: root, the
-/// tools, and no local swarm already up.
-pub fn check_host() -> Result<()> {
+/// tools (with `registry`, the registry's too), and no local swarm already up.
+pub fn check_host(registry: bool) -> Result<()> {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let euid = status
         .lines()
@@ -135,8 +149,11 @@ pub fn check_host() -> Result<()> {
         ("iptables", "iptables"),
         ("dockerd", "docker.io"),
     ];
+    let registry_tool = [("docker-registry", "docker-registry")];
+    let wanted = if registry { &registry_tool[..] } else { &[] };
     let missing: Vec<String> = tools
         .iter()
+        .chain(wanted)
         .filter(|(tool, _)| !crate::doctor::on_path(tool))
         .map(|(tool, package)| format!("{tool} (Debian: {package})"))
         .collect();
@@ -162,30 +179,32 @@ pub fn is_up() -> bool {
         || !namespaces().is_empty()
 }
 
-/// What [`check`] found ready: the node count, and a host that can take a local swarm.
+/// What [`check`] found ready: the node count, whether a registry is made too, and a host that
+/// can take them.
 #[derive(Debug, Clone, Copy)]
 pub struct Checked {
     nodes: usize,
+    registry: bool,
 }
 
 /// Checks the node count and the host ([`check_nodes`], [`check_host`]) before anything is made
 /// or built.
-pub fn check(nodes: usize) -> Result<Checked> {
+pub fn check(nodes: usize, registry: bool) -> Result<Checked> {
     check_nodes(nodes)?;
-    check_host()?;
-    Ok(Checked { nodes })
+    check_host(registry)?;
+    Ok(Checked { nodes, registry })
 }
 
-/// Makes the swarm [`check`] allowed, labels its first nodes with the roles and copies `images`
-/// from `source` onto every node. On failure removes whatever it made. Returns the nodes as the
-/// manager sees them.
+/// Makes the swarm [`check`] allowed, labels its first nodes with the roles, starts its registry
+/// when asked and copies `images` from `source` onto every node. On failure removes whatever it
+/// made. Returns the nodes as the manager sees them.
 pub async fn up(
     checked: Checked,
     source: &Engine,
     images: &[String],
     say: &mut dyn FnMut(&str),
 ) -> Result<Vec<SwarmNode>> {
-    match make(checked.nodes, source, images, say).await {
+    match make(checked, source, images, say).await {
         Ok(made) => Ok(made),
         Err(e) => {
             say("removing what was made");
@@ -198,11 +217,12 @@ pub async fn up(
 }
 
 async fn make(
-    nodes: usize,
+    checked: Checked,
     source: &Engine,
     images: &[String],
     say: &mut dyn FnMut(&str),
 ) -> Result<Vec<SwarmNode>> {
+    let nodes = checked.nodes;
     for dir in [RUN_DIR, DATA_DIR] {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {dir}"))?;
     }
@@ -250,7 +270,12 @@ async fn make(
             manager.label_node(id, super::ROLE_LABEL, role).await?;
         }
     }
-    // No registry: each node gets the images from the source engine, streamed.
+    if checked.registry {
+        say(&format!("starting a registry at {}", registry_address()));
+        start_registry()?;
+        wait_for_registry(manager).await?;
+    }
+    // Each node gets the images from the source engine, streamed.
     for (node, engine) in all.iter().zip(&engines) {
         for image in images {
             let copied = source.copy_image_to(engine, image).await?;
@@ -310,6 +335,10 @@ fn start_daemon(node: Node) -> Result<()> {
         .arg(node.pid_file())
         .arg("--host")
         .arg(node.host())
+        // A registry on the bridge (`--registry`'s) speaks plain HTTP: the nodes trust the
+        // underlay as the private network it is.
+        .arg("--insecure-registry")
+        .arg(format!("{UNDERLAY}.0/24"))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -319,6 +348,64 @@ fn start_daemon(node: Node) -> Result<()> {
         bail!("starting dockerd for {name} failed ({status})");
     }
     Ok(())
+}
+
+/// Starts Debian's `docker-registry` (the CNCF Distribution registry) on the bridge's address,
+/// its storage under [`DATA_DIR`], in a process group of its own so it outlives this command and
+/// a Ctrl-C of the terminal; [`down`] stops it by its pid file.
+fn start_registry() -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    let config = Path::new(RUN_DIR).join("registry.yml");
+    let storage = Path::new(DATA_DIR).join("registry");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: \
+             {}\n  delete:\n    enabled: true\nhttp:\n  addr: {}\n",
+            storage.display(),
+            registry_address()
+        ),
+    )
+    .with_context(|| format!("cannot write {}", config.display()))?;
+    let log_path = Path::new(DATA_DIR).join("registry.log");
+    let log = std::fs::File::create(&log_path)
+        .with_context(|| format!("cannot create {}", log_path.display()))?;
+    let child = Command::new("docker-registry")
+        .arg("serve")
+        .arg(&config)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("cannot run docker-registry")?;
+    std::fs::write(registry_pid_file(), child.id().to_string())
+        .with_context(|| format!("cannot write {}", registry_pid_file().display()))?;
+    Ok(())
+}
+
+/// Waits until the manager's engine reaches the registry, or fails with the registry's log.
+async fn wait_for_registry(manager: &Engine) -> Result<()> {
+    let since = Instant::now();
+    loop {
+        let reached = manager.reaches_registry(&registry_address()).await;
+        match reached {
+            Ok(()) => return Ok(()),
+            Err(e) if since.elapsed() > REGISTRY_START => {
+                let log_path = Path::new(DATA_DIR).join("registry.log");
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                bail!(
+                    "the registry at {} did not answer the manager within {} s ({e:#}); its log \
+                     ({}) says:\n{}",
+                    registry_address(),
+                    REGISTRY_START.as_secs(),
+                    log_path.display(),
+                    log.trim_end()
+                );
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
 }
 
 /// The node's engine once it answers, or an error with its log's tail.
@@ -415,6 +502,20 @@ pub fn down(say: &mut dyn FnMut(&str)) -> Result<usize> {
         std::thread::sleep(Duration::from_millis(100));
     }
     removed += daemons.len();
+    if let Some(pid) = std::fs::read_to_string(registry_pid_file())
+        .ok()
+        .and_then(|p| p.trim().parse::<u32>().ok())
+        .filter(|&pid| alive(pid))
+    {
+        say("stopping the registry");
+        let _ = quiet(Command::new("kill").args(["-TERM", &pid.to_string()]));
+        let since = Instant::now();
+        while alive(pid) && since.elapsed() < DAEMON_STOP {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = quiet(Command::new("kill").args(["-KILL", &pid.to_string()]));
+        removed += 1;
+    }
     // Whatever still runs in a namespace (a daemon that did not stop, its containerd, shims,
     // containers) is killed, so the namespace goes with it.
     for node in &nodes {
@@ -455,6 +556,17 @@ pub fn down(say: &mut dyn FnMut(&str)) -> Result<usize> {
         removed += 1;
     }
     Ok(removed)
+}
+
+/// Whether process `pid` runs: it exists and is no zombie (the registry stays this process's
+/// child while `up` runs, and a child that ended is not reaped before it exits).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
 }
 
 /// Runs a host command, its failure an error with the command and what it printed.

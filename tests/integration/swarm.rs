@@ -1,7 +1,8 @@
 //! `perf-tests swarm local` and `down` for real: three Docker daemons in network namespaces of
 //! this machine made into a swarm, labelled by role, the images copied onto each with no
-//! registry, traffic between two nodes over an overlay network, every refusal, Ctrl-C while the
-//! swarm is being made, and nothing of it left afterwards.
+//! registry or carried through the registry `--registry` serves, traffic between two nodes over
+//! an overlay network, runs across the nodes, every refusal, Ctrl-C while the swarm is being
+//! made, and nothing of it left afterwards.
 
 use crate::common;
 use common::engine_lock;
@@ -537,6 +538,105 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
     assert_eq!(child.wait().unwrap().code(), Some(130), "{said:?}");
     assert_eq!(left_on_the_swarm(), Vec::<String>::new(), "{said:?}");
 
+    let out = swarm(&["down"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(remains(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_carries_its_images_to_the_nodes_through_a_registry_pushed_once_pulled_where_missing()
+{
+    let (_locks, _host) = no_swarm_yet().await;
+    let results = tempfile::tempdir().unwrap();
+
+    let out = swarm(&["local", "--nodes", "3", "--registry"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let registry = local::registry_address();
+    assert!(stdout.contains(&format!("REGISTRY={registry}")), "{stdout}");
+    let manager = local::manager_host();
+    let proxy_image = "perf-tests/kroxylicious:0.12.0";
+
+    // A registry no engine reaches is refused before any image is built or service made,
+    // naming the setting; nothing is left.
+    let unreachable = "10.213.0.1:5999";
+    let out = run_on(
+        &manager,
+        results.path(),
+        &[
+            ("ENGINE", "swarm"),
+            ("REGISTRY", unreachable),
+            ("TEST", "02-.*"),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "REGISTRY={unreachable}: the swarm's manager cannot push to it"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("==> building"), "{stderr}");
+    assert!(!stderr.contains("==> starting"), "{stderr}");
+    assert_eq!(left_on_the_swarm(), Vec::<String>::new());
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0);
+
+    // Through the registry: each image the other nodes need pushed once from the manager and
+    // pulled by the node that runs it; nothing exported and imported.
+    let through_registry = [
+        ("ENGINE", "swarm"),
+        ("REGISTRY", &registry),
+        ("TEST", "02-.*"),
+    ];
+    let out = run_on(&manager, results.path(), &through_registry);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let remote = format!("{registry}/{proxy_image}");
+    assert_eq!(
+        stderr
+            .matches(&format!("pushed image {proxy_image} as {remote}\n"))
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("pulled image {remote} on swarm node pt-swarm-2\n")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("pulled image ") && stderr.contains(" on swarm node pt-swarm-3\n"),
+        "the load generator's image reaches the load node: {stderr}"
+    );
+    assert!(!stderr.contains("copied image"), "{stderr}");
+    // The proxy node's image is the manager's, by id, and came from the registry.
+    let id = |host: &str| docker_at(host, &["image", "inspect", "-f", "{{.Id}}", proxy_image]);
+    assert_eq!(id(&Node(2).host()), id(&manager));
+    let digests = docker_at(
+        &Node(2).host(),
+        &[
+            "image",
+            "inspect",
+            "-f",
+            "{{json .RepoDigests}}",
+            proxy_image,
+        ],
+    );
+    assert!(
+        digests.contains(&format!("{registry}/perf-tests/kroxylicious@sha256:")),
+        "{digests}"
+    );
+    assert_eq!(left_on_the_swarm(), Vec::<String>::new());
+
+    // A second run finds the images on the nodes and moves none.
+    let out = run_on(&manager, results.path(), &through_registry);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("pulled image"), "{stderr}");
+    assert!(!stderr.contains("pushed image"), "{stderr}");
+    assert_eq!(left_on_the_swarm(), Vec::<String>::new());
+
+    // `down` stops the registry with the rest.
     let out = swarm(&["down"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(remains(), Vec::<String>::new());
