@@ -23,7 +23,9 @@ import uuid
 PERF_TESTS = "perf-tests"
 RDKAFKA = "rdkafka_performance"
 JAVA = "kafka-perf-test"
-TOOLS = (RDKAFKA, JAVA)
+# Another build of perf-tests (PERF_TESTS_BEFORE_BIN): the same workload before a change.
+BEFORE = "perf-tests-before"
+TOOLS = (RDKAFKA, JAVA, BEFORE)
 
 
 def fail(message, code=2):
@@ -57,6 +59,12 @@ class Settings:
                 fail(f"TOOLS: unknown tool `{t}` (expected any of: {', '.join(TOOLS)})")
         if not tools:
             fail(f"TOOLS is empty: name at least one of {', '.join(TOOLS)}")
+        self.before = os.environ.get("PERF_TESTS_BEFORE_BIN", "")
+        if (BEFORE in tools) != bool(self.before):
+            fail(f"TOOLS names {BEFORE} exactly when PERF_TESTS_BEFORE_BIN gives its binary"
+                 f" (PERF_TESTS_BEFORE_BIN={self.before or 'unset'})")
+        if self.before and not os.access(self.before, os.X_OK):
+            fail(f"PERF_TESTS_BEFORE_BIN={self.before}: not an executable file")
         self.tools = [PERF_TESTS] + tools
         self.broker = os.environ.get("BROKER", "kafka")
         if self.broker not in ("kafka", "tansu"):
@@ -214,6 +222,9 @@ class Tools:
             subprocess.run(["docker", "rm", "-f", self.java], capture_output=True)
             self.java = None
 
+    def bin(self, tool):
+        return self.s.before if tool == BEFORE else self.s.perf_tests
+
     def java_run(self, tool, args):
         """A Kafka tool in the idle container under busybox time: its output and the CPU
         seconds of the JVM (10 ms resolution)."""
@@ -227,8 +238,8 @@ class Tools:
 
     def produce(self, tool, topic, n, rate):
         bs, size = self.broker.bootstrap, str(self.s.size)
-        if tool == PERF_TESTS:
-            argv = [self.s.perf_tests, "workload", "produce", "--bootstrap", bs, "--topic", topic,
+        if tool in (PERF_TESTS, BEFORE):
+            argv = [self.bin(tool), "workload", "produce", "--bootstrap", bs, "--topic", topic,
                     "--num-records", str(n), "--record-size", size, "--property", "acks=all"]
             if rate:
                 argv += ["--throughput", str(rate)]
@@ -254,22 +265,28 @@ class Tools:
 
     def consume(self, tool, topic, n):
         bs, group = self.broker.bootstrap, f"g-{topic}"
-        if tool == PERF_TESTS:
-            out, cpu = cpu_of([self.s.perf_tests, "workload", "consume", "--bootstrap", bs, "--topic", topic,
+        if tool in (PERF_TESTS, BEFORE):
+            out, cpu = cpu_of([self.bin(tool), "workload", "consume", "--bootstrap", bs, "--topic", topic,
                                "--group", group, "--expected", str(n)])
-            return last_result(out)["fetch_rec_s"], cpu
+            r = last_result(out)
+            # Besides the rate after the assignment (kafka-consumer-perf-test's fetch rate), the
+            # rate from the first record (rdkafka_performance's), when the build reports it.
+            first = r.get("first_record_ms")
+            span_s = (r["rebalance_ms"] + r["fetch_ms"] - first) / 1000 if first is not None else 0
+            return r["fetch_rec_s"], cpu, (r["consumed_recs"] / span_s if span_s > 0 else None)
         if tool == RDKAFKA:
             out, cpu = cpu_of([self.s.rdkafka, "-C", "-G", group, "-t", topic, "-b", bs, "-c", str(n),
                                "-X", "auto.offset.reset=earliest"])
-            return rdkafka_rate(out), cpu
+            rate = rdkafka_rate(out)
+            return rate, cpu, rate
         out, cpu = self.java_run("kafka-consumer-perf-test.sh", [
             "--bootstrap-server", bs, "--topic", topic, "--messages", str(n), "--group", group])
         rows = [l for l in out.splitlines() if l.count(",") >= 9 and l[:1].isdigit()]
         if not rows:
             raise RuntimeError(f"no result row in kafka-consumer-perf-test's output:\n{out[-2000:]}")
         # fetch.nMsg.sec: records over the time after the group's assignment, as perf-tests'
-        # fetch_rec_s and rdkafka_performance's rate count them.
-        return float(rows[-1].split(",")[9]), cpu
+        # fetch_rec_s counts them.
+        return float(rows[-1].split(",")[9]), cpu, None
 
 
 def interval(values):
@@ -299,7 +316,8 @@ def main():
         loads = [0] + s.rates
         print(f"records={s.records} size={s.size} acks=all rounds={s.rounds} broker={s.broker} at {broker.bootstrap};"
               f" fixed rates: {', '.join(map(str, s.rates)) or 'none'} ({s.fixed_seconds} s each);"
-              " cpu = user + system CPU time of the tool's process per record")
+              " cpu = user + system CPU time of the tool's process per record;"
+              " consume rec/s from the assignment (rdkafka_performance's from its first record)")
         print(f"{'round':<6} {'load':<8} {'tool':<20} {'produce rec/s':>14} {'produce cpu us/rec':>19}"
               f" {'consume rec/s':>14} {'consume cpu us/rec':>19}", flush=True)
         rows = []
@@ -314,11 +332,12 @@ def main():
                     topic = f"bench-{tool.replace('_', '-')}-{r}-{load}-{uuid.uuid4().hex[:6]}"
                     broker.topic(topic)
                     p_rate, p_cpu = tools.produce(tool, topic, n, load)
-                    c_rate = c_cpu = None
+                    c_rate = c_cpu = c_first = None
                     if load == 0:
-                        c_rate, c_cpu = tools.consume(tool, topic, n)
+                        c_rate, c_cpu, c_first = tools.consume(tool, topic, n)
                     row = {"round": r, "load": load, "tool": tool, "p_rate": p_rate, "p_us": p_cpu / n * 1e6,
-                           "c_rate": c_rate, "c_us": None if c_cpu is None else c_cpu / n * 1e6}
+                           "c_rate": c_rate, "c_us": None if c_cpu is None else c_cpu / n * 1e6,
+                           "c_first": c_first}
                     rows.append(row)
                     fmt = lambda v, f: "-" if v is None else format(v, f)
                     print(f"{r:<6} {load or 'max':<8} {tool:<20} {fmt(p_rate, '.0f'):>14} {fmt(row['p_us'], '.2f'):>19}"
@@ -347,13 +366,17 @@ def summarise(s, rows, loads):
             meds = ", ".join(f"{t} {statistics.median(of(t, 'c_us')):.2f}" for t in s.tools)
             print(f"{name}: median consume cpu us/rec: {meds}")
         for other in s.tools[1:]:
+            # rdkafka_performance counts its consumer from the first record, the others from
+            # the assignment: each comparison takes the rates over the same span.
+            span = "c_first" if other == RDKAFKA else "c_rate"
             def ratios(key):
                 mine = {x["round"]: x[key] for x in rows if x["tool"] == PERF_TESTS and x["load"] == load}
                 theirs = {x["round"]: x[key] for x in rows if x["tool"] == other and x["load"] == load}
                 return [mine[r] / theirs[r] for r in mine if mine[r] and theirs.get(r)]
             keys = [("p_rate", "produce rate"), ("p_us", "produce cpu per record")]
             if load == 0:
-                keys += [("c_rate", "consume rate"), ("c_us", "consume cpu per record")]
+                what = "consume rate" + (" from the first record" if span == "c_first" else "")
+                keys += [(span, what), ("c_us", "consume cpu per record")]
             for key, what in keys:
                 print(f"{name}: {what}, perf-tests / {other}: {interval(ratios(key))}")
 

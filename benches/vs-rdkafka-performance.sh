@@ -15,7 +15,8 @@
 #   RATES           fixed producer rates in records/s, space-separated ("20000 50000"; "" for
 #                   unthrottled runs only)
 #   FIXED_SECONDS   seconds of each fixed-rate run (10): it sends rate x FIXED_SECONDS records
-#   TOOLS           what perf-tests is compared with ("rdkafka_performance kafka-perf-test")
+#   TOOLS           what perf-tests is compared with ("rdkafka_performance kafka-perf-test";
+#                   perf-tests-before: the build PERF_TESTS_BEFORE_BIN names, e.g. before a change)
 #   BROKER          kafka (the default suite's image, on the host's network) or tansu (a fresh
 #                   in-memory broker on the host for every run; rdkafka_performance only)
 #   KAFKA_IMAGE, KAFKA_TOOLS_IMAGE  (perf-tests/kafka:4.4.0, perf-tests/kafka-tools:4.4.0)

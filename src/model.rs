@@ -78,6 +78,11 @@ pub struct ConsumerResult {
     pub rebalance_ms: f64,
     /// Total consume time minus rebalance time.
     pub fetch_ms: f64,
+    /// Subscribe until the group's first record arrived (native driver). Fetch time counts from
+    /// the assignment, so it includes fetching the committed offsets and the first fetch;
+    /// librdkafka's `rdkafka_performance` counts its consumer's rate from the first record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_record_ms: Option<f64>,
     pub fetch_mib_s: f64,
     pub fetch_rec_s: f64,
     /// With MODE=end-to-end: each record's latency from its send (the record's timestamp, set
@@ -326,6 +331,10 @@ impl Measurement {
                 consumed_rec_s: med(|m| m.consumer.consumed_rec_s),
                 rebalance_ms: med(|m| m.consumer.rebalance_ms),
                 fetch_ms: med(|m| m.consumer.fetch_ms),
+                first_record_ms: reps
+                    .iter()
+                    .all(|m| m.consumer.first_record_ms.is_some())
+                    .then(|| med(|m| m.consumer.first_record_ms.unwrap_or_default())),
                 fetch_mib_s: med(|m| m.consumer.fetch_mib_s),
                 fetch_rec_s: med(|m| m.consumer.fetch_rec_s),
                 end_to_end: latency_summary(reps, |m| m.consumer.end_to_end.as_ref()),
@@ -709,6 +718,7 @@ mod tests {
                 consumed_rec_s: rate,
                 rebalance_ms: 1.0,
                 fetch_ms: 1.0,
+                first_record_ms: None,
                 fetch_mib_s: 1.0,
                 fetch_rec_s: rate,
                 end_to_end: None,

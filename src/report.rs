@@ -567,6 +567,7 @@ pub(crate) mod tests {
                     consumed_rec_s: c[3],
                     rebalance_ms: c[4],
                     fetch_ms: c[5],
+                    first_record_ms: None,
                     fetch_mib_s: c[6],
                     fetch_rec_s: c[7],
                     end_to_end: None,

@@ -617,6 +617,7 @@ pub(crate) mod tests {
                     consumed_rec_s: 0.0,
                     rebalance_ms: 0.0,
                     fetch_ms: 0.0,
+                    first_record_ms: None,
                     fetch_mib_s: 0.0,
                     fetch_rec_s: 0.0,
                     end_to_end: None,

@@ -287,6 +287,7 @@ pub fn consumer_result(line: &ConsumerLine) -> ConsumerResult {
         consumed_rec_s: line.rec_s,
         rebalance_ms: line.rebalance_ms as f64,
         fetch_ms: line.fetch_ms as f64,
+        first_record_ms: None,
         fetch_mib_s: line.fetch_mib_s,
         fetch_rec_s: line.fetch_rec_s,
         end_to_end: None,

@@ -4,7 +4,7 @@
 //! producer runs at the same time (MODE=end-to-end) it also tallies each record's latency from
 //! its timestamp (set by the producer when it sent it) to its receipt.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,6 @@ use rdkafka::client::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, KafkaResult};
-use rdkafka::message::Message;
 use rdkafka::types::RDKafkaErrorCode;
 use serde::Serialize;
 
@@ -22,6 +21,7 @@ use super::args::{Endpoint, Seconds};
 use super::client::LastError;
 use super::latency::Latencies;
 use super::properties::client_config;
+use super::record_queue::{self, Offsets, RecordQueue};
 use crate::model::ConsumerResult;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -65,6 +65,8 @@ struct Assigning {
     owned: AtomicUsize,
     /// Its assignment is paused, waiting for the group to form.
     held: AtomicBool,
+    /// The member's [`RecordQueue`], which each assigned partition is forwarded to.
+    records: AtomicPtr<rdkafka::bindings::rd_kafka_queue_t>,
 }
 
 impl ClientContext for Assigning {
@@ -93,6 +95,12 @@ impl ConsumerContext for Assigning {
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Assign(list) = rebalance {
             self.owned.store(list.count(), Ordering::SeqCst);
+            for p in list.elements() {
+                let (topic, partition) = (p.topic(), p.partition());
+                if let Err(e) = record_queue::forward(consumer, &self.records, topic, partition) {
+                    self.last_error.set(format!("{e:#}"));
+                }
+            }
             // Paused here, before any of its records is returned.
             if self.hold && list.count() > 0 && consumer.pause(list).is_ok() {
                 self.held.store(true, Ordering::SeqCst);
@@ -126,10 +134,9 @@ pub const ASSIGNED_LINE: &str = "partitions assigned";
 /// How often [`consume_reporting`] reports the count so far.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
-/// Polls between two looks at the clock for progress and timeouts while records flow.
-const CHECK_EVERY: u64 = 256;
-/// Records between two updates of the group's last-record instant while records flow.
-const PUBLISH_EVERY: u64 = 64;
+/// Longest wait for a record or an event before the member looks at its timeout, the group's
+/// state and its progress again.
+const IDLE_WAIT: Duration = Duration::from_millis(100);
 
 /// [`consume`], calling `progress` with the records consumed so far every [`PROGRESS_EVERY`],
 /// and `assigned` once when the group's partitions are assigned.
@@ -198,6 +205,8 @@ struct Shared {
     assigned: AtomicUsize,
     /// Nanoseconds after `since` of the group's last record.
     last_record_ns: AtomicU64,
+    /// Nanoseconds after `since` of the group's first record (`u64::MAX`: none yet).
+    first_record_ns: AtomicU64,
     since: Instant,
     /// A member failed: the others stop.
     abort: AtomicBool,
@@ -243,6 +252,7 @@ fn consume_blocking(
         consumed: AtomicU64::new(0),
         assigned: AtomicUsize::new(0),
         last_record_ns: AtomicU64::new(0),
+        first_record_ns: AtomicU64::new(u64::MAX),
         since: Instant::now(),
         abort: AtomicBool::new(false),
         owned: (0..members).map(|_| AtomicUsize::new(0)).collect(),
@@ -300,6 +310,15 @@ fn consume_blocking(
         end_to_end.merge(&m.end_to_end);
     }
     let mut r = result(count, bytes, total, rebalance);
+    r.first_record_ms = match shared.first_record_ns.load(Ordering::SeqCst) {
+        u64::MAX => None,
+        ns => Some(
+            (shared.since + Duration::from_nanos(ns))
+                .saturating_duration_since(start)
+                .as_secs_f64()
+                * 1000.0,
+        ),
+    };
     r.end_to_end = (stamped > 0).then(|| end_to_end.summary(stamped));
     if stamped > 0 {
         r.histograms
@@ -309,6 +328,67 @@ fn consume_blocking(
         r.per_client = members.iter().map(|m| m.count).collect();
     }
     Ok(r)
+}
+
+/// How one member counts the records it takes.
+struct Counting<'a, 'm> {
+    cfg: &'a ConsumeConfig,
+    shared: &'a Shared,
+    window: Option<&'a Mutex<Latencies>>,
+    done: &'a (dyn Fn(u64) -> bool + Sync),
+    offsets: Offsets,
+    member: &'m mut Member,
+}
+
+impl Counting<'_, '_> {
+    /// Counts `messages` (taken together, so all received now) until the group is done, a
+    /// message that carries an error noted as the last failure, then stores the offsets of
+    /// those counted so that a commit covers exactly them. Whether it counted any.
+    fn count<'r>(
+        &mut self,
+        messages: impl Iterator<Item = &'r rdkafka::bindings::rd_kafka_message_t>,
+        last_failure: &mut Option<String>,
+    ) -> Result<bool> {
+        let shared = self.shared;
+        let now = Instant::now();
+        // The records' timestamps' clock, read once for those taken together.
+        let now_ms = self.cfg.end_to_end.then(now_ms);
+        let mut counted = false;
+        let first = self.member.count == 0;
+        for message in messages {
+            if (self.done)(shared.consumed.load(Ordering::SeqCst)) {
+                break;
+            }
+            if let Some(error) = record_queue::error_of(message) {
+                *last_failure = Some(error);
+                continue;
+            }
+            counted = true;
+            self.offsets.counted(message);
+            self.member.count += 1;
+            self.member.bytes += message.len as u64;
+            shared.consumed.fetch_add(1, Ordering::SeqCst);
+            let sent =
+                now_ms.and_then(|now_ms| Some((now_ms, record_queue::timestamp_ms(message)?)));
+            if let Some((now_ms, sent)) = sent {
+                let us = (now_ms - sent).max(0) as u64 * 1000;
+                self.member.stamped += 1;
+                self.member.end_to_end.record(us);
+                if let Some(window) = self.window {
+                    window.lock().unwrap_or_else(|e| e.into_inner()).record(us);
+                }
+            }
+        }
+        if counted {
+            let ns = now.duration_since(shared.since).as_nanos() as u64;
+            shared.last_record_ns.fetch_max(ns, Ordering::Relaxed);
+            if first {
+                shared.first_record_ns.fetch_min(ns, Ordering::Relaxed);
+            }
+        }
+        self.offsets.store()?;
+        Ok(counted)
+    }
 }
 
 /// What every member of one consuming group is given.
@@ -351,6 +431,8 @@ fn consume_member_inner(
         window,
     } = group;
     let consumer = group_member(cfg, shared.owned.len() > 1)?;
+    // Declared after the consumer: dropped before it.
+    let mut queue = RecordQueue::new(&consumer, &consumer.context().records)?;
     let start = Instant::now();
     let topics: Vec<&str> = cfg.topics.iter().map(String::as_str).collect();
     consumer
@@ -364,30 +446,25 @@ fn consume_member_inner(
         end_to_end: Latencies::new(),
         stamped: 0,
     };
+    let mut counting = Counting {
+        cfg,
+        shared,
+        window,
+        done,
+        offsets: Offsets::default(),
+        member: &mut member,
+    };
     let mut last_failure: Option<String> = None;
     let mut reported = start;
     let mut reported_any = false;
     let mut announced = false;
-    // When this member's newest record came, not yet told to the group. The clock is read
-    // once per record; the group hears of it every PUBLISH_EVERY records, whenever a poll
-    // comes back empty and at the end: reading the clock three times and updating the shared
-    // instant at every poll cost as much as librdkafka's own work per record.
-    let mut unpublished: Option<Instant> = None;
-    let publish = |at: &mut Option<Instant>| {
-        if let Some(at) = at.take() {
-            shared.last_record_ns.fetch_max(
-                at.duration_since(shared.since).as_nanos() as u64,
-                Ordering::Relaxed,
-            );
-        }
-    };
-    let mut polls: u64 = 0;
     while !done(shared.consumed.load(Ordering::SeqCst)) {
         if shared.abort.load(Ordering::SeqCst) {
             bail!("another consumer of the group failed");
         }
-        let polled = consumer.poll(Duration::from_millis(100));
-        polls += 1;
+        // The group's events (rebalances, errors) and any record that reached the consumer's
+        // own queue before its partition was forwarded.
+        let polled = consumer.poll(Duration::ZERO);
         let context = consumer.context();
         shared.owned[index].store(context.owned.load(Ordering::SeqCst), Ordering::SeqCst);
         if context.held.load(Ordering::SeqCst) && shared.formed() {
@@ -397,56 +474,36 @@ fn consume_member_inner(
             announced = true;
             announce();
         }
-        // Timeouts and progress are looked at after an empty poll and every CHECK_EVERY polls.
-        let mut check = polls.is_multiple_of(CHECK_EVERY);
-        match polled {
+        let mut counted = match polled {
+            // SAFETY: the message is valid while `message` lives.
             Some(Ok(message)) => {
-                consumer
-                    .store_offset_from_message(&message)
-                    .context("storing the offset of a record read")?;
-                member.count += 1;
-                member.bytes += message.payload_len() as u64;
-                shared.consumed.fetch_add(1, Ordering::SeqCst);
-                let now = Instant::now();
-                unpublished = Some(now);
-                if member.count.is_multiple_of(PUBLISH_EVERY) {
-                    publish(&mut unpublished);
-                }
-                let sent = if cfg.end_to_end {
-                    message.timestamp().to_millis()
-                } else {
-                    None
-                };
-                if let Some(sent) = sent {
-                    let us = (now_ms() - sent).max(0) as u64 * 1000;
-                    member.stamped += 1;
-                    member.end_to_end.record(us);
-                    if let Some(window) = window {
-                        window.lock().unwrap_or_else(|e| e.into_inner()).record(us);
-                    }
-                }
+                counting.count([unsafe { &*message.ptr() }].into_iter(), &mut last_failure)?
             }
             Some(Err(e)) => {
                 last_failure = Some(e.to_string());
-                check = true;
+                false
             }
-            None => check = true,
+            None => false,
+        };
+        let batch = queue.take();
+        if !batch.is_empty() {
+            counted |= counting.count(batch.iter(), &mut last_failure)?;
         }
+        drop(batch);
+        let consumed = shared.consumed.load(Ordering::SeqCst);
         if let Some(progress) = progress.as_mut() {
             // The first records are reported at once: whoever watches learns then that the
             // group's fetches go through.
-            let consumed = shared.consumed.load(Ordering::SeqCst);
             let first = consumed > 0 && !reported_any;
-            if first || (check && reported.elapsed() >= PROGRESS_EVERY) {
+            if first || reported.elapsed() >= PROGRESS_EVERY {
                 reported = Instant::now();
                 reported_any |= consumed > 0;
                 progress(consumed);
             }
         }
-        if !check {
+        if counted || done(consumed) {
             continue;
         }
-        publish(&mut unpublished);
         // The group's last record, so a member whose partitions hold none does not time out
         // while the others read.
         let quiet = shared.last_record().max(start).elapsed();
@@ -456,15 +513,16 @@ fn consume_member_inner(
                 .unwrap_or_else(|| consumer.context().last_error.suffix());
             bail!(
                 "consumed {} of {} records from {} through {}: no record for {:.1} s{why}",
-                shared.consumed.load(Ordering::SeqCst),
+                consumed,
                 cfg.expected,
                 super::topics_named(&cfg.topics),
                 cfg.endpoint.bootstrap,
                 cfg.timeout.0.as_secs_f64()
             );
         }
+        queue.wait(IDLE_WAIT.min(cfg.timeout.0 - quiet));
     }
-    publish(&mut unpublished);
+    drop(queue);
     finish(&consumer, cfg, member, start)
 }
 
@@ -541,6 +599,7 @@ fn group_member(cfg: &ConsumeConfig, hold: bool) -> Result<BaseConsumer<Assignin
             hold,
             owned: AtomicUsize::new(0),
             held: AtomicBool::new(false),
+            records: AtomicPtr::new(std::ptr::null_mut()),
         })
         .context("creating the Kafka consumer")
 }
@@ -574,6 +633,7 @@ fn result(count: u64, bytes: u64, total: Duration, rebalance: Duration) -> Consu
         consumed_rec_s: per(count as f64, total),
         rebalance_ms: rebalance.as_secs_f64() * 1000.0,
         fetch_ms: fetch.as_secs_f64() * 1000.0,
+        first_record_ms: None,
         fetch_mib_s: per(mib, fetch),
         fetch_rec_s: per(count as f64, fetch),
         end_to_end: None,

@@ -14,6 +14,7 @@ pub mod latency;
 pub mod probe;
 pub mod producer;
 pub mod properties;
+pub mod record_queue;
 pub mod soak;
 pub mod together;
 pub mod verify;
