@@ -137,11 +137,17 @@ impl Engine {
                 );
             }
         }
-        match target.image_id(reference).await? {
-            Some(copied) if copied == id => Ok(true),
+        target.expect_image(reference, &id, "copied").await?;
+        Ok(true)
+    }
+
+    /// Checks that `reference`, just `how` (copied, pulled) to this engine, is image `id`.
+    async fn expect_image(&self, reference: &str, id: &str, how: &str) -> Result<()> {
+        match self.image_id(reference).await? {
+            Some(found) if found == id => Ok(()),
             other => bail!(
-                "image {reference} was copied to {} but reads as {other:?} there, not {id}",
-                target.host
+                "image {reference} was {how} to {} but reads as {other:?} there, not {id}",
+                self.host
             ),
         }
     }
@@ -189,18 +195,9 @@ impl Engine {
         Ok(remote)
     }
 
-    /// Pulls `remote` (an image [`Engine::push_to_registry`] pushed) and tags it `reference`,
-    /// unless this engine already has `reference` with image id `id`; returns whether it
-    /// pulled. The pulled image must have id `id`.
-    pub async fn pull_from_registry(
-        &self,
-        remote: &str,
-        reference: &str,
-        id: &str,
-    ) -> Result<bool> {
-        if self.image_id(reference).await?.as_deref() == Some(id) {
-            return Ok(false);
-        }
+    /// Pulls `remote` (an image [`Engine::push_to_registry`] pushed) and tags it `reference`;
+    /// the pulled image must have id `id`.
+    pub async fn pull_from_registry(&self, remote: &str, reference: &str, id: &str) -> Result<()> {
         let mut pull = self.docker.create_image(
             Some(
                 CreateImageOptionsBuilder::default()
@@ -214,13 +211,7 @@ impl Engine {
             item.with_context(|| format!("pulling image {remote} to the engine at {}", self.host))?;
         }
         self.tag(remote, reference).await?;
-        match self.image_id(reference).await? {
-            Some(pulled) if pulled == id => Ok(true),
-            other => bail!(
-                "image {remote} was pulled to {} but reads as {other:?} there, not {id}",
-                self.host
-            ),
-        }
+        self.expect_image(reference, id, "pulled").await
     }
 
     /// Gives image `from` the further name `to` (a reference with its tag).

@@ -251,18 +251,27 @@ pub(super) async fn deliver_images(
         }
         return Ok(());
     };
+    // Each image's id on the manager, read once.
+    let mut ids: BTreeMap<&String, String> = BTreeMap::new();
+    for image in wanted.values().flatten() {
+        if ids.contains_key(image) {
+            continue;
+        }
+        let Some(id) = engine.image_id(image).await? else {
+            bail!(
+                "image {image} is not on the swarm's manager ({})",
+                engine.host()
+            );
+        };
+        ids.insert(image, id);
+    }
     // What each node lacks, so an image every node has is not pushed at all.
-    let mut missing: Vec<(Engine, &String, &String, String)> = Vec::new();
+    let mut missing: Vec<(Engine, &String, &String, &String)> = Vec::new();
     for (node, images) in &wanted {
         let target = engine.on_node(node)?;
         for image in images {
-            let Some(id) = engine.image_id(image).await? else {
-                bail!(
-                    "image {image} is not on the swarm's manager ({})",
-                    engine.host()
-                );
-            };
-            if target.image_id(image).await?.as_deref() != Some(id.as_str()) {
+            let id = &ids[image];
+            if target.image_id(image).await?.as_ref() != Some(id) {
                 missing.push((target.clone(), node, image, id));
             }
         }

@@ -114,6 +114,10 @@ fn registry_pid_file() -> PathBuf {
     Path::new(RUN_DIR).join("registry.pid")
 }
 
+fn registry_log() -> PathBuf {
+    Path::new(DATA_DIR).join("registry.log")
+}
+
 /// Refuses a node count out of range, naming the flag.
 pub fn check_nodes(nodes: usize) -> Result<()> {
     if !(MIN_NODES..=MAX_NODES).contains(&nodes) {
@@ -367,9 +371,8 @@ fn start_registry() -> Result<()> {
         ),
     )
     .with_context(|| format!("cannot write {}", config.display()))?;
-    let log_path = Path::new(DATA_DIR).join("registry.log");
-    let log = std::fs::File::create(&log_path)
-        .with_context(|| format!("cannot create {}", log_path.display()))?;
+    let log = std::fs::File::create(registry_log())
+        .with_context(|| format!("cannot create {}", registry_log().display()))?;
     let child = Command::new("docker-registry")
         .arg("serve")
         .arg(&config)
@@ -392,14 +395,13 @@ async fn wait_for_registry(manager: &Engine) -> Result<()> {
         match reached {
             Ok(()) => return Ok(()),
             Err(e) if since.elapsed() > REGISTRY_START => {
-                let log_path = Path::new(DATA_DIR).join("registry.log");
-                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let log = std::fs::read_to_string(registry_log()).unwrap_or_default();
                 bail!(
                     "the registry at {} did not answer the manager within {} s ({e:#}); its log \
                      ({}) says:\n{}",
                     registry_address(),
                     REGISTRY_START.as_secs(),
-                    log_path.display(),
+                    registry_log().display(),
                     log.trim_end()
                 );
             }
@@ -480,42 +482,34 @@ fn namespaces() -> Vec<Node> {
 pub fn down(say: &mut dyn FnMut(&str)) -> Result<usize> {
     let mut removed = 0;
     let nodes = namespaces();
-    // Every daemon asked to stop at once, then waited for: each stops its containers.
-    let daemons: Vec<(Node, u32)> = nodes
+    // Every daemon and the registry asked to stop at once, then waited for: each daemon stops
+    // its containers. The registry runs outside the namespaces, so one that does not stop is
+    // killed here; a daemon, with whatever else runs in its namespace, below.
+    let read_pid =
+        |file: PathBuf| -> Option<u32> { std::fs::read_to_string(file).ok()?.trim().parse().ok() };
+    let mut stopping: Vec<(String, u32)> = nodes
         .iter()
         .filter_map(|n| {
-            let pid = std::fs::read_to_string(n.pid_file()).ok()?;
-            Some((*n, pid.trim().parse().ok()?))
+            Some((
+                format!("the daemon of {}", n.name()),
+                read_pid(n.pid_file())?,
+            ))
         })
-        .filter(|(_, pid)| Path::new(&format!("/proc/{pid}")).exists())
         .collect();
-    for (node, pid) in &daemons {
-        say(&format!("stopping the daemon of {}", node.name()));
+    stopping.extend(read_pid(registry_pid_file()).map(|pid| ("the registry".to_string(), pid)));
+    stopping.retain(|(_, pid)| alive(*pid));
+    for (what, pid) in &stopping {
+        say(&format!("stopping {what}"));
         let _ = quiet(Command::new("kill").args(["-TERM", &pid.to_string()]));
     }
     let since = Instant::now();
-    while daemons
-        .iter()
-        .any(|(_, pid)| Path::new(&format!("/proc/{pid}")).exists())
-        && since.elapsed() < DAEMON_STOP
-    {
+    while stopping.iter().any(|(_, pid)| alive(*pid)) && since.elapsed() < DAEMON_STOP {
         std::thread::sleep(Duration::from_millis(100));
     }
-    removed += daemons.len();
-    if let Some(pid) = std::fs::read_to_string(registry_pid_file())
-        .ok()
-        .and_then(|p| p.trim().parse::<u32>().ok())
-        .filter(|&pid| alive(pid))
-    {
-        say("stopping the registry");
-        let _ = quiet(Command::new("kill").args(["-TERM", &pid.to_string()]));
-        let since = Instant::now();
-        while alive(pid) && since.elapsed() < DAEMON_STOP {
-            std::thread::sleep(Duration::from_millis(100));
-        }
+    if let Some(pid) = read_pid(registry_pid_file()).filter(|&pid| alive(pid)) {
         let _ = quiet(Command::new("kill").args(["-KILL", &pid.to_string()]));
-        removed += 1;
     }
+    removed += stopping.len();
     // Whatever still runs in a namespace (a daemon that did not stop, its containerd, shims,
     // containers) is killed, so the namespace goes with it.
     for node in &nodes {

@@ -332,12 +332,11 @@ fn consume_blocking(
 
 /// How one member counts the records it takes.
 struct Counting<'a, 'm> {
-    cfg: &'a ConsumeConfig,
-    shared: &'a Shared,
-    window: Option<&'a Mutex<Latencies>>,
-    done: &'a (dyn Fn(u64) -> bool + Sync),
+    group: Group<'a>,
     offsets: Offsets,
     member: &'m mut Member,
+    /// The error of the last message that carried one rather than a record.
+    last_failure: Option<String>,
 }
 
 impl Counting<'_, '_> {
@@ -347,20 +346,25 @@ impl Counting<'_, '_> {
     fn count<'r>(
         &mut self,
         messages: impl Iterator<Item = &'r rdkafka::bindings::rd_kafka_message_t>,
-        last_failure: &mut Option<String>,
     ) -> Result<bool> {
-        let shared = self.shared;
+        let Group {
+            cfg,
+            shared,
+            done,
+            window,
+            ..
+        } = self.group;
         let now = Instant::now();
         // The records' timestamps' clock, read once for those taken together.
-        let now_ms = self.cfg.end_to_end.then(now_ms);
+        let now_ms = cfg.end_to_end.then(now_ms);
         let mut counted = false;
         let first = self.member.count == 0;
         for message in messages {
-            if (self.done)(shared.consumed.load(Ordering::SeqCst)) {
+            if done(shared.consumed.load(Ordering::SeqCst)) {
                 break;
             }
             if let Some(error) = record_queue::error_of(message) {
-                *last_failure = Some(error);
+                self.last_failure = Some(error);
                 continue;
             }
             counted = true;
@@ -374,7 +378,7 @@ impl Counting<'_, '_> {
                 let us = (now_ms - sent).max(0) as u64 * 1000;
                 self.member.stamped += 1;
                 self.member.end_to_end.record(us);
-                if let Some(window) = self.window {
+                if let Some(window) = window {
                     window.lock().unwrap_or_else(|e| e.into_inner()).record(us);
                 }
             }
@@ -428,7 +432,7 @@ fn consume_member_inner(
         shared,
         announce,
         done,
-        window,
+        ..
     } = group;
     let consumer = group_member(cfg, shared.owned.len() > 1)?;
     // Declared after the consumer: dropped before it.
@@ -447,14 +451,11 @@ fn consume_member_inner(
         stamped: 0,
     };
     let mut counting = Counting {
-        cfg,
-        shared,
-        window,
-        done,
+        group,
         offsets: Offsets::default(),
         member: &mut member,
+        last_failure: None,
     };
-    let mut last_failure: Option<String> = None;
     let mut reported = start;
     let mut reported_any = false;
     let mut announced = false;
@@ -476,18 +477,16 @@ fn consume_member_inner(
         }
         let mut counted = match polled {
             // SAFETY: the message is valid while `message` lives.
-            Some(Ok(message)) => {
-                counting.count([unsafe { &*message.ptr() }].into_iter(), &mut last_failure)?
-            }
+            Some(Ok(message)) => counting.count([unsafe { &*message.ptr() }].into_iter())?,
             Some(Err(e)) => {
-                last_failure = Some(e.to_string());
+                counting.last_failure = Some(e.to_string());
                 false
             }
             None => false,
         };
         let batch = queue.take();
         if !batch.is_empty() {
-            counted |= counting.count(batch.iter(), &mut last_failure)?;
+            counted |= counting.count(batch.iter())?;
         }
         drop(batch);
         let consumed = shared.consumed.load(Ordering::SeqCst);
@@ -508,7 +507,8 @@ fn consume_member_inner(
         // while the others read.
         let quiet = shared.last_record().max(start).elapsed();
         if quiet >= cfg.timeout.0 {
-            let why = last_failure
+            let why = counting
+                .last_failure
                 .map(|f| format!(" (last consumer error: {f})"))
                 .unwrap_or_else(|| consumer.context().last_error.suffix());
             bail!(

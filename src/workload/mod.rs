@@ -14,6 +14,7 @@ pub mod latency;
 pub mod probe;
 pub mod producer;
 pub mod properties;
+pub mod queue_waker;
 pub mod record_queue;
 pub mod soak;
 pub mod together;

@@ -3,9 +3,6 @@
 
 use std::ffi::CString;
 use std::fmt;
-use std::io::Read;
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,6 +21,7 @@ use super::args::Endpoint;
 use super::client::LastError;
 use super::latency::Latencies;
 use super::properties::{client_config, parse_pair};
+use super::queue_waker::QueueWaker;
 use crate::model::{ProducerResult, INTENDED, SEND};
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -519,69 +517,31 @@ impl Drop for TopicHandle {
     }
 }
 
-/// Waits that still serve each delivery report as it comes. rust-rdkafka's `poll` takes whole
-/// milliseconds and spins through the fraction of its last one, which made a throttled
-/// producer (waiting 2 ms at a time) burn about half a core at any rate. Here librdkafka writes
-/// a byte to a socket whenever the producer's queue of reports stops being empty, and the wait
-/// blocks on that socket with a microsecond timeout.
-struct Reports {
-    queue: *mut rdsys::rd_kafka_queue_t,
-    woken: UnixStream,
-    _waker: UnixStream,
-}
+/// Waits that still serve each delivery report as it comes: a throttled producer waits 2 ms at
+/// a time, which through rust-rdkafka's `poll` burned about half a core at any rate.
+struct Reports(QueueWaker);
 
 impl Reports {
     fn new(producer: &BaseProducer<Measuring>) -> Result<Reports> {
-        let (woken, waker) = UnixStream::pair().context("a socket pair for delivery reports")?;
-        waker
-            .set_nonblocking(true)
-            .context("a socket pair for delivery reports")?;
-        static BYTE: [u8; 1] = [1];
-        // SAFETY: the client pointer is valid while `producer` lives and the handle is released
-        // before it (declared after it); the socket outlives the registration (see Drop).
-        let queue = unsafe {
-            let queue = rdsys::rd_kafka_queue_get_main(producer.client().native_ptr());
-            rdsys::rd_kafka_queue_io_event_enable(
-                queue,
-                waker.as_raw_fd(),
-                BYTE.as_ptr() as *const std::ffi::c_void,
-                1,
-            );
-            queue
-        };
-        Ok(Reports {
-            queue,
-            woken,
-            _waker: waker,
-        })
+        // SAFETY: the client pointer is valid while `producer` lives; the handle is released
+        // before it (declared after it).
+        let queue = unsafe { rdsys::rd_kafka_queue_get_main(producer.client().native_ptr()) };
+        Ok(Reports(QueueWaker::new(vec![queue])?))
     }
 
     /// Serves delivery reports for `d`.
     fn wait(&self, producer: &BaseProducer<Measuring>, d: Duration) {
         let until = Instant::now() + d;
-        let mut buf = [0u8; 64];
         loop {
-            // SAFETY: the queue handle is valid until Drop.
-            while unsafe { rdsys::rd_kafka_queue_length(self.queue) } > 0 {
+            // SAFETY: the queue handle is valid while the waker lives.
+            while unsafe { rdsys::rd_kafka_queue_length(self.0.queue(0)) } > 0 {
                 producer.poll(Duration::ZERO);
             }
             let now = Instant::now();
             if now >= until {
                 return;
             }
-            // A byte (or a stale one) ends the wait early; a timeout ends it on time.
-            let _ = self.woken.set_read_timeout(Some(until - now));
-            let _ = (&self.woken).read(&mut buf);
-        }
-    }
-}
-
-impl Drop for Reports {
-    fn drop(&mut self) {
-        // SAFETY: unregisters the socket before it closes, then releases the handle once.
-        unsafe {
-            rdsys::rd_kafka_queue_io_event_enable(self.queue, -1, std::ptr::null(), 0);
-            rdsys::rd_kafka_queue_destroy(self.queue);
+            self.0.wait(until - now);
         }
     }
 }

@@ -6,13 +6,10 @@
 //! this queue and taken up to [`BATCH`] at a time (`rd_kafka_consume_batch_queue`), the
 //! offsets stored once per partition per batch; rebalances and errors still come through
 //! rust-rdkafka's `poll` of the consumer's queue, which is served between batches, so a revoke
-//! always finds the offsets of every record counted already stored. A wait blocks on a socket
-//! librdkafka writes to when either queue stops being empty.
+//! always finds the offsets of every record counted already stored. A wait is woken when either
+//! queue stops being empty ([`QueueWaker`]).
 
 use std::ffi::{CStr, CString};
-use std::io::Read;
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::Duration;
 
@@ -21,25 +18,21 @@ use rdkafka::bindings as rdsys;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::types::RDKafkaErrorCode;
 
+use super::queue_waker::QueueWaker;
+
 /// Records taken from the queue at most at once.
 pub const BATCH: usize = 512;
 
-/// The member's queue of records and the wake-up both of its queues share.
+/// The member's queue of records, woken with its queue of group events.
 pub struct RecordQueue<'c> {
     /// Where the consumer's rebalance callback finds the queue to [`forward`] partitions to;
     /// emptied when the queue goes, so that a rebalance served while the consumer closes
     /// forwards nothing to a queue that is gone.
     slot: &'c AtomicPtr<rdsys::rd_kafka_queue_t>,
-    records: *mut rdsys::rd_kafka_queue_t,
-    events: *mut rdsys::rd_kafka_queue_t,
-    woken: UnixStream,
-    _waker: UnixStream,
+    /// The queue of records (0) and the consumer's own queue of events (1).
+    queues: QueueWaker,
     taken: Vec<*mut rdsys::rd_kafka_message_t>,
 }
-
-// SAFETY: librdkafka's queue handles may be used from any thread; the queue is used by one
-// member's thread at a time.
-unsafe impl Send for RecordQueue<'_> {}
 
 impl<'c> RecordQueue<'c> {
     /// A queue of records for `consumer`, put in `slot` (the consumer context's) for its
@@ -48,37 +41,27 @@ impl<'c> RecordQueue<'c> {
         consumer: &BaseConsumer<C>,
         slot: &'c AtomicPtr<rdsys::rd_kafka_queue_t>,
     ) -> Result<RecordQueue<'c>> {
-        let (woken, waker) = UnixStream::pair().context("a socket pair for the consumer")?;
-        waker
-            .set_nonblocking(true)
-            .context("a socket pair for the consumer")?;
-        static BYTE: [u8; 1] = [1];
         let rk = consumer.client().native_ptr();
-        // SAFETY: the client pointer is valid while `consumer` lives and this queue is dropped
-        // before it (declared after it); the socket outlives the registrations (see Drop).
-        let (records, events) = unsafe {
-            let records = rdsys::rd_kafka_queue_new(rk);
-            let events = rdsys::rd_kafka_queue_get_consumer(rk);
-            if records.is_null() || events.is_null() {
-                bail!("librdkafka gave the consumer no queue (no group.id?)");
-            }
-            for q in [records, events] {
-                rdsys::rd_kafka_queue_io_event_enable(
-                    q,
-                    waker.as_raw_fd(),
-                    BYTE.as_ptr() as *const std::ffi::c_void,
-                    1,
-                );
-            }
-            (records, events)
+        // SAFETY: the client pointer is valid while `consumer` lives; the handles are released
+        // before it (this queue is declared after it).
+        let handles = unsafe {
+            [
+                rdsys::rd_kafka_queue_new(rk),
+                rdsys::rd_kafka_queue_get_consumer(rk),
+            ]
         };
-        slot.store(records, Ordering::SeqCst);
+        if handles.iter().any(|q| q.is_null()) {
+            for q in handles.into_iter().filter(|q| !q.is_null()) {
+                // SAFETY: a handle librdkafka gave, released once.
+                unsafe { rdsys::rd_kafka_queue_destroy(q) };
+            }
+            bail!("librdkafka gave the consumer no queue (no group.id?)");
+        }
+        let queues = QueueWaker::new(handles.to_vec())?;
+        slot.store(queues.queue(0), Ordering::SeqCst);
         Ok(RecordQueue {
             slot,
-            records,
-            events,
-            woken,
-            _waker: waker,
+            queues,
             taken: Vec::with_capacity(BATCH),
         })
     }
@@ -89,7 +72,12 @@ impl<'c> RecordQueue<'c> {
         self.taken.clear();
         // SAFETY: the buffer has room for BATCH pointers; librdkafka writes `n` of them.
         let n = unsafe {
-            rdsys::rd_kafka_consume_batch_queue(self.records, 0, self.taken.as_mut_ptr(), BATCH)
+            rdsys::rd_kafka_consume_batch_queue(
+                self.queues.queue(0),
+                0,
+                self.taken.as_mut_ptr(),
+                BATCH,
+            )
         };
         // SAFETY: librdkafka wrote `n` (at most BATCH) message pointers; -1 is an error.
         unsafe { self.taken.set_len(n.max(0) as usize) };
@@ -100,25 +88,14 @@ impl<'c> RecordQueue<'c> {
 
     /// Blocks until either queue stops being empty, or for `d`.
     pub fn wait(&self, d: Duration) {
-        let mut buf = [0u8; 64];
-        // A byte (or a stale one) ends the wait early; a timeout ends it on time.
-        let _ = self
-            .woken
-            .set_read_timeout(Some(d.max(Duration::from_micros(1))));
-        let _ = (&self.woken).read(&mut buf);
+        self.queues.wait(d);
     }
 }
 
 impl Drop for RecordQueue<'_> {
     fn drop(&mut self) {
+        // Before the waker releases the queue (its field is dropped after this).
         self.slot.store(std::ptr::null_mut(), Ordering::SeqCst);
-        // SAFETY: unregisters the socket before it closes, then releases each handle once.
-        unsafe {
-            for q in [self.records, self.events] {
-                rdsys::rd_kafka_queue_io_event_enable(q, -1, std::ptr::null(), 0);
-                rdsys::rd_kafka_queue_destroy(q);
-            }
-        }
     }
 }
 
@@ -215,9 +192,6 @@ pub fn timestamp_ms(message: &rdsys::rd_kafka_message_t) -> Option<i64> {
 pub struct Offsets {
     pending: Vec<(*mut rdsys::rd_kafka_topic_t, i32, i64)>,
 }
-
-// SAFETY: the topic pointers are only dereferenced by librdkafka, on the member's thread.
-unsafe impl Send for Offsets {}
 
 impl Offsets {
     /// Notes `message` as counted. Its topic handle must still be valid at [`Offsets::store`]
