@@ -492,3 +492,108 @@ async fn a_sizing_run_with_no_rate_below_the_ceiling_fails_and_names_from() {
     assert!(run.join("sizing.json").is_file());
     assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
 }
+
+/// `benches/ab-campaign.sh` with the campaign's sides as two proxy images, `env` added.
+fn image_campaign(out_dir: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(common::repo().join("benches/ab-campaign.sh"));
+    for var in common::setting_vars() {
+        cmd.env_remove(var);
+    }
+    cmd.env("PERF_TESTS_BIN", env!("CARGO_BIN_EXE_perf-tests"))
+        .env("CAMPAIGNS", "1")
+        .env("RUNS_PER_SIDE", "2")
+        .env("TEST", "02-.*")
+        .env("NUM_RECORDS", "2e3")
+        .env("THROUGHPUT", "2e3")
+        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
+        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
+        .env("OUT", out_dir)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_image_campaign_alternates_two_names_of_one_image_in_one_run_and_counts_it_a_a() {
+    let _lock = engine_lock(false);
+    const AGAIN: &str = "perf-tests-test/kroxylicious:again";
+    tag(PROXY_A, AGAIN);
+    let out_dir = tempfile::tempdir().unwrap();
+
+    // Refused before any run, naming the setting at fault, with nothing written.
+    for (env, says) in [
+        (
+            vec![("A_IMAGE", PROXY_A)],
+            "A_IMAGE and B_IMAGE go together",
+        ),
+        (
+            vec![("A_IMAGE", PROXY_A), ("B_IMAGE", PROXY_A)],
+            "a matrix lists a name once",
+        ),
+        (
+            vec![
+                ("A_IMAGE", PROXY_A),
+                ("B_IMAGE", "perf-tests-test/none:here"),
+            ],
+            "image perf-tests-test/none:here (from B_IMAGE) not found",
+        ),
+        (
+            vec![("A_IMAGE", PROXY_A), ("B_IMAGE", AGAIN), ("B_ENV", "X=1")],
+            "unset A_BIN, B_BIN, A_ENV and B_ENV",
+        ),
+    ] {
+        let bad = image_campaign(&out_dir.path().join("refused"), &env);
+        let (_, err) = text(&bad);
+        assert_eq!(bad.status.code(), Some(2), "{env:?}: {err}");
+        assert!(err.contains(says), "{env:?}: {err}");
+        assert!(!out_dir.path().join("refused").exists(), "{env:?}");
+    }
+
+    let out = image_campaign(out_dir.path(), &[("A_IMAGE", PROXY_A), ("B_IMAGE", AGAIN)]);
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "==> campaign 1 of 1: one run, {PROXY_A} and {AGAIN}, 2 repetitions each"
+        )),
+        "{stderr}"
+    );
+    // One run holds both sides, each measured twice and costed.
+    let (run, records) = the_run(&out_dir.path().join("campaign-1").join("run"));
+    assert_eq!(records.len(), 2);
+    for (file, r) in &records {
+        assert_eq!(r.repetitions.len(), 2, "{file}");
+        let image = &r.combination["KROXYLICIOUS_IMAGE"];
+        assert!(image == PROXY_A || image == AGAIN, "{file}: {image}");
+        assert!(r.images.contains_key(image.as_str()), "{file}");
+        for m in &r.repetitions {
+            assert_eq!(m.integrity.consumed, 2000, "{file}");
+            assert!(
+                perf_tests::cost::path_coefficient(&m.cost).is_some(),
+                "{file}"
+            );
+        }
+    }
+    let summary = std::fs::read_to_string(out_dir.path().join("summary.txt")).unwrap();
+    assert!(summary.contains("campaign 1: exit 0: "), "{summary}");
+    assert!(
+        summary.contains("false alarms: 0 of 1 A/A comparisons"),
+        "{summary}"
+    );
+    let spread = summary
+        .lines()
+        .find(|l| l.contains("02-no-filters") && l.contains("path mc per MB/s"))
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(spread.trim_end().ends_with("%)"), "{spread}");
+    let ratio = summary
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(
+                "path mc per MB/s, side b's median over side a's, per campaign: 02-no-filters: ",
+            )
+        })
+        .unwrap_or_else(|| panic!("{summary}"));
+    let ratio: f64 = ratio.trim().parse().unwrap();
+    assert!(ratio > 0.0 && ratio.is_finite(), "{ratio}");
+    assert_eq!(leftovers(&run_id_of(&run)).await, (0, 0));
+}
