@@ -407,10 +407,6 @@ fn with_integrity(
 /// Records per warm-up round when the warm-up is by time alone (`warm_up_records` is 0).
 const WARM_UP_ROUND_RECORDS: u64 = 10_000;
 
-/// Produces and consumes warm-up records through the measured path, in rounds until
-/// `spec.warm_up_for` has passed (one round when it is zero): a just-started JVM (broker or
-/// proxy) compiles its hot paths during the first seconds of load, which would otherwise land
-/// in the measurement. The measuring group reads them, so the measured consumer starts after.
 /// The topic's end offsets at the broker, shown while they are counted.
 async fn end_offsets(session: &dyn Session, spec: &MeasureSpec) -> Result<u64> {
     let _counting =
@@ -418,6 +414,10 @@ async fn end_offsets(session: &dyn Session, spec: &MeasureSpec) -> Result<u64> {
     session.end_offsets(spec).await.context("end offsets")
 }
 
+/// Produces and consumes warm-up records through the measured path, in rounds until
+/// `spec.warm_up_for` has passed (one round when it is zero): a just-started JVM (broker or
+/// proxy) compiles its hot paths during the first seconds of load, which would otherwise land
+/// in the measurement. The measuring group reads them, so the measured consumer starts after.
 async fn warm_up(
     session: &dyn Session,
     spec: &MeasureSpec,
