@@ -364,6 +364,22 @@ pub fn summarize(collapsed: &str) -> Summary {
     }
 }
 
+/// Collapsed profiles added together, each stack's counts summed: one profile over several
+/// recordings.
+pub fn merge(profiles: &[String]) -> String {
+    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    for p in profiles {
+        for (stack, n) in stacks(p) {
+            *counts.entry(stack).or_default() += n;
+        }
+    }
+    let mut out = String::new();
+    for (stack, n) in counts {
+        let _ = writeln!(out, "{stack} {n}");
+    }
+    out
+}
+
 pub fn share(n: u64, of: u64) -> f64 {
     if of == 0 {
         0.0
@@ -451,6 +467,19 @@ thread_native_entry;Thread::call_run;WorkerThread::run;G1EvacuateRegionsTask::wo
             .1;
         assert!((jit - 5.0 / 105.0).abs() < 1e-12);
         assert_eq!(summarize("").samples, 0);
+    }
+
+    #[test]
+    fn merged_profiles_hold_every_recordings_samples() {
+        let merged = merge(&[BASE.to_string(), NEW.to_string(), JIT.to_string()]);
+        let s = summarize(&merged);
+        assert_eq!(
+            s.samples,
+            summarize(BASE).samples + summarize(NEW).samples + summarize(JIT).samples
+        );
+        // A stack in two recordings is one line with both counts.
+        assert!(merged.contains("java/lang/Thread.run;io/kroxylicious/Filter.onRequest 60\n"));
+        assert_eq!(merge(&[]), "");
     }
 
     #[test]

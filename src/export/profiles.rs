@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::model::ScenarioResult;
 use crate::profile::{
-    convert, diff_file, difference, flame_file, safe, share, summarize, Mode, Tools,
+    convert, diff_file, difference, flame_file, merge, safe, share, summarize, Mode, Tools,
 };
 
 /// One scenario's profile of one service in one phase, over its repetitions.
@@ -67,23 +67,20 @@ pub fn render(dir: &Path, results: &[ScenarioResult], tools: &Tools) -> Result<(
             p.mode.name(),
             p.event
         );
-        convert(
-            tools,
-            p.mode,
-            &p.files,
-            &dir.join(flame_file(&p.scenario, p.service, p.phase)),
-            &title,
-        )?;
+        let each = collapsed_each(tools, dir, p, &title)?;
+        let c = merge(&each);
         let stacks_file = dir.join(format!(
             ".{}.{}.{}.collapsed",
             safe(&p.scenario),
             p.service,
             p.phase
         ));
-        convert(tools, p.mode, &p.files, &stacks_file, &title)?;
-        let c = std::fs::read_to_string(&stacks_file)
-            .with_context(|| format!("reading {}", stacks_file.display()))?;
+        std::fs::write(&stacks_file, &c)
+            .with_context(|| format!("writing {}", stacks_file.display()))?;
+        let flame = dir.join(flame_file(&p.scenario, p.service, p.phase));
+        let converted = convert_collapsed(tools, &stacks_file, &flame, &title);
         let _ = std::fs::remove_file(&stacks_file);
+        converted?;
         let s = summarize(&c);
         let _ = writeln!(
             text,
@@ -96,12 +93,21 @@ pub fn render(dir: &Path, results: &[ScenarioResult], tools: &Tools) -> Result<(
             s.samples,
             p.files.len()
         );
-        let kinds: Vec<String> = s
-            .shares
-            .iter()
-            .map(|(k, v)| format!("{k} {:.1}%", v * 100.0))
-            .collect();
-        let _ = writeln!(text, "  {}", kinds.join(", "));
+        let _ = writeln!(text, "  {}", kinds_of(&s).join(", "));
+        // Each repetition's own shares: where a phase's cost moved between repetitions (a JIT
+        // compiler still at work in some, a collection in others).
+        if each.len() > 1 {
+            for (n, c) in each.iter().enumerate() {
+                let r = summarize(c);
+                let _ = writeln!(
+                    text,
+                    "    repetition {}: {} samples, {}",
+                    n + 1,
+                    r.samples,
+                    kinds_of(&r).join(", ")
+                );
+            }
+        }
         let _ = writeln!(text, "  top frames by self time:");
         for (frame, n) in s.top.iter().take(15) {
             let _ = writeln!(text, "    {:5.1}%  {frame}", share(*n, s.samples) * 100.0);
@@ -157,6 +163,40 @@ pub fn render(dir: &Path, results: &[ScenarioResult], tools: &Tools) -> Result<(
         }
     }
     std::fs::write(dir.join("summary.txt"), text).context("writing profiles/summary.txt")
+}
+
+/// Each kind's share of a summary's samples, as the summary prints it.
+fn kinds_of(s: &crate::profile::Summary) -> Vec<String> {
+    s.shares
+        .iter()
+        .map(|(k, v)| format!("{k} {:.1}%", v * 100.0))
+        .collect()
+}
+
+/// Each recording of `p` as collapsed stacks, in the order recorded. The converter, given
+/// several recordings and one output file, writes each over the one before; given a directory,
+/// it writes one file per recording there.
+fn collapsed_each(tools: &Tools, dir: &Path, p: &Profile, title: &str) -> Result<Vec<String>> {
+    let each = dir.join(format!(
+        ".{}.{}.{}.each.collapsed",
+        safe(&p.scenario),
+        p.service,
+        p.phase
+    ));
+    std::fs::create_dir_all(&each).with_context(|| format!("creating {}", each.display()))?;
+    let read = convert(tools, p.mode, &p.files, &each, title).and_then(|()| {
+        p.files
+            .iter()
+            .map(|f| {
+                let name = f.file_stem().unwrap_or_default().to_string_lossy();
+                let path = each.join(format!("{name}.collapsed"));
+                std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))
+            })
+            .collect()
+    });
+    let _ = std::fs::remove_dir_all(&each);
+    read
 }
 
 /// A collapsed profile as an HTML flame graph.

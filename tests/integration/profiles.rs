@@ -51,6 +51,7 @@ async fn each_measured_phase_is_profiled_and_encryption_shows_what_it_adds() {
             ("NUM_RECORDS", "30000"),
             ("THROUGHPUT", "10000"),
             ("WARM_UP_SECONDS_PRE_TEST", "6"),
+            ("REPEAT", "2"),
         ],
     );
     let stderr = text(&out.stderr);
@@ -63,15 +64,18 @@ async fn each_measured_phase_is_profiled_and_encryption_shows_what_it_adds() {
     // The recordings were taken into the run's directory: nothing else is left beside it.
     assert_eq!(runs.len(), 1, "{runs:?}");
     let profiles = runs[0].join("profiles");
-    // A recording's stacks, collapsed by the converter the runner uses.
+    // A repetition's recording's stacks, collapsed by the converter the runner uses.
     let tools = perf_tests::profile::tools(std::env::consts::ARCH).unwrap();
-    let stacks = |scenario: &str, proxy: &str, phase: &str| -> String {
-        let out = results.path().join(format!("{scenario}.{phase}.collapsed"));
-        let jfr = profiles.join(format!("{scenario}.{proxy}.{phase}.rep1.jfr"));
+    let stacks_of = |scenario: &str, proxy: &str, phase: &str, rep: usize| -> String {
+        let out = results
+            .path()
+            .join(format!("{scenario}.{phase}.{rep}.collapsed"));
+        let jfr = profiles.join(format!("{scenario}.{proxy}.{phase}.rep{rep}.jfr"));
         perf_tests::profile::convert(&tools, perf_tests::profile::Mode::Cpu, &[jfr], &out, "t")
             .unwrap();
         std::fs::read_to_string(out).unwrap()
     };
+    let stacks = |scenario: &str, proxy: &str, phase: &str| stacks_of(scenario, proxy, phase, 1);
     let proxies = [
         ("02-no-filters", "kroxylicious-no-filters"),
         (
@@ -132,10 +136,28 @@ async fn each_measured_phase_is_profiled_and_encryption_shows_what_it_adds() {
         .join("02-no-filters.kroxylicious-no-filters.produce.diff.html")
         .exists());
     let summary = std::fs::read_to_string(profiles.join("summary.txt")).unwrap();
+    // Each profile holds every repetition's samples (the summary's count is their sum), and
+    // each repetition's own count and shares are listed under it.
     for (scenario, proxy) in proxies {
         for phase in ["produce", "consume"] {
-            let head = format!("{scenario} / {proxy} / {phase} (cpu, event ctimer): ");
-            assert!(summary.contains(&head), "{head} in\n{summary}");
+            let samples = |rep| {
+                perf_tests::profile::summarize(&stacks_of(scenario, proxy, phase, rep)).samples
+            };
+            let (one, two) = (samples(1), samples(2));
+            assert!(one > 0 && two > 0, "{scenario} {phase}: {one} {two}");
+            let head = format!(
+                "{scenario} / {proxy} / {phase} (cpu, event ctimer): {} samples over 2 recording(s)",
+                one + two
+            );
+            let at = summary
+                .find(&head)
+                .unwrap_or_else(|| panic!("{head} in\n{summary}"));
+            let section = &summary[at..];
+            let section = &section[..section.find("top frames").unwrap()];
+            for (n, count) in [(1, one), (2, two)] {
+                let line = format!("    repetition {n}: {count} samples, crypto ");
+                assert!(section.contains(&line), "{line} in\n{section}");
+            }
         }
     }
     // The encryption filter's own frames are in 04's produce profile and not in 02's: the
