@@ -103,7 +103,7 @@ fi
 # The spread of every scenario's primary figures over each side's repetitions, per campaign, and
 # the new side's median path cost against the base's.
 python3 - "$out" "${A_IMAGE:-}" <<'EOF' | tee -a "$summary"
-import glob, json, os, statistics, sys
+import glob, json, os, re, statistics, sys
 out, a_image = sys.argv[1], sys.argv[2]
 
 def path_mc_per_mb_s(m, only=None):
@@ -124,7 +124,9 @@ def figures(m):
         f.update({f"  ... {p}": path_mc_per_mb_s(m, p) for p in phases})
     return f
 cvs, ratios = {}, {}
-for campaign in sorted(glob.glob(os.path.join(out, "campaign-*/"))):
+# In the order run: campaign-10 after campaign-9.
+for campaign in sorted(glob.glob(os.path.join(out, "campaign-*/")),
+                       key=lambda d: int(re.search(r"campaign-(\d+)", d).group(1))):
     sides = {}
     for f in glob.glob(os.path.join(campaign, "**", "[0-9][0-9]-*.json"), recursive=True):
         d = json.load(open(f))
