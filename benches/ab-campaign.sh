@@ -107,7 +107,7 @@ import glob, json, os, re, statistics, sys
 out, a_image = sys.argv[1], sys.argv[2]
 
 def path_mc_per_mb_s(m, only=None):
-    # As perf-tests computes it: the path's own CPU over every phase (or the phase `only`) per
+    # As perf-tests computes it (cost::path_coefficient): the path's own CPU over every phase (or the phase `only`) per
     # MB of records, both directions counted.
     phases = [p for p in m.get("cost") or [] if only in (None, p["phase"])]
     cpu = [sum(s["cpu_s"] for s in p["services"] if s["role"] == "path") for p in phases]
@@ -133,14 +133,15 @@ for campaign in sorted(glob.glob(os.path.join(out, "campaign-*/")),
         image = d.get("combination", {}).get("KROXYLICIOUS_IMAGE")
         side = ("a" if image == a_image else "b") if a_image else os.path.basename(os.path.dirname(os.path.dirname(f)))
         sides.setdefault((side, d["name"]), []).extend(d["repetitions"] or [d["measurement"]])
-    for (side, name), rs in sides.items():
-        for metric in figures(rs[0]):
-            v = [x for x in (figures(r).get(metric) for r in rs) if x is not None]
+    figs = {key: [figures(r) for r in rs] for key, rs in sides.items()}
+    for (side, name), fs in figs.items():
+        for metric in fs[0]:
+            v = [x for x in (f.get(metric) for f in fs) if x is not None]
             if len(v) >= 2:
                 cvs.setdefault((name, metric), []).append(statistics.stdev(v) / statistics.mean(v) * 100)
-        if side == "b" and ("a", name) in sides:
-            a = [x for x in map(path_mc_per_mb_s, sides[("a", name)]) if x is not None]
-            b = [x for x in map(path_mc_per_mb_s, rs) if x is not None]
+        if side == "b" and ("a", name) in figs:
+            a, b = ([f["path mc per MB/s"] for f in figs[(s, name)] if f["path mc per MB/s"] is not None]
+                    for s in "ab")
             if a and b:
                 ratios.setdefault(name, []).append(statistics.median(b) / statistics.median(a))
 print("coefficient of variation within a side (median and range over the sides):")

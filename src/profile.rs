@@ -245,19 +245,51 @@ fn jar_entry(jar: &Path, name: &str) -> Result<Vec<u8>> {
     Ok(out.stdout)
 }
 
-/// The converter run on `inputs` into `output` (`format`: html or collapsed).
-pub fn convert(
-    tools: &Tools,
-    mode: Mode,
-    inputs: &[PathBuf],
-    output: &Path,
-    title: &str,
-) -> Result<()> {
+/// The converter run on `input` (a recording, or collapsed stacks) into `output` (html or
+/// collapsed, by its extension).
+pub fn convert(tools: &Tools, mode: Mode, input: &Path, output: &Path, title: &str) -> Result<()> {
     let format = if output.extension().is_some_and(|e| e == "html") {
         "html"
     } else {
         "collapsed"
     };
+    run_converter(tools, mode, &[input.to_path_buf()], output, format, title)
+}
+
+/// Each of `recordings` as collapsed stacks, in their order, converted by one run of the
+/// converter into the directory `scratch` (made and removed here). Given several inputs and one
+/// output file the converter writes each over the one before; given a directory, one file each.
+pub fn collapse(
+    tools: &Tools,
+    mode: Mode,
+    recordings: &[PathBuf],
+    scratch: &Path,
+) -> Result<Vec<String>> {
+    std::fs::create_dir_all(scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    let read = run_converter(tools, mode, recordings, scratch, "collapsed", "").and_then(|()| {
+        recordings
+            .iter()
+            .map(|f| {
+                let name = f.file_stem().unwrap_or_default().to_string_lossy();
+                let path = scratch.join(format!("{name}.collapsed"));
+                std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))
+            })
+            .collect()
+    });
+    let _ = std::fs::remove_dir_all(scratch);
+    read
+}
+
+/// The converter run on `inputs` into `output` (a file, or a directory for one file each).
+fn run_converter(
+    tools: &Tools,
+    mode: Mode,
+    inputs: &[PathBuf],
+    output: &Path,
+    format: &str,
+    title: &str,
+) -> Result<()> {
     let out = Command::new(&tools.java)
         .arg("-jar")
         .arg(&tools.converter)

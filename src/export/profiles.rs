@@ -6,13 +6,13 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use crate::model::ScenarioResult;
 use crate::profile::{
-    convert, diff_file, difference, flame_file, merge, safe, share, summarize, Mode, Tools,
+    collapse, convert, diff_file, difference, flame_file, merge, safe, share, summarize, Mode,
+    Tools,
 };
 
 /// One scenario's profile of one service in one phase, over its repetitions.
@@ -67,18 +67,13 @@ pub fn render(dir: &Path, results: &[ScenarioResult], tools: &Tools) -> Result<(
             p.mode.name(),
             p.event
         );
-        let each = collapsed_each(tools, dir, p, &title)?;
+        let each = collapse(tools, p.mode, &p.files, &scratch(dir, p, "each"))?;
         let c = merge(&each);
-        let stacks_file = dir.join(format!(
-            ".{}.{}.{}.collapsed",
-            safe(&p.scenario),
-            p.service,
-            p.phase
-        ));
+        let stacks_file = scratch(dir, p, "collapsed");
         std::fs::write(&stacks_file, &c)
             .with_context(|| format!("writing {}", stacks_file.display()))?;
         let flame = dir.join(flame_file(&p.scenario, p.service, p.phase));
-        let converted = convert_collapsed(tools, &stacks_file, &flame, &title);
+        let converted = convert(tools, p.mode, &stacks_file, &flame, &title);
         let _ = std::fs::remove_file(&stacks_file);
         converted?;
         let s = summarize(&c);
@@ -131,19 +126,14 @@ pub fn render(dir: &Path, results: &[ScenarioResult], tools: &Tools) -> Result<(
             };
             let b = &all[j];
             let (grown, frames) = difference(&collapsed[j], &collapsed[i]);
-            let grown_file = dir.join(format!(
-                ".{}.{}.{}.grown",
-                safe(&p.scenario),
-                p.service,
-                p.phase
-            ));
+            let grown_file = scratch(dir, p, "grown");
             std::fs::write(&grown_file, &grown)?;
             let diff = dir.join(diff_file(&p.scenario, p.service, p.phase));
             let title = format!(
                 "What {} {} adds to {} {} in {} (gain in share of samples)",
                 p.scenario, p.service, b.scenario, b.service, p.phase
             );
-            let converted = convert_collapsed(tools, &grown_file, &diff, &title);
+            let converted = convert(tools, p.mode, &grown_file, &diff, &title);
             let _ = std::fs::remove_file(&grown_file);
             converted?;
             let _ = writeln!(
@@ -173,50 +163,12 @@ fn kinds_of(s: &crate::profile::Summary) -> Vec<String> {
         .collect()
 }
 
-/// Each recording of `p` as collapsed stacks, in the order recorded. The converter, given
-/// several recordings and one output file, writes each over the one before; given a directory,
-/// it writes one file per recording there.
-fn collapsed_each(tools: &Tools, dir: &Path, p: &Profile, title: &str) -> Result<Vec<String>> {
-    let each = dir.join(format!(
-        ".{}.{}.{}.each.collapsed",
+/// A working file (or directory) of `p`'s in `dir`, hidden and removed once used.
+fn scratch(dir: &Path, p: &Profile, what: &str) -> PathBuf {
+    dir.join(format!(
+        ".{}.{}.{}.{what}",
         safe(&p.scenario),
         p.service,
         p.phase
-    ));
-    std::fs::create_dir_all(&each).with_context(|| format!("creating {}", each.display()))?;
-    let read = convert(tools, p.mode, &p.files, &each, title).and_then(|()| {
-        p.files
-            .iter()
-            .map(|f| {
-                let name = f.file_stem().unwrap_or_default().to_string_lossy();
-                let path = each.join(format!("{name}.collapsed"));
-                std::fs::read_to_string(&path)
-                    .with_context(|| format!("reading {}", path.display()))
-            })
-            .collect()
-    });
-    let _ = std::fs::remove_dir_all(&each);
-    read
-}
-
-/// A collapsed profile as an HTML flame graph.
-fn convert_collapsed(tools: &Tools, input: &Path, output: &Path, title: &str) -> Result<()> {
-    let out = Command::new(&tools.java)
-        .arg("-jar")
-        .arg(&tools.converter)
-        .args(["-o", "html", "--title", title])
-        .arg(input)
-        .arg(output)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("cannot run {}", tools.java.display()))?;
-    if !out.status.success() {
-        bail!(
-            "converting {} to a flame graph failed: {}{}",
-            input.display(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(())
+    ))
 }

@@ -496,7 +496,8 @@ pub fn down(say: &mut dyn FnMut(&str)) -> Result<usize> {
             ))
         })
         .collect();
-    stopping.extend(read_pid(registry_pid_file()).map(|pid| ("the registry".to_string(), pid)));
+    let registry = read_pid(registry_pid_file());
+    stopping.extend(registry.map(|pid| ("the registry".to_string(), pid)));
     stopping.retain(|(_, pid)| alive(*pid));
     for (what, pid) in &stopping {
         say(&format!("stopping {what}"));
@@ -506,7 +507,7 @@ pub fn down(say: &mut dyn FnMut(&str)) -> Result<usize> {
     while stopping.iter().any(|(_, pid)| alive(*pid)) && since.elapsed() < DAEMON_STOP {
         std::thread::sleep(Duration::from_millis(100));
     }
-    if let Some(pid) = read_pid(registry_pid_file()).filter(|&pid| alive(pid)) {
+    if let Some(pid) = registry.filter(|&pid| alive(pid)) {
         let _ = quiet(Command::new("kill").args(["-KILL", &pid.to_string()]));
     }
     removed += stopping.len();

@@ -320,3 +320,20 @@ pub fn send(signal: &str, child: &std::process::Child) {
         .unwrap();
     assert!(status.success());
 }
+
+/// The `summary.txt` of one A/A campaign of `benches/ab-campaign.sh` in `out`, asserted clean
+/// (exit 0, no false alarm) and holding the spread of `metric` for `scenario`.
+pub fn clean_a_a_campaign(out: &Path, scenario: &str, metric: &str) -> String {
+    let summary = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    assert!(summary.contains("campaign 1: exit 0: "), "{summary}");
+    assert!(
+        summary.contains("false alarms: 0 of 1 A/A comparisons"),
+        "{summary}"
+    );
+    let spread = summary
+        .lines()
+        .find(|l| l.contains(scenario) && l.contains(metric))
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(spread.trim_end().ends_with("%)"), "{spread}");
+    summary
+}
