@@ -4,12 +4,14 @@
 //! services together (the scenario's services, apart from the run-wide broker and the load
 //! generator). CPU per record depends on batching, so two figures compare only at one rate.
 //! A JVM service's garbage-collection pauses are read from its GC log at the same edges
-//! ([`crate::gc`]).
+//! ([`crate::gc`]), and its CPU by kind of thread (JIT compilers, GC threads) from the kernel's
+//! accounting of each thread ([`crate::jvm_threads`]).
 
 use serde::{Deserialize, Serialize};
 
 use crate::engine::Counters;
 use crate::gc::{GcSummary, Pause};
+use crate::jvm_threads::{Thread, ThreadCpu};
 
 /// One sampled service's counters at one moment, with what the service is to the measurement.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +22,9 @@ pub struct Reading {
     /// Every pause its GC log holds so far; `None` for a service that keeps none (not a JVM,
     /// or one whose image writes no GC log where the runner reads it).
     pub gc: Option<Vec<Pause>>,
+    /// Each thread's CPU so far; `None` for a service that is not a JVM (or whose threads
+    /// could not be read).
+    pub threads: Option<Vec<Thread>>,
 }
 
 /// Every sampled service's reading at one moment.
@@ -50,6 +55,9 @@ pub struct ServiceCost {
     /// Its garbage-collection pauses within the phase, for a service whose GC log was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gc: Option<GcSummary>,
+    /// A JVM's CPU seconds by kind of thread within the phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<ThreadCpu>,
 }
 
 /// The cost of one measured phase (`produce`, `consume`, or `produce_and_consume` when both
@@ -90,6 +98,10 @@ impl PhaseCost {
                     (Some(b), Some(a)) => Some(GcSummary::between(b, a, started)),
                     _ => None,
                 };
+                let threads = match (&before.threads, &after.threads) {
+                    (Some(b), Some(a)) => Some(ThreadCpu::between(b, a)),
+                    _ => None,
+                };
                 Some(ServiceCost {
                     service: after.service.clone(),
                     role: after.role,
@@ -97,6 +109,7 @@ impl PhaseCost {
                     rx_bytes: d.rx_bytes,
                     tx_bytes: d.tx_bytes,
                     gc,
+                    threads,
                 })
             })
             .collect();
@@ -123,6 +136,7 @@ impl PhaseCost {
             rx_bytes: own.iter().map(|s| s.rx_bytes).sum(),
             tx_bytes: own.iter().map(|s| s.tx_bytes).sum(),
             gc: None,
+            threads: None,
         })
     }
 
@@ -249,6 +263,7 @@ pub fn summary(reps: &[&[PhaseCost]]) -> Vec<PhaseCost> {
                         rx_bytes: median(of.iter().map(|x| x.rx_bytes as f64).collect()) as u64,
                         tx_bytes: median(of.iter().map(|x| x.tx_bytes as f64).collect()) as u64,
                         gc: gc_median(&of),
+                        threads: threads_median(&of),
                     }
                 })
                 .collect();
@@ -287,6 +302,18 @@ fn gc_median(of: &[&ServiceCost]) -> Option<GcSummary> {
     })
 }
 
+/// The median of each kind's CPU over the repetitions that read the service's threads.
+fn threads_median(of: &[&ServiceCost]) -> Option<ThreadCpu> {
+    let all: Vec<&ThreadCpu> = of.iter().filter_map(|x| x.threads.as_ref()).collect();
+    let median = |f: fn(&ThreadCpu) -> f64| {
+        crate::stats::median(&all.iter().map(|t| f(t)).collect::<Vec<f64>>())
+    };
+    (!all.is_empty()).then(|| ThreadCpu {
+        jit_s: median(|t| t.jit_s),
+        gc_s: median(|t| t.gc_s),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,6 +333,7 @@ mod tests {
             role,
             counters,
             gc: None,
+            threads: None,
         }
     }
 
@@ -420,5 +448,34 @@ mod tests {
         assert_eq!(s[0].seconds, 10.0);
         assert_eq!(s[0].records, 100_000);
         assert!(summary(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_jvm_s_threads_are_costed_over_the_phase_and_summarised_by_median() {
+        use crate::jvm_threads::{Kind, Thread};
+        let jit = |ticks| Thread {
+            tid: 20,
+            kind: Kind::Jit,
+            ticks,
+        };
+        let mut start = vec![reading("proxy", Role::Path, counters(0, 0, 0))];
+        let mut end = start.clone();
+        start[0].threads = Some(vec![jit(100)]);
+        end[0].threads = Some(vec![jit(350)]);
+        let p = PhaseCost::between("produce", 1, 1, (0.0, 1.0), &start, &end);
+        let t = p.services[0].threads.unwrap();
+        assert!((t.jit_s - 2.5).abs() < 1e-9 && t.gc_s == 0.0, "{t:?}");
+        // Threads unread at either edge: no figures, not zeros.
+        end[0].threads = None;
+        let q = PhaseCost::between("produce", 1, 1, (0.0, 1.0), &start, &end);
+        assert_eq!(q.services[0].threads, None);
+        let with = |jit_s| {
+            let mut r = p.clone();
+            r.services[0].threads = Some(ThreadCpu { jit_s, gc_s: 0.1 });
+            vec![r]
+        };
+        let (a, b, c) = (with(1.0), with(4.0), with(2.0));
+        let s = summary(&[&a, &b, &c, &[q]]);
+        assert_eq!(s[0].services[0].threads.unwrap().jit_s, 2.0);
     }
 }

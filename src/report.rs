@@ -417,6 +417,80 @@ pub fn gc_table(results: &[ScenarioResult]) -> Option<TableData> {
     })
 }
 
+/// Columns of the JVM threads table.
+pub const JVM_THREADS_COLUMNS: [&str; 8] = [
+    "Name",
+    "Phase",
+    "Service",
+    "CPU s",
+    "JIT s",
+    "GC threads s",
+    "Rest s",
+    "JIT %",
+];
+
+/// Each JVM service's CPU over exactly each measured phase by kind of thread (see
+/// `crate::jvm_threads`): its JIT compilers, its GC threads, and the rest of its container's CPU
+/// (the application's threads); medians of the repetitions. With repetitions, the spread of the
+/// whole and of the rest side by side says how much of a cost's spread the JIT and the GC make.
+/// `None` when no service's threads were read.
+pub fn jvm_threads_table(results: &[ScenarioResult]) -> Option<TableData> {
+    let repeated = results.iter().any(|r| r.repetitions.len() > 1);
+    let rest = |s: &crate::cost::ServiceCost, t: &crate::jvm_threads::ThreadCpu| {
+        (s.cpu_s - t.jit_s - t.gc_s).max(0.0)
+    };
+    let mut rows = Vec::new();
+    for r in results {
+        let reps = r.all_measurements();
+        for phase in &r.measurement.cost {
+            for s in &phase.services {
+                let Some(t) = &s.threads else { continue };
+                let service = match s.role {
+                    crate::cost::Role::RunWide => format!("{} (run-wide)", s.service),
+                    _ => s.service.clone(),
+                };
+                let share = if s.cpu_s > 0.0 {
+                    t.jit_s * 100.0 / s.cpu_s
+                } else {
+                    0.0
+                };
+                let mut row = vec![
+                    r.label(),
+                    phase.phase.replace('_', " "),
+                    service,
+                    format!("{:.2}", s.cpu_s),
+                    format!("{:.2}", t.jit_s),
+                    format!("{:.2}", t.gc_s),
+                    format!("{:.2}", rest(s, t)),
+                    format!("{share:.1}"),
+                ];
+                if repeated {
+                    let each: Vec<(f64, f64)> = reps
+                        .iter()
+                        .filter_map(|m| m.cost.iter().find(|p| p.phase == phase.phase))
+                        .filter_map(|p| p.services.iter().find(|x| x.service == s.service))
+                        .filter_map(|x| x.threads.as_ref().map(|t| (x.cpu_s, rest(x, t))))
+                        .collect();
+                    let (cpu, rest): (Vec<f64>, Vec<f64>) = each.into_iter().unzip();
+                    row.push(cpu.len().to_string());
+                    row.push(format!("±{:.1}%", stats::cv_percent(&cpu)));
+                    row.push(format!("±{:.1}%", stats::cv_percent(&rest)));
+                }
+                rows.push(row);
+            }
+        }
+    }
+    let mut columns = strings(&JVM_THREADS_COLUMNS);
+    if repeated {
+        columns.extend(["Runs", "CPU ±CV%", "Rest ±CV%"].map(String::from));
+    }
+    (!rows.is_empty()).then_some(TableData {
+        title: "JVM Threads",
+        columns,
+        rows,
+    })
+}
+
 /// Header cells as the table holds them.
 pub fn strings(columns: &[&str]) -> Vec<String> {
     columns.iter().map(|c| c.to_string()).collect()
@@ -512,6 +586,7 @@ pub fn tables(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<Tabl
     all.extend(added_latency_table(results));
     all.extend(cost_table(results));
     all.extend(gc_table(results));
+    all.extend(jvm_threads_table(results));
     all.extend(integrity_table(results));
     all.extend(path_check_table(results));
     all
@@ -812,6 +887,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
                     rx_bytes: 0,
                     tx_bytes: 0,
                     gc: Some(gc),
+                    threads: None,
                 },
                 crate::cost::ServiceCost {
                     service: "workload (load generator)".into(),
@@ -820,6 +896,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
                     rx_bytes: 0,
                     tx_bytes: 0,
                     gc: None,
+                    threads: None,
                 },
             ],
         }];
@@ -841,6 +918,68 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             ]]
         );
         assert!(render_text(&results).contains("Garbage Collection\nName"));
+    }
+
+    #[test]
+    fn the_jvm_threads_table_splits_each_jvm_s_cpu_and_shows_the_rest_s_spread() {
+        use crate::cost::{PhaseCost, Role, ServiceCost};
+        use crate::jvm_threads::ThreadCpu;
+        let mut results = sample();
+        assert!(jvm_threads_table(&results).is_none());
+        let phase = |cpu_s, jit_s| PhaseCost {
+            phase: "produce_and_consume".into(),
+            records: 1000,
+            record_bytes: 1_024_000,
+            seconds: 5.0,
+            services: vec![
+                ServiceCost {
+                    service: "proxy".into(),
+                    role: Role::Path,
+                    cpu_s,
+                    rx_bytes: 0,
+                    tx_bytes: 0,
+                    gc: None,
+                    threads: Some(ThreadCpu { jit_s, gc_s: 0.5 }),
+                },
+                ServiceCost {
+                    service: "workload (load generator)".into(),
+                    role: Role::LoadGenerator,
+                    cpu_s: 1.0,
+                    rx_bytes: 0,
+                    tx_bytes: 0,
+                    gc: None,
+                    threads: None,
+                },
+            ],
+        };
+        results[1].measurement.cost = vec![phase(10.0, 4.0)];
+        let t = jvm_threads_table(&results).unwrap();
+        // Only the JVM's row: 10 s of CPU, 4 of them compiling, 0.5 collecting, 5.5 the rest.
+        assert_eq!(
+            t.rows,
+            [[
+                "02-no-filters",
+                "produce and consume",
+                "proxy",
+                "10.00",
+                "4.00",
+                "0.50",
+                "5.50",
+                "40.0"
+            ]]
+        );
+        // Over repetitions whose whole varies only by what the compilers did, the rest holds.
+        let rep = |cpu_s, jit_s| {
+            let mut m = results[1].measurement.clone();
+            m.cost = vec![phase(cpu_s, jit_s)];
+            m
+        };
+        let reps = vec![rep(10.0, 4.0), rep(12.0, 6.0), rep(8.0, 2.0)];
+        results[1].repetitions = reps;
+        let t = jvm_threads_table(&results).unwrap();
+        assert_eq!(t.columns[8..], ["Runs", "CPU ±CV%", "Rest ±CV%"]);
+        assert_eq!(t.rows[0][8..], ["3", "±20.0%", "±0.0%"]);
+        assert!(render_text(&results).contains("JVM Threads\nName"));
     }
 
     #[test]
@@ -901,6 +1040,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             rx_bytes: 1024 * 1024,
             tx_bytes: 0,
             gc: None,
+            threads: None,
         };
         // 1e6 records of 1000 bytes (1000 MB) in 20 s.
         results[1].measurement.cost = vec![PhaseCost {

@@ -369,6 +369,7 @@ mod tests {
                             rx_bytes: 0,
                             tx_bytes: 0,
                             gc: None,
+                            threads: None,
                         }];
                         if proxy {
                             services.push(ServiceCost {
@@ -378,6 +379,7 @@ mod tests {
                                 rx_bytes: 0,
                                 tx_bytes: 0,
                                 gc: None,
+                                threads: None,
                             });
                         }
                         m.cost = ["produce", "consume"]

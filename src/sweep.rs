@@ -284,6 +284,7 @@ mod tests {
                     rx_bytes: 0,
                     tx_bytes: 0,
                     gc: None,
+                    threads: None,
                 }],
             }];
         }

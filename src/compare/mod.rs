@@ -198,6 +198,7 @@ mod tests {
                     rx_bytes: 0,
                     tx_bytes: 0,
                     gc: None,
+                    threads: None,
                 };
                 let mut services = vec![service("kafka", Role::RunWide, 5.0)];
                 if name.as_str() == "02-no-filters" {

@@ -83,6 +83,13 @@ pub trait Marks {
     fn start(&self, phase: Phase) -> LocalBoxFuture<'_, ()>;
     /// The phase ended, having moved `records` records.
     fn end(&self, phase: Phase, records: u64) -> LocalBoxFuture<'_, ()>;
+    /// The sampled JVM whose JIT compilers used the largest share of its CPU over the last
+    /// `window` (from the newest earlier call at least that old, else the first), with that
+    /// share in percent; the first call starts the count and says `None`, as does every call
+    /// when no JVM's threads are read.
+    fn compiling(&self, _window: Duration) -> LocalBoxFuture<'_, Option<(String, f64)>> {
+        Box::pin(async { None })
+    }
 }
 
 /// Marks that nobody reads.
@@ -143,7 +150,7 @@ async fn on_topic(
     steps: &mut Steps,
 ) -> Result<Measurement> {
     let group = format!("perf-tests-{}-{}", spec.topic, unique_suffix());
-    warm_up(session, spec, &group, steps).await?;
+    warm_up(session, spec, marks, &group, steps).await?;
     let before = end_offsets(session, spec).await?;
     steps.done("end_offsets_before");
     match (spec.mode, spec.duration) {
@@ -417,27 +424,42 @@ async fn end_offsets(session: &dyn Session, spec: &MeasureSpec) -> Result<u64> {
 /// Produces and consumes warm-up records through the measured path, in rounds until
 /// `spec.warm_up_for` has passed (one round when it is zero): a just-started JVM (broker or
 /// proxy) compiles its hot paths during the first seconds of load, which would otherwise land
-/// in the measurement. The measuring group reads them, so the measured consumer starts after.
+/// in the measurement. With `spec.warm_up_jit_percent`, rounds go on until no sampled JVM's
+/// compilers used that share of its CPU in the last round, for at most `warm_up_jit_limit`
+/// more. The measuring group reads them, so the measured consumer starts after.
 async fn warm_up(
     session: &dyn Session,
     spec: &MeasureSpec,
+    marks: &dyn Marks,
     group: &str,
     steps: &mut Steps,
 ) -> Result<()> {
+    let until_quiet = spec.warm_up_jit_percent > 0;
     let records = match spec.warm_up_records {
-        0 if spec.warm_up_for.is_zero() => return Ok(()),
+        0 if spec.warm_up_for.is_zero() && !until_quiet => return Ok(()),
         0 => WARM_UP_ROUND_RECORDS,
         n => n,
     };
     let started = Instant::now();
     let (mut produced, mut consumed) = (0.0, 0.0);
+    let mut compiling = None;
+    if until_quiet {
+        marks.compiling(spec.warm_up_jit_window).await;
+    }
     for round in 1.. {
-        if !spec.warm_up_for.is_zero() {
-            crate::progress::detail(&format!(
-                "warm-up round {round}: {:.0} of at least {} s",
-                started.elapsed().as_secs_f64(),
+        let elapsed = started.elapsed().as_secs_f64();
+        match &compiling {
+            Some((service, share)) => crate::progress::detail(&format!(
+                "warm-up round {round}: {elapsed:.0} s; the JIT compilers of {service} used \
+                 {share:.1}% of its CPU in the last {} s (until under {}%)",
+                spec.warm_up_jit_window.as_secs(),
+                spec.warm_up_jit_percent
+            )),
+            None if !spec.warm_up_for.is_zero() => crate::progress::detail(&format!(
+                "warm-up round {round}: {elapsed:.0} of at least {} s",
                 spec.warm_up_for.as_secs()
-            ));
+            )),
+            None => {}
         }
         let t = Instant::now();
         let warm = session
@@ -455,7 +477,35 @@ async fn warm_up(
             .await
             .context("warm-up consume")?;
         consumed += t.elapsed().as_secs_f64();
-        if started.elapsed() >= spec.warm_up_for {
+        if until_quiet {
+            compiling = marks.compiling(spec.warm_up_jit_window).await;
+        }
+        if started.elapsed() < spec.warm_up_for.max(spec.warm_up_jit_window) {
+            continue;
+        }
+        let Some((service, share)) = &compiling else {
+            if until_quiet {
+                crate::progress::println(&format!(
+                    "note: WARM_UP_JIT_PERCENT={}: no sampled JVM's threads could be read (see \
+                     the README's JVM threads), so the warm-up ended after {:.0} s",
+                    spec.warm_up_jit_percent,
+                    started.elapsed().as_secs_f64()
+                ));
+            }
+            break;
+        };
+        if *share < spec.warm_up_jit_percent as f64 {
+            break;
+        }
+        if started.elapsed() >= spec.warm_up_for + spec.warm_up_jit_limit {
+            crate::progress::println(&format!(
+                "warning: after {:.0} s of warm-up the JIT compilers of {service} still used \
+                 {share:.1}% of its CPU in the last {} s (WARM_UP_JIT_PERCENT={}); measuring \
+                 anyway",
+                started.elapsed().as_secs_f64(),
+                spec.warm_up_jit_window.as_secs(),
+                spec.warm_up_jit_percent
+            ));
             break;
         }
     }
@@ -684,6 +734,76 @@ pub(crate) mod tests {
             calls(&fake).await[1],
             format!("produce {WARM_UP_ROUND_RECORDS} at -1")
         );
+    }
+
+    /// Marks whose JVM's compilers used, after each warm-up round, the next of `shares`.
+    struct Compiling {
+        shares: std::cell::RefCell<Vec<Option<f64>>>,
+        asked: std::cell::Cell<usize>,
+    }
+
+    impl Compiling {
+        fn new(shares: &[Option<f64>]) -> Compiling {
+            Compiling {
+                shares: std::cell::RefCell::new(shares.to_vec()),
+                asked: std::cell::Cell::new(0),
+            }
+        }
+    }
+
+    impl Marks for Compiling {
+        fn start(&self, _: Phase) -> LocalBoxFuture<'_, ()> {
+            Box::pin(async {})
+        }
+        fn end(&self, _: Phase, _: u64) -> LocalBoxFuture<'_, ()> {
+            Box::pin(async {})
+        }
+        fn compiling(&self, _: Duration) -> LocalBoxFuture<'_, Option<(String, f64)>> {
+            self.asked.set(self.asked.get() + 1);
+            let mut shares = self.shares.borrow_mut();
+            let next = if shares.is_empty() {
+                None
+            } else {
+                shares.remove(0)
+            };
+            Box::pin(async move { next.map(|s| ("proxy".to_string(), s)) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_warm_up_until_the_jit_is_quiet_goes_on_while_the_compilers_are_busy() {
+        let rounds = |fake: &Fake| {
+            let asked = fake.calls.lock().unwrap().clone();
+            asked.iter().filter(|c| *c == "produce 700 at -1").count()
+        };
+        let mut spec = spec();
+        spec.warm_up_jit_percent = 5;
+        spec.warm_up_jit_limit = Duration::from_secs(600);
+        // The first question starts the count; then 40%, 12%, 4%: three rounds, the last quiet.
+        let fake = Fake::default();
+        let marks = Compiling::new(&[None, Some(40.0), Some(12.0), Some(4.0), Some(50.0)]);
+        let m = measure_marked(&fake, &spec, &marks).await.unwrap();
+        assert_eq!((rounds(&fake), marks.asked.get()), (3, 4));
+        assert_eq!(m.consumer.consumed_recs, 5000);
+        // At its limit the warm-up measures anyway.
+        spec.warm_up_jit_limit = Duration::ZERO;
+        let fake = Fake::default();
+        let marks = Compiling::new(&[None, Some(40.0), Some(30.0)]);
+        measure_marked(&fake, &spec, &marks).await.unwrap();
+        assert_eq!(rounds(&fake), 1);
+        // With no JVM whose threads are read, the warm-up is by time (one round) alone.
+        spec.warm_up_jit_limit = Duration::from_secs(600);
+        let fake = Fake::default();
+        let marks = Compiling::new(&[]);
+        measure_marked(&fake, &spec, &marks).await.unwrap();
+        assert_eq!(rounds(&fake), 1);
+        // Without the setting nobody is asked.
+        spec.warm_up_jit_percent = 0;
+        let marks = Compiling::new(&[None, Some(40.0)]);
+        measure_marked(&Fake::default(), &spec, &marks)
+            .await
+            .unwrap();
+        assert_eq!(marks.asked.get(), 0);
     }
 
     #[tokio::test]

@@ -306,6 +306,7 @@ mod tests {
                 rx_bytes: 0,
                 tx_bytes: 0,
                 gc: Some(gc),
+                threads: None,
             }],
         }];
         let svg = render(&results);

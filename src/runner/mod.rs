@@ -626,6 +626,9 @@ async fn measure_scenario(
     spec.properties = settings.producer_properties.clone();
     spec.warm_up_records = settings.warm_up_pre_test;
     spec.warm_up_for = Duration::from_secs(settings.warm_up_seconds_pre_test);
+    spec.warm_up_jit_percent = settings.warm_up_jit_percent;
+    spec.warm_up_jit_limit = Duration::from_secs(crate::settings::WARM_UP_JIT_LIMIT_SECONDS);
+    spec.warm_up_jit_window = Duration::from_secs(crate::settings::WARM_UP_JIT_WINDOW_SECONDS);
     spec.consume_timeout = CONSUME_TIMEOUT;
     spec.mode = settings.mode;
     spec.catch_up_limit = Duration::from_secs(settings.catch_up_seconds);
@@ -641,6 +644,7 @@ async fn measure_scenario(
         record_size: settings.record_size,
         started: RefCell::new(None),
         phases: RefCell::new(Vec::new()),
+        compiling: RefCell::new(std::collections::VecDeque::new()),
         stage: RefCell::new(PhaseMarks::WARM_UP.to_string()),
     };
     let measure = flow::measure_marked(session, &spec, &marks);

@@ -17,6 +17,7 @@ use crate::compose::Project;
 use crate::cost;
 use crate::driver::{self, flow, Place, Session, VerifySpec};
 use crate::engine::{Deployment, Engine, ExecOutput};
+use crate::jvm_threads;
 use crate::model::{NetworkCeiling, PathCheck, ServiceResources};
 use crate::plan::Plan;
 use crate::resources;
@@ -125,17 +126,16 @@ impl Sampling for EngineSampling {
     fn counters(&self) -> LocalBoxFuture<'_, cost::Readings> {
         Box::pin(async move {
             let reads = self.targets.iter().map(|t| async move {
-                let (counters, log) = futures_util::join!(
-                    self.engine.counters(&t.container),
-                    self.engine.read_file(&t.container, crate::gc::LOG)
-                );
+                let (counters, (log, threads)) =
+                    futures_util::join!(self.engine.counters(&t.container), self.jvm(&t.container));
                 match counters {
                     Ok(counters) => Some(cost::Reading {
                         service: t.service.clone(),
                         role: t.role(),
                         counters,
                         // A log that cannot be read gives no GC figures, not zeros.
-                        gc: log.ok().flatten().map(|l| crate::gc::pauses(&l)),
+                        gc: log.map(|l| crate::gc::pauses(&l)),
+                        threads,
                     }),
                     Err(e) => {
                         // Its cost is left out, said so rather than shown as nothing.
@@ -156,6 +156,29 @@ impl Sampling for EngineSampling {
     }
 }
 
+impl EngineSampling {
+    /// A JVM's GC log and threads in `container`, as they are now; `None` for what cannot be
+    /// read. Only a container with the GC log is asked for its threads (by an exec whose few
+    /// milliseconds of CPU land in its counter: under a thousandth of a phase of seconds).
+    async fn jvm(&self, container: &str) -> (Option<String>, Option<Vec<jvm_threads::Thread>>) {
+        let Some(log) = self
+            .engine
+            .read_file(container, crate::gc::LOG)
+            .await
+            .ok()
+            .flatten()
+        else {
+            return (None, None);
+        };
+        let command = jvm_threads::COMMAND.map(String::from);
+        let threads = match self.engine.exec_in(container, &command).await {
+            Ok(out) => jvm_threads::threads(&out.stdout),
+            Err(_) => None,
+        };
+        (Some(log), threads)
+    }
+}
+
 /// The measured phases' edges: the sampled containers' counters are read there (what each
 /// service used over exactly each phase), and they say where the measurement is (for a fault's
 /// message).
@@ -169,6 +192,9 @@ pub(super) struct PhaseMarks<'a> {
     /// the counters read then.
     pub(super) started: RefCell<Option<(Instant, f64, cost::Readings)>>,
     pub(super) phases: RefCell<Vec<cost::PhaseCost>>,
+    /// The counters read at each question about the JIT compilers during the warm-up, as far
+    /// back as the window asked for.
+    pub(super) compiling: RefCell<std::collections::VecDeque<(Instant, cost::Readings)>>,
     /// Where the measurement is, for a fault's message: the warm-up, then each measured phase.
     pub(super) stage: RefCell<String>,
 }
@@ -193,6 +219,33 @@ impl flow::Marks for PhaseMarks<'_> {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64());
             *self.started.borrow_mut() = Some((Instant::now(), unix, counters));
+        })
+    }
+
+    fn compiling(&self, window: Duration) -> LocalBoxFuture<'_, Option<(String, f64)>> {
+        Box::pin(async move {
+            let now = self.sampling.counters().await;
+            let mut kept = self.compiling.borrow_mut();
+            // The newest earlier reading at least `window` old starts the span; older ones go.
+            while kept.len() > 1 && kept[1].0.elapsed() >= window {
+                kept.pop_front();
+            }
+            let before = kept.front().map(|(_, r)| r.clone());
+            kept.push_back((Instant::now(), now.clone()));
+            drop(kept);
+            let before = before?;
+            now.iter()
+                .filter(|r| r.role != cost::Role::LoadGenerator)
+                .filter_map(|r| {
+                    let earlier = before.iter().find(|b| b.service == r.service)?;
+                    let cpu_s = r.counters.since(&earlier.counters).cpu_ns as f64 / 1e9;
+                    let jit = jvm_threads::ThreadCpu::between(
+                        earlier.threads.as_deref()?,
+                        r.threads.as_deref()?,
+                    );
+                    (cpu_s > 0.0).then(|| (r.service.clone(), jit.jit_s * 100.0 / cpu_s))
+                })
+                .max_by(|a, b| a.1.total_cmp(&b.1))
         })
     }
 

@@ -22,6 +22,13 @@ pub use table::{Lists, Setting, SETTINGS};
 
 /// Largest `WARM_UP_SECONDS_PRE_TEST` accepted: an hour of warm-up per scenario is a mistake.
 pub const MAX_WARM_UP_SECONDS_PRE_TEST: u64 = 3600;
+/// How much longer than `WARM_UP_SECONDS_PRE_TEST` a warm-up waits for the JIT compilers to go
+/// quiet (`WARM_UP_JIT_PERCENT`) before it measures anyway, saying so.
+pub const WARM_UP_JIT_LIMIT_SECONDS: u64 = 600;
+/// The span over which `WARM_UP_JIT_PERCENT` judges the compilers' share: a round of the
+/// warm-up lasts about a second, 10 ms clock ticks make its share coarse, and a compiler
+/// thread waits idle between bursts of work, so one quiet round says little.
+pub const WARM_UP_JIT_WINDOW_SECONDS: u64 = 10;
 /// Largest `REPEAT` accepted.
 pub const MAX_REPEAT: u32 = 1000;
 /// Largest `PARTITIONS` accepted.
@@ -128,6 +135,10 @@ pub struct Settings {
     pub warm_up_pre_test: u64,
     /// The pre-test warm-up goes on, in rounds, for at least this many seconds.
     pub warm_up_seconds_pre_test: u64,
+    /// Then on, until the JIT compilers of every sampled JVM used less than this percent of its
+    /// CPU in a round (0: no such wait).
+    #[serde(default)]
+    pub warm_up_jit_percent: u64,
     /// CPUs every service container may run on (a CPU list); empty: not pinned.
     pub services_cpuset: String,
     /// CPUs the load generator's containers may run on; empty: not pinned.
@@ -246,6 +257,7 @@ impl Settings {
             warm_up_post_broker_start: 0,
             warm_up_pre_test: 0,
             warm_up_seconds_pre_test: 0,
+            warm_up_jit_percent: 0,
             services_cpuset: String::new(),
             workload_cpuset: String::new(),
             producer_properties: Vec::new(),

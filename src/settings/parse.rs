@@ -151,6 +151,15 @@ pub fn parse_warm_up_seconds(s: &str) -> Result<u64> {
     Ok(n)
 }
 
+/// Parses a whole percent from 0 to 100 (`WARM_UP_JIT_PERCENT`).
+pub fn parse_percent(var: &str, s: &str) -> Result<u64> {
+    let n = parse_count(var, s, true)?;
+    if n > 100 {
+        bail!("{var}={s:?}: a percent is at most 100");
+    }
+    Ok(n)
+}
+
 /// Parses `SERVICES_CPUSET` or `WORKLOAD_CPUSET`: a CPU list, or empty for none.
 pub fn parse_cpuset(var: &str, s: &str) -> Result<String> {
     let t = s.trim();
@@ -401,6 +410,34 @@ mod tests {
             let err = parse_warm_up_seconds(bad).unwrap_err().to_string();
             assert!(err.contains("WARM_UP_SECONDS_PRE_TEST"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn percents_are_whole_and_at_most_a_hundred() {
+        assert_eq!(parse_percent("WARM_UP_JIT_PERCENT", "0").unwrap(), 0);
+        assert_eq!(parse_percent("WARM_UP_JIT_PERCENT", "100").unwrap(), 100);
+        for bad in ["101", "-1", "5%", "2.5"] {
+            let err = parse_percent("WARM_UP_JIT_PERCENT", bad)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(&format!("WARM_UP_JIT_PERCENT={bad:?}")),
+                "{err}"
+            );
+        }
+        // The help states the limit the warm-up keeps to.
+        let help = crate::settings::SETTINGS
+            .iter()
+            .find(|s| s.var == "WARM_UP_JIT_PERCENT")
+            .unwrap()
+            .help;
+        let limit = crate::settings::WARM_UP_JIT_LIMIT_SECONDS;
+        let window = crate::settings::WARM_UP_JIT_WINDOW_SECONDS;
+        assert!(help.contains(&format!("at most {limit} s more")), "{help}");
+        assert!(
+            help.contains(&format!("over the last {window} s")),
+            "{help}"
+        );
     }
 
     #[test]

@@ -341,6 +341,22 @@ pub static SETTINGS: &[Setting] = &[
         get: |s| s.warm_up_seconds_pre_test.to_string(),
     },
     Setting {
+        var: "WARM_UP_JIT_PERCENT",
+        help: "After WARM_UP_SECONDS_PRE_TEST, warm-up rounds go on until the JIT compilers of \
+               each sampled JVM (broker, proxy) used less than this percent of its CPU over \
+               the last 10 s, for at most 600 s more (0: no such wait)",
+        default: "0",
+        default_help: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "warm_up_jit_percent",
+        put: |s, var, v| {
+            s.warm_up_jit_percent = parse_percent(var, v)?;
+            Ok(())
+        },
+        get: |s| s.warm_up_jit_percent.to_string(),
+    },
+    Setting {
         var: "WARM_UP_NUM_RECORDS_POST_BROKER_START",
         help: "Warm-up records sent after the broker is started, before the first scenario",
         default: "1000",

@@ -812,6 +812,71 @@ async fn the_cost_of_each_phase_is_exact_to_it() {
     assert_nothing_left(&ran).await;
 }
 
+/// Each JVM's CPU in a phase is split by kind of thread, read in its container at the phase's
+/// edges, and WARM_UP_JIT_PERCENT reads the same between the warm-up's rounds: the progress
+/// names the JVM whose compilers were busiest and the share they took.
+#[tokio::test]
+async fn each_jvm_s_cpu_is_split_by_thread_and_the_warm_up_reads_its_compilers() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let ran = Ran::of(run(
+        &[
+            ("TEST", "02-.*"),
+            ("NUM_RECORDS", "5000"),
+            ("WARM_UP_SECONDS_PRE_TEST", "2"),
+            // Any share is under 100%: the warm-up asks after every round and ends once its
+            // window of 10 s has passed.
+            ("WARM_UP_JIT_PERCENT", "100"),
+        ],
+        results.path(),
+    ));
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let asked = regex::Regex::new(
+        r"warm-up round \d+: \d+ s; the JIT compilers of (broker1|kroxylicious-no-filters) used (\d+\.\d)% of its CPU in the last 10 s \(until under 100%\)",
+    )
+    .unwrap();
+    let shares: Vec<f64> = asked
+        .captures_iter(&ran.stderr)
+        .map(|c| c[2].parse().unwrap())
+        .collect();
+    assert!(!shares.is_empty(), "{}", ran.stderr);
+    let dir = ran.results_dir();
+    let result = json(&dir.join("02-no-filters.json"));
+    for p in result["measurement"]["cost"].as_array().unwrap() {
+        for jvm in ["broker1", "kroxylicious-no-filters"] {
+            let s = common::service_entry(&p["services"], jvm);
+            let cpu = s["cpu_s"].as_f64().unwrap();
+            let (jit, gc) = (
+                s["threads"]["jit_s"]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("{s}")),
+                s["threads"]["gc_s"].as_f64().unwrap(),
+            );
+            // Threads' ticks are 10 ms: their sum may pass the cgroup's by a tick or two each.
+            assert!(
+                jit >= 0.0 && gc >= 0.0 && jit + gc <= cpu + 0.05,
+                "{s} in {p}"
+            );
+        }
+        // The load generator is no JVM.
+        let load = common::service_entry(&p["services"], "workload (load generator)");
+        assert!(load.get("threads").is_none(), "{load}");
+    }
+    let tables = std::fs::read_to_string(dir.join("tables.txt")).unwrap();
+    let rows: Vec<&str> = tables
+        .lines()
+        .skip_while(|l| *l != "JVM Threads")
+        .take_while(|l| !l.is_empty() && *l != "Path checks")
+        .filter(|l| l.starts_with("02-no-filters"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{tables}");
+    assert!(
+        rows.iter().any(|r| r.contains("kroxylicious-no-filters")),
+        "{tables}"
+    );
+    assert_nothing_left(&ran).await;
+}
+
 /// WARM_UP_SECONDS_PRE_TEST: the pre-test warm-up repeats its rounds through the scenario's path
 /// until the time has passed, and none of it is in the measurement.
 #[tokio::test]
