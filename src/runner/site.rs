@@ -158,8 +158,8 @@ impl Sampling for EngineSampling {
 
 impl EngineSampling {
     /// A JVM's GC log and threads in `container`, as they are now; `None` for what cannot be
-    /// read. Only a container with the GC log is asked for its threads (by an exec whose few
-    /// milliseconds of CPU land in its counter: under a thousandth of a phase of seconds).
+    /// read. Only a container with the GC log is asked for its threads, by an exec (a shell
+    /// and `cat`) whose own CPU lands in the container's counter, once per edge.
     async fn jvm(&self, container: &str) -> (Option<String>, Option<Vec<jvm_threads::Thread>>) {
         let Some(log) = self
             .engine
