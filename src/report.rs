@@ -320,10 +320,7 @@ pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
         let reps = r.all_measurements();
         for phase in &r.measurement.cost {
             for s in &phase.rows() {
-                let service = match s.role {
-                    crate::cost::Role::RunWide => format!("{} (run-wide)", s.service),
-                    _ => s.service.clone(),
-                };
+                let service = cost_service_label(s);
                 let mut row = vec![
                     r.label(),
                     phase.phase.replace('_', " "),
@@ -362,6 +359,14 @@ pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
     })
 }
 
+/// A cost row's service as the tables name it: a run-wide one says so.
+fn cost_service_label(s: &crate::cost::ServiceCost) -> String {
+    match s.role {
+        crate::cost::Role::RunWide => format!("{} (run-wide)", s.service),
+        _ => s.service.clone(),
+    }
+}
+
 /// Columns of the garbage-collection table.
 pub const GC_COLUMNS: [&str; 10] = [
     "Name",
@@ -386,10 +391,7 @@ pub fn gc_table(results: &[ScenarioResult]) -> Option<TableData> {
         for phase in &r.measurement.cost {
             for s in &phase.services {
                 let Some(gc) = &s.gc else { continue };
-                let service = match s.role {
-                    crate::cost::Role::RunWide => format!("{} (run-wide)", s.service),
-                    _ => s.service.clone(),
-                };
+                let service = cost_service_label(s);
                 let share = if phase.seconds > 0.0 {
                     gc.pause_ms / 10.0 / phase.seconds
                 } else {
@@ -445,10 +447,7 @@ pub fn jvm_threads_table(results: &[ScenarioResult]) -> Option<TableData> {
         for phase in &r.measurement.cost {
             for s in &phase.services {
                 let Some(t) = &s.threads else { continue };
-                let service = match s.role {
-                    crate::cost::Role::RunWide => format!("{} (run-wide)", s.service),
-                    _ => s.service.clone(),
-                };
+                let service = cost_service_label(s);
                 let share = if s.cpu_s > 0.0 {
                     t.jit_s * 100.0 / s.cpu_s
                 } else {
