@@ -170,11 +170,7 @@ pub fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
         .iter()
         .flat_map(|r| {
             r.resources.iter().map(move |s| {
-                let service = if s.run_wide {
-                    format!("{} (run-wide)", s.service)
-                } else {
-                    s.service.clone()
-                };
+                let service = service_label(&s.service, s.run_wide);
                 let mut row = vec![r.label(), service];
                 if nodes {
                     row.push(s.node.clone().unwrap_or_default());
@@ -320,7 +316,7 @@ pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
         let reps = r.all_measurements();
         for phase in &r.measurement.cost {
             for s in &phase.rows() {
-                let service = cost_service_label(s);
+                let service = service_label(&s.service, s.role == crate::cost::Role::RunWide);
                 let mut row = vec![
                     r.label(),
                     phase.phase.replace('_', " "),
@@ -359,11 +355,12 @@ pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
     })
 }
 
-/// A cost row's service as the tables name it: a run-wide one says so.
-fn cost_service_label(s: &crate::cost::ServiceCost) -> String {
-    match s.role {
-        crate::cost::Role::RunWide => format!("{} (run-wide)", s.service),
-        _ => s.service.clone(),
+/// A service as the tables name it: a run-wide one says so.
+fn service_label(service: &str, run_wide: bool) -> String {
+    if run_wide {
+        format!("{service} (run-wide)")
+    } else {
+        service.to_string()
     }
 }
 
@@ -391,7 +388,7 @@ pub fn gc_table(results: &[ScenarioResult]) -> Option<TableData> {
         for phase in &r.measurement.cost {
             for s in &phase.services {
                 let Some(gc) = &s.gc else { continue };
-                let service = cost_service_label(s);
+                let service = service_label(&s.service, s.role == crate::cost::Role::RunWide);
                 let share = if phase.seconds > 0.0 {
                     gc.pause_ms / 10.0 / phase.seconds
                 } else {
@@ -447,7 +444,7 @@ pub fn jvm_threads_table(results: &[ScenarioResult]) -> Option<TableData> {
         for phase in &r.measurement.cost {
             for s in &phase.services {
                 let Some(t) = &s.threads else { continue };
-                let service = cost_service_label(s);
+                let service = service_label(&s.service, s.role == crate::cost::Role::RunWide);
                 let share = if s.cpu_s > 0.0 {
                     t.jit_s * 100.0 / s.cpu_s
                 } else {
