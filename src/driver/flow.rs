@@ -424,9 +424,9 @@ async fn end_offsets(session: &dyn Session, spec: &MeasureSpec) -> Result<u64> {
 /// Produces and consumes warm-up records through the measured path, in rounds until
 /// `spec.warm_up_for` has passed (one round when it is zero): a just-started JVM (broker or
 /// proxy) compiles its hot paths during the first seconds of load, which would otherwise land
-/// in the measurement. With `spec.warm_up_jit_percent`, rounds go on until no sampled JVM's
-/// compilers used that share of its CPU in the last round, for at most `warm_up_jit_limit`
-/// more. The measuring group reads them, so the measured consumer starts after.
+/// in the measurement. With `spec.warm_up_jit`, rounds go on until no sampled JVM's compilers
+/// used its share of the JVM's CPU over its window, for at most its limit more. The measuring
+/// group reads them, so the measured consumer starts after.
 async fn warm_up(
     session: &dyn Session,
     spec: &MeasureSpec,
@@ -434,32 +434,31 @@ async fn warm_up(
     group: &str,
     steps: &mut Steps,
 ) -> Result<()> {
-    let until_quiet = spec.warm_up_jit_percent > 0;
     let records = match spec.warm_up_records {
-        0 if spec.warm_up_for.is_zero() && !until_quiet => return Ok(()),
+        0 if spec.warm_up_for.is_zero() && spec.warm_up_jit.is_none() => return Ok(()),
         0 => WARM_UP_ROUND_RECORDS,
         n => n,
     };
     let started = Instant::now();
     let (mut produced, mut consumed) = (0.0, 0.0);
     let mut compiling = None;
-    if until_quiet {
-        marks.compiling(spec.warm_up_jit_window).await;
+    if let Some(quiet) = &spec.warm_up_jit {
+        marks.compiling(quiet.window).await;
     }
     for round in 1.. {
         let elapsed = started.elapsed().as_secs_f64();
-        match &compiling {
-            Some((service, share)) => crate::progress::detail(&format!(
+        match (&compiling, &spec.warm_up_jit) {
+            (Some((service, share)), Some(quiet)) => crate::progress::detail(&format!(
                 "warm-up round {round}: {elapsed:.0} s; the JIT compilers of {service} used \
                  {share:.1}% of its CPU in the last {} s (until under {}%)",
-                spec.warm_up_jit_window.as_secs(),
-                spec.warm_up_jit_percent
+                quiet.window.as_secs(),
+                quiet.percent
             )),
-            None if !spec.warm_up_for.is_zero() => crate::progress::detail(&format!(
+            _ if !spec.warm_up_for.is_zero() => crate::progress::detail(&format!(
                 "warm-up round {round}: {elapsed:.0} of at least {} s",
                 spec.warm_up_for.as_secs()
             )),
-            None => {}
+            _ => {}
         }
         let t = Instant::now();
         let warm = session
@@ -477,41 +476,38 @@ async fn warm_up(
             .await
             .context("warm-up consume")?;
         consumed += t.elapsed().as_secs_f64();
-        if until_quiet {
-            compiling = marks.compiling(spec.warm_up_jit_window).await;
-        }
-        // The compilers are judged over a whole window, so that long at least; without the
-        // setting the warm-up is by time (or one round) alone.
-        let at_least = if until_quiet {
-            spec.warm_up_for.max(spec.warm_up_jit_window)
-        } else {
-            spec.warm_up_for
+        // Without the setting the warm-up is by time (or one round) alone.
+        let Some(quiet) = &spec.warm_up_jit else {
+            if started.elapsed() >= spec.warm_up_for {
+                break;
+            }
+            continue;
         };
-        if started.elapsed() < at_least {
+        compiling = marks.compiling(quiet.window).await;
+        // The compilers are judged over a whole window, so that long at least.
+        if started.elapsed() < spec.warm_up_for.max(quiet.window) {
             continue;
         }
         let Some((service, share)) = &compiling else {
-            if until_quiet {
-                crate::progress::println(&format!(
-                    "note: WARM_UP_JIT_PERCENT={}: no sampled JVM's threads could be read (see \
-                     the README's JVM threads), so the warm-up ended after {:.0} s",
-                    spec.warm_up_jit_percent,
-                    started.elapsed().as_secs_f64()
-                ));
-            }
+            crate::progress::println(&format!(
+                "note: WARM_UP_JIT_PERCENT={}: no sampled JVM's threads could be read (see the \
+                 README's JVM threads), so the warm-up ended after {:.0} s",
+                quiet.percent,
+                started.elapsed().as_secs_f64()
+            ));
             break;
         };
-        if *share < spec.warm_up_jit_percent as f64 {
+        if *share < quiet.percent as f64 {
             break;
         }
-        if started.elapsed() >= spec.warm_up_for + spec.warm_up_jit_limit {
+        if started.elapsed() >= spec.warm_up_for + quiet.limit {
             crate::progress::println(&format!(
                 "warning: after {:.0} s of warm-up the JIT compilers of {service} still used \
                  {share:.1}% of its CPU in the last {} s (WARM_UP_JIT_PERCENT={}); measuring \
                  anyway",
                 started.elapsed().as_secs_f64(),
-                spec.warm_up_jit_window.as_secs(),
-                spec.warm_up_jit_percent
+                quiet.window.as_secs(),
+                quiet.percent
             ));
             break;
         }
@@ -784,8 +780,14 @@ pub(crate) mod tests {
             asked.iter().filter(|c| *c == "produce 700 at -1").count()
         };
         let mut spec = spec();
-        spec.warm_up_jit_percent = 5;
-        spec.warm_up_jit_limit = Duration::from_secs(600);
+        let quiet = |limit: u64| {
+            Some(crate::driver::JitQuiet {
+                percent: 5,
+                window: Duration::ZERO,
+                limit: Duration::from_secs(limit),
+            })
+        };
+        spec.warm_up_jit = quiet(600);
         // The first question starts the count; then 40%, 12%, 4%: three rounds, the last quiet.
         let fake = Fake::default();
         let marks = Compiling::new(&[None, Some(40.0), Some(12.0), Some(4.0), Some(50.0)]);
@@ -793,21 +795,20 @@ pub(crate) mod tests {
         assert_eq!((rounds(&fake), marks.asked.get()), (3, 4));
         assert_eq!(m.consumer.consumed_recs, 5000);
         // At its limit the warm-up measures anyway.
-        spec.warm_up_jit_limit = Duration::ZERO;
+        spec.warm_up_jit = quiet(0);
         let fake = Fake::default();
         let marks = Compiling::new(&[None, Some(40.0), Some(30.0)]);
         measure_marked(&fake, &spec, &marks).await.unwrap();
         assert_eq!(rounds(&fake), 1);
         // With no JVM whose threads are read, the warm-up is by time (one round) alone.
-        spec.warm_up_jit_limit = Duration::from_secs(600);
+        spec.warm_up_jit = quiet(600);
         let fake = Fake::default();
         let marks = Compiling::new(&[]);
         measure_marked(&fake, &spec, &marks).await.unwrap();
         assert_eq!(rounds(&fake), 1);
-        // Without the setting nobody is asked, and the window (the runner always sets it)
-        // does not lengthen a warm-up by time: one round here.
-        spec.warm_up_jit_percent = 0;
-        spec.warm_up_jit_window = Duration::from_secs(10);
+        // Without the setting nobody is asked, and no window lengthens a warm-up by time: one
+        // round here.
+        spec.warm_up_jit = None;
         let marks = Compiling::new(&[None, Some(40.0)]);
         let fake = Fake::default();
         measure_marked(&fake, &spec, &marks).await.unwrap();

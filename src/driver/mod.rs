@@ -32,6 +32,15 @@ pub use crate::workload::catch_up::CatchUpResult;
 pub use crate::workload::soak::SoakResult;
 pub use crate::workload::verify::{VerifySpec, SAMPLE_RECORDS};
 
+/// A warm-up that goes on while a sampled JVM's JIT compilers used at least `percent` of its
+/// CPU over the last `window`, for at most `limit` longer than the warm-up by time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JitQuiet {
+    pub percent: u64,
+    pub window: Duration,
+    pub limit: Duration,
+}
+
 /// Everything one measurement needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MeasureSpec {
@@ -50,12 +59,8 @@ pub struct MeasureSpec {
     pub warm_up_records: u64,
     /// The warm-up is repeated, round after round, until this much time has passed.
     pub warm_up_for: Duration,
-    /// Then, while the JIT compilers of a sampled JVM used at least this percent of its CPU in
-    /// the last round (0: not at all), for at most `warm_up_jit_limit` more.
-    pub warm_up_jit_percent: u64,
-    pub warm_up_jit_limit: Duration,
-    /// The compilers' share is judged over at least this long.
-    pub warm_up_jit_window: Duration,
+    /// Then, if set, until the JIT compilers have gone quiet.
+    pub warm_up_jit: Option<JitQuiet>,
     /// The consumer fails when no record arrives for this long.
     pub consume_timeout: Duration,
     /// Delete the topic at the end (also after a failure).
@@ -91,9 +96,7 @@ impl MeasureSpec {
             properties: vec![("acks".to_string(), "all".to_string())],
             warm_up_records: 1000,
             warm_up_for: Duration::ZERO,
-            warm_up_jit_percent: 0,
-            warm_up_jit_limit: Duration::ZERO,
-            warm_up_jit_window: Duration::ZERO,
+            warm_up_jit: None,
             consume_timeout: Duration::from_secs(60),
             delete_topic: true,
             mode: Mode::ProduceThenConsume,

@@ -626,9 +626,11 @@ async fn measure_scenario(
     spec.properties = settings.producer_properties.clone();
     spec.warm_up_records = settings.warm_up_pre_test;
     spec.warm_up_for = Duration::from_secs(settings.warm_up_seconds_pre_test);
-    spec.warm_up_jit_percent = settings.warm_up_jit_percent;
-    spec.warm_up_jit_limit = Duration::from_secs(crate::settings::WARM_UP_JIT_LIMIT_SECONDS);
-    spec.warm_up_jit_window = Duration::from_secs(crate::settings::WARM_UP_JIT_WINDOW_SECONDS);
+    spec.warm_up_jit = (settings.warm_up_jit_percent > 0).then(|| crate::driver::JitQuiet {
+        percent: settings.warm_up_jit_percent,
+        window: Duration::from_secs(crate::settings::WARM_UP_JIT_WINDOW_SECONDS),
+        limit: Duration::from_secs(crate::settings::WARM_UP_JIT_LIMIT_SECONDS),
+    });
     spec.consume_timeout = CONSUME_TIMEOUT;
     spec.mode = settings.mode;
     spec.catch_up_limit = Duration::from_secs(settings.catch_up_seconds);
