@@ -72,6 +72,13 @@ pub struct PhaseCost {
     /// Wall seconds between the phase's edges.
     pub seconds: f64,
     pub services: Vec<ServiceCost>,
+    /// The share of the hosts' CPU time the hypervisor stole over the phase, in percent: the
+    /// highest of the hosts the sampled containers ran on (one on a single engine). The
+    /// kernel leaves stolen time out of a container's CPU counter, but a host that busy also
+    /// slows the time it does give (caches, memory bandwidth shared with other guests), so a
+    /// cost read inside a VM varies with it. `None` when the engine gave no host clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_steal_percent: Option<f64>,
 }
 
 /// The path's own services together, as one row.
@@ -89,11 +96,15 @@ impl PhaseCost {
         start: &[Reading],
         end: &[Reading],
     ) -> PhaseCost {
+        let mut steal: Option<f64> = None;
         let services = end
             .iter()
             .filter_map(|after| {
                 let before = start.iter().find(|r| r.service == after.service)?;
                 let d = after.counters.since(&before.counters);
+                if let Some(s) = d.stolen_percent {
+                    steal = Some(steal.map_or(s, |m| m.max(s)));
+                }
                 let gc = match (&before.gc, &after.gc) {
                     (Some(b), Some(a)) => Some(GcSummary::between(b, a, started)),
                     _ => None,
@@ -119,6 +130,7 @@ impl PhaseCost {
             record_bytes: records * record_size,
             seconds,
             services,
+            host_steal_percent: steal,
         }
     }
 
@@ -225,6 +237,26 @@ pub fn path_coefficient(phases: &[PhaseCost]) -> Option<f64> {
     (load.traffic_mb > 0.0).then(|| load.cpu_s * 1000.0 / load.traffic_mb)
 }
 
+/// The path's coefficient ([`path_coefficient`]) without its JVMs' JIT compilers and GC threads:
+/// the application's own work, which a JVM started for the run keeps compiling and collecting
+/// around at rates that vary from one repetition to the next. `None` as for the coefficient, or
+/// when no service of the path had its threads read (then there is nothing to leave out).
+pub fn path_rest_coefficient(phases: &[PhaseCost]) -> Option<f64> {
+    let load = PathLoad::of(phases)?;
+    let own = || {
+        phases
+            .iter()
+            .flat_map(|p| &p.services)
+            .filter(|s| s.role == Role::Path)
+    };
+    let threads: Vec<&ThreadCpu> = own().filter_map(|s| s.threads.as_ref()).collect();
+    if threads.is_empty() || load.traffic_mb <= 0.0 {
+        return None;
+    }
+    let apart: f64 = threads.iter().map(|t| t.jit_s + t.gc_s).sum();
+    Some((load.cpu_s - apart).max(0.0) * 1000.0 / load.traffic_mb)
+}
+
 /// The path's millicores per MB/s of records in the phase named `phase`; `None` when that phase
 /// was not measured or the scenario has no path of its own.
 pub fn phase_coefficient(phases: &[PhaseCost], phase: &str) -> Option<f64> {
@@ -273,6 +305,11 @@ pub fn summary(reps: &[&[PhaseCost]]) -> Vec<PhaseCost> {
                 record_bytes: phase.record_bytes,
                 seconds: median(same.iter().map(|p| p.seconds).collect()),
                 services,
+                host_steal_percent: {
+                    let steal: Vec<f64> =
+                        same.iter().filter_map(|p| p.host_steal_percent).collect();
+                    (!steal.is_empty()).then(|| median(steal))
+                },
             }
         })
         .collect()
@@ -324,6 +361,7 @@ mod tests {
             cpu_ns: cpu_ms * 1_000_000,
             rx_bytes: rx,
             tx_bytes: tx,
+            host: None,
         }
     }
 
@@ -399,6 +437,34 @@ mod tests {
     }
 
     #[test]
+    fn a_phase_s_steal_is_its_busiest_host_s_and_the_summary_s_the_median() {
+        use crate::engine::HostClock;
+        let on = |mut r: Reading, s: i64, unstolen_s: u64| {
+            r.counters.host = Some(HostClock {
+                at_ns: s * 1_000_000_000,
+                unstolen_ns: unstolen_s * 1_000_000_000,
+                cpus: 2,
+            });
+            r
+        };
+        let proxy = || reading("proxy", Role::Path, counters(0, 0, 0));
+        let broker = || reading("broker", Role::RunWide, counters(0, 0, 0));
+        // Over 10 s on two CPUs the proxy's host lost 5 of 20 CPU seconds, the broker's 10.
+        let start = [on(proxy(), 0, 0), on(broker(), 0, 0)];
+        let end = [on(proxy(), 10, 15), on(broker(), 10, 10)];
+        let p = PhaseCost::between("produce", 1, 1, (0.0, 10.0), &start, &end);
+        assert_eq!(p.host_steal_percent, Some(50.0));
+        // A host without a clock at either edge adds nothing; none at all gives no figure.
+        let end = [on(proxy(), 10, 15), broker()];
+        let q = PhaseCost::between("produce", 1, 1, (0.0, 10.0), &start, &end);
+        assert_eq!(q.host_steal_percent, Some(25.0));
+        assert_eq!(phase().host_steal_percent, None);
+        let (a, b, c) = (vec![p], vec![q], vec![phase()]);
+        assert_eq!(summary(&[&a, &b, &c])[0].host_steal_percent, Some(37.5));
+        assert_eq!(summary(&[&c])[0].host_steal_percent, None);
+    }
+
+    #[test]
     fn a_baseline_has_no_path_of_its_own() {
         let mut p = phase();
         p.services.retain(|s| s.role != Role::Path);
@@ -430,6 +496,26 @@ mod tests {
         assert_eq!(at_once.traffic_bytes(), 200_000_000);
         let c = path_coefficient(&[at_once]).unwrap();
         assert!((c - 2.6).abs() < 1e-9, "{c}");
+    }
+
+    #[test]
+    fn the_rest_of_the_coefficient_leaves_the_compilers_and_the_collector_out() {
+        let mut p = phase();
+        // No threads read: nothing to leave out, no figure.
+        assert_eq!(path_rest_coefficient(&[p.clone()]), None);
+        // The proxy (0.5 s) spent 0.1 s compiling and 0.05 s collecting; the KMS (0.02 s) is
+        // not a JVM and counts whole; the broker's threads are not the path's.
+        p.services[0].threads = Some(ThreadCpu {
+            jit_s: 0.1,
+            gc_s: 0.05,
+        });
+        p.services[2].threads = Some(ThreadCpu {
+            jit_s: 9.0,
+            gc_s: 9.0,
+        });
+        let rest = path_rest_coefficient(&[p.clone()]).unwrap();
+        assert!((rest - 3.7).abs() < 1e-9, "{rest}");
+        assert!((path_coefficient(&[p]).unwrap() - 5.2).abs() < 1e-9);
     }
 
     #[test]

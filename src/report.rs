@@ -308,9 +308,16 @@ pub const COST_COLUMNS: [&str; 9] = [
 /// What each service used over exactly each measured phase (counters read at the phase's
 /// edges), with the path's own services summed in a row of their own; `None` when no cost was
 /// measured. A scenario that ran at a THROUGHPUT target compares with another at that rate only.
+/// When the engine gave its hosts' clocks, the share of their CPU stolen over the phase
+/// (`Host steal %`, the repetitions' median) stands beside each row: a cost read inside a busy
+/// VM moves with it.
 pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
     const MIB: f64 = 1024.0 * 1024.0;
     let repeated = results.iter().any(|r| r.repetitions.len() > 1);
+    let steal = results
+        .iter()
+        .flat_map(|r| &r.measurement.cost)
+        .any(|p| p.host_steal_percent.is_some());
     let mut rows = Vec::new();
     for r in results {
         let reps = r.all_measurements();
@@ -328,6 +335,13 @@ pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
                     format!("{:.2}", s.rx_bytes as f64 / MIB),
                     format!("{:.2}", s.tx_bytes as f64 / MIB),
                 ];
+                if steal {
+                    row.push(
+                        phase
+                            .host_steal_percent
+                            .map_or("n/a".to_string(), |v| format!("{v:.1}")),
+                    );
+                }
                 if repeated {
                     // The spread of the CPU per record over the repetitions (each moved the
                     // same records, so the CPU seconds' spread is the per-record figure's).
@@ -345,6 +359,9 @@ pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
         }
     }
     let mut columns = strings(&COST_COLUMNS);
+    if steal {
+        columns.push("Host steal %".to_string());
+    }
     if repeated {
         columns.extend(["Runs".to_string(), "CPU ±CV%".to_string()]);
     }
@@ -875,6 +892,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             records: 1000,
             record_bytes: 1_024_000,
             seconds: 5.0,
+            host_steal_percent: None,
             services: vec![
                 crate::cost::ServiceCost {
                     service: "proxy".into(),
@@ -927,6 +945,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             records: 1000,
             record_bytes: 1_024_000,
             seconds: 5.0,
+            host_steal_percent: None,
             services: vec![
                 ServiceCost {
                     service: "proxy".into(),
@@ -1044,6 +1063,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             records: 1_000_000,
             record_bytes: 1_000_000_000,
             seconds: 20.0,
+            host_steal_percent: None,
             services: vec![
                 service("broker", Role::RunWide, 4.0),
                 service("proxy", Role::Path, 5.0),
@@ -1062,6 +1082,12 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             ]
         );
         assert!(render_markdown(&results).contains("**Cost**"));
+        assert!(!table.columns.iter().any(|c| c == "Host steal %"));
+        // With the hosts' clocks the phase's stolen share stands on each of its rows.
+        results[1].measurement.cost[0].host_steal_percent = Some(31.25);
+        let table = cost_table(&results).unwrap();
+        assert_eq!(table.columns.last().unwrap(), "Host steal %");
+        assert!(table.rows.iter().all(|r| r.last().unwrap() == "31.2"));
     }
 
     #[test]

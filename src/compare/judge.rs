@@ -124,6 +124,7 @@ pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
         }
     }
     warnings.extend(interleaving(base, new));
+    warnings.extend(stolen(base, new));
     warnings.extend(drift(base, new, &pairs, &decided));
     warnings.extend(
         pairs
@@ -437,6 +438,33 @@ pub(super) fn interleaving(base: &Side, new: &Side) -> Option<String> {
         at(ns),
         at(ne)
     ))
+}
+
+/// Percentage points of the hosts' CPU stolen by which the sides' medians may differ before the
+/// comparison warns: a few points come and go within one run on a shared host.
+pub(super) const STEAL_GAP_POINTS: f64 = 10.0;
+
+/// A warning when the hypervisor stole a markedly larger share of the hosts' CPU under one side's
+/// measured phases than under the other's: the host's other guests then slowed one side more
+/// (through caches and memory, not only the stolen time), so a cost or a rate may have moved
+/// with them rather than with the change.
+pub(super) fn stolen(base: &Side, new: &Side) -> Option<String> {
+    let median = |side: &Side| {
+        let v: Vec<f64> = side
+            .scenarios
+            .iter()
+            .flat_map(|(_, reps)| reps)
+            .flat_map(|m| &m.cost)
+            .filter_map(|p| p.host_steal_percent)
+            .collect();
+        (!v.is_empty()).then(|| stats::median(&v))
+    };
+    let (b, n) = (median(base)?, median(new)?);
+    ((b - n).abs() > STEAL_GAP_POINTS).then(|| {
+        format!(
+            "the hosts' CPU was stolen unevenly: {b:.0}% of it under the base's measured phases,              {n:.0}% under the new's (medians; the engine's host clock): a busier host slows              what runs on it, so costs and rates may differ for that rather than for the              change; compare runs interleaved on a quieter host"
+        )
+    })
 }
 
 /// Warnings for primary metrics whose repetitions trend with time within a side (Mann-Kendall,

@@ -210,12 +210,42 @@ mod tests {
                         records: 100_000,
                         record_bytes: 100_000_000,
                         seconds: 20.0,
+                        host_steal_percent: None,
                         services: services.clone(),
                     })
                     .to_vec();
             }
         }
         s
+    }
+
+    #[test]
+    fn a_host_that_stole_more_under_one_side_is_warned_of() {
+        let spread = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0];
+        let stolen = |steal: Option<f64>| {
+            let mut s = costly(5000.0, &spread);
+            for (_, reps) in &mut s.scenarios {
+                for m in reps {
+                    for p in &mut m.cost {
+                        p.host_steal_percent = steal;
+                    }
+                }
+            }
+            s
+        };
+        let warned = |b, n| {
+            compare(&stolen(b), &stolen(n), 5.0)
+                .warnings
+                .into_iter()
+                .filter(|w| w.starts_with("the hosts' CPU was stolen unevenly"))
+                .collect::<Vec<_>>()
+        };
+        let w = warned(Some(5.0), Some(30.0));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("5% of it under the base's") && w[0].contains("30% under the new's"));
+        // Within the gap, or without figures on a side, nothing to say.
+        assert!(warned(Some(20.0), Some(28.0)).is_empty());
+        assert!(warned(None, Some(30.0)).is_empty());
     }
 
     #[test]
@@ -673,7 +703,7 @@ mod tests {
 
     #[test]
     fn every_metric_has_a_sensible_direction() {
-        assert_eq!(metrics::compared().count(), 31);
+        assert_eq!(metrics::compared().count(), 32);
         for m in metrics::compared() {
             // Latencies, times and costs: less is better.
             let expected = if m.name.contains("Lat")

@@ -1,6 +1,8 @@
 //! A container's cumulative counters (CPU time, network bytes), read at one moment: the cost
 //! accounting reads them at the edges of each measured phase and takes the difference, so the
-//! figures cover exactly that phase, not the one-second samples around it.
+//! figures cover exactly that phase, not the one-second samples around it. The same document
+//! carries its host's CPU time apart from what the hypervisor stole, from which the share of the
+//! host's CPU stolen over a phase follows (see [`HostClock`]).
 
 use anyhow::{Context, Result};
 use bollard::models::ContainerStatsResponse;
@@ -19,15 +21,64 @@ pub struct Counters {
     pub rx_bytes: u64,
     /// Bytes sent over every network interface.
     pub tx_bytes: u64,
+    /// The container's host's CPU clock at the reading; `None` when the engine gave none.
+    pub host: Option<HostClock>,
+}
+
+/// A host's CPU time at one moment, as the engine's stats document gives it: its
+/// `system_cpu_usage` sums the first seven fields of the host's `/proc/stat` (user, nice,
+/// system, idle, iowait, irq, softirq), all but what the hypervisor stole (`steal`). Over an
+/// interval every CPU spends its wall time in one of those or stolen, so the stolen share is what
+/// the sum lacks of the CPUs' wall time. It needs no command in any container, and each
+/// container's document speaks of the host it runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostClock {
+    /// When the engine read the document, in Unix nanoseconds.
+    pub at_ns: i64,
+    /// The host's CPU time but steal, in nanoseconds since boot.
+    pub unstolen_ns: u64,
+    /// The host's online CPUs.
+    pub cpus: u32,
+}
+
+impl HostClock {
+    /// Shortest interval whose stolen share is given: the kernel counts in ticks of 10 ms per CPU
+    /// and the read moment is the engine's, so a shorter span is mostly rounding.
+    pub const MIN_SPAN_NS: i64 = 1_000_000_000;
+
+    /// The share of the host's CPU time stolen from `earlier` to `self`, in percent; `None`
+    /// over too short a span or when the CPUs changed meanwhile.
+    pub fn stolen_percent_since(&self, earlier: &HostClock) -> Option<f64> {
+        let span = self.at_ns - earlier.at_ns;
+        if span < Self::MIN_SPAN_NS || self.cpus != earlier.cpus || self.cpus == 0 {
+            return None;
+        }
+        let wall = span as f64 * f64::from(self.cpus);
+        let unstolen = self.unstolen_ns.saturating_sub(earlier.unstolen_ns) as f64;
+        Some(((1.0 - unstolen / wall) * 100.0).clamp(0.0, 100.0))
+    }
+}
+
+/// What a container used between two readings, and the share of its host's CPU stolen meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usage {
+    pub cpu_ns: u64,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub stolen_percent: Option<f64>,
 }
 
 impl Counters {
     /// What grew from `earlier` to `self` (a counter never goes back while the container runs).
-    pub fn since(&self, earlier: &Counters) -> Counters {
-        Counters {
+    pub fn since(&self, earlier: &Counters) -> Usage {
+        Usage {
             cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
             rx_bytes: self.rx_bytes.saturating_sub(earlier.rx_bytes),
             tx_bytes: self.tx_bytes.saturating_sub(earlier.tx_bytes),
+            stolen_percent: match (&self.host, &earlier.host) {
+                (Some(now), Some(then)) => now.stolen_percent_since(then),
+                _ => None,
+            },
         }
     }
 }
@@ -71,8 +122,21 @@ impl Engine {
             cpu_ns,
             rx_bytes,
             tx_bytes,
+            host: host_clock(&stats),
         })
     }
+}
+
+/// The host's CPU clock in one stats document; `None` when a field is missing (an engine on
+/// another OS) or its time cannot be read.
+pub fn host_clock(stats: &ContainerStatsResponse) -> Option<HostClock> {
+    let cpu = stats.cpu_stats.as_ref()?;
+    let at = chrono::DateTime::parse_from_rfc3339(stats.read.as_deref()?).ok()?;
+    Some(HostClock {
+        at_ns: at.timestamp_nanos_opt()?,
+        unstolen_ns: cpu.system_cpu_usage?,
+        cpus: cpu.online_cpus?,
+    })
 }
 
 /// Bytes received and sent over every network interface, as one stats document counts them.
@@ -98,20 +162,83 @@ mod tests {
             cpu_ns: 10,
             rx_bytes: 100,
             tx_bytes: 1000,
+            host: None,
         };
         let b = Counters {
             cpu_ns: 25,
             rx_bytes: 150,
             tx_bytes: 1000,
+            host: None,
         };
         assert_eq!(
             b.since(&a),
-            Counters {
+            Usage {
                 cpu_ns: 15,
                 rx_bytes: 50,
-                tx_bytes: 0
+                tx_bytes: 0,
+                stolen_percent: None,
             }
         );
         assert_eq!(a.since(&b).cpu_ns, 0);
+    }
+
+    #[test]
+    fn the_stolen_share_is_what_the_host_s_clock_lacks_of_its_cpus_wall_time() {
+        let clock = |s: i64, unstolen_s: u64, cpus| HostClock {
+            at_ns: s * 1_000_000_000,
+            unstolen_ns: unstolen_s * 1_000_000_000,
+            cpus,
+        };
+        // 10 s on 2 CPUs is 20 CPU seconds, of which 15 were the host's own: a quarter stolen.
+        let steal = clock(110, 1015, 2).stolen_percent_since(&clock(100, 1000, 2));
+        assert_eq!(steal, Some(25.0));
+        // Nothing stolen; rounding past the wall time is no negative steal.
+        assert_eq!(
+            clock(110, 1021, 2).stolen_percent_since(&clock(100, 1000, 2)),
+            Some(0.0)
+        );
+        // Under a second, or with the CPUs changed, there is no figure.
+        let near = HostClock {
+            at_ns: 100_500_000_000,
+            ..clock(100, 1001, 2)
+        };
+        assert_eq!(near.stolen_percent_since(&clock(100, 1000, 2)), None);
+        assert_eq!(
+            clock(110, 1015, 4).stolen_percent_since(&clock(100, 1000, 2)),
+            None
+        );
+        // Counters carry it through their difference.
+        let reading = |host| Counters {
+            cpu_ns: 0,
+            rx_bytes: 0,
+            tx_bytes: 0,
+            host,
+        };
+        let u = reading(Some(clock(110, 1015, 2))).since(&reading(Some(clock(100, 1000, 2))));
+        assert_eq!(u.stolen_percent, Some(25.0));
+        assert_eq!(
+            reading(None)
+                .since(&reading(Some(clock(100, 1000, 2))))
+                .stolen_percent,
+            None
+        );
+    }
+
+    #[test]
+    fn a_stats_document_gives_its_host_s_clock() {
+        let stats: ContainerStatsResponse = serde_json::from_str(
+            r#"{"read":"2026-12-03T17:46:44.544701957Z",
+                "cpu_stats":{"system_cpu_usage":23127770000000,"online_cpus":2}}"#,
+        )
+        .unwrap();
+        let c = host_clock(&stats).unwrap();
+        assert_eq!(c.unstolen_ns, 23_127_770_000_000);
+        assert_eq!(c.cpus, 2);
+        assert_eq!(c.at_ns % 1_000_000_000, 544_701_957);
+        // No time read, no clock.
+        let bare: ContainerStatsResponse =
+            serde_json::from_str(r#"{"cpu_stats":{"system_cpu_usage":1,"online_cpus":2}}"#)
+                .unwrap();
+        assert_eq!(host_clock(&bare), None);
     }
 }

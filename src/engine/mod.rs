@@ -18,7 +18,7 @@ mod services;
 mod swarm;
 mod watch;
 
-pub use counters::{network_bytes, Counters};
+pub use counters::{network_bytes, Counters, HostClock};
 pub use deployment::Deployment;
 pub use interrupt::{interruptible, shutdown_signal, Interrupted};
 pub use nodes::{NodeEngine, ENGINE_LABEL};

@@ -775,6 +775,12 @@ async fn the_cost_of_each_phase_is_exact_to_it() {
             if p["phase"] == "produce" {
                 assert!(seconds >= 2.0, "{p}");
             }
+            // The engine's host clock gives the share of the host's CPU stolen over a phase
+            // of a second or more (under that it is mostly rounding, and left out).
+            match p["host_steal_percent"].as_f64() {
+                Some(steal) => assert!((0.0..=100.0).contains(&steal), "{p}"),
+                None => assert!(seconds < 1.5, "no steal figure over {seconds} s: {p}"),
+            }
             let service = |name: &str| common::service_entry(&p["services"], name).clone();
             let load = service("workload (load generator)");
             assert_eq!(load["role"], "load-generator");
@@ -809,6 +815,12 @@ async fn the_cost_of_each_phase_is_exact_to_it() {
         .find(|l| l.starts_with("02-no-filters") && l.contains("path (own services)"))
         .unwrap_or_else(|| panic!("no path cost row in\n{tables}"));
     assert!(row.contains("produce"), "{row}");
+    let header = tables
+        .lines()
+        .skip_while(|l| *l != "Cost")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(header.contains("Host steal %"), "{tables}");
     assert_nothing_left(&ran).await;
 }
 
