@@ -82,6 +82,10 @@ pub struct RateSizing {
     /// reference's in the same round, over the rounds.
     pub added_p50_ms: Option<Interval>,
     pub added_p99_ms: Option<Interval>,
+    /// The median share of the hosts' CPU stolen over this rate's measured phases (see
+    /// [`cost::PhaseCost::host_steal_percent`]): a coefficient read on a busier host is higher.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_steal_percent: Option<f64>,
 }
 
 /// The producer's latency percentile `q` (50 or 99): from the intended send times where
@@ -236,12 +240,18 @@ fn rate_sizing(
             .collect();
         Interval::of_mean(&d)
     };
+    let steal: Vec<f64> = reps
+        .iter()
+        .flat_map(|m| &m.cost)
+        .filter_map(|p| p.host_steal_percent)
+        .collect();
     RateSizing {
         rate_rec_s: rate,
         coefficient,
         against: reference.map(|b| b.name.clone()),
         added_p50_ms: added(50),
         added_p99_ms: added(99),
+        host_steal_percent: (!steal.is_empty()).then(|| crate::stats::median(&steal)),
     }
 }
 
@@ -301,6 +311,7 @@ impl Sizing {
                 "Against",
                 "+P50 ms",
                 "+P99 ms",
+                "Host steal %",
             ]
             .iter()
             .map(|c| c.to_string())
@@ -317,6 +328,8 @@ impl Sizing {
                             r.against.clone().unwrap_or_default(),
                             interval(r.added_p50_ms, 2),
                             interval(r.added_p99_ms, 2),
+                            r.host_steal_percent
+                                .map_or("n/a".into(), |v| format!("{v:.1}")),
                         ]
                     })
                 })
@@ -460,6 +473,27 @@ mod tests {
         assert!(
             s.warnings[0].contains("--traffic 100 MB/s is beyond the most it carried (2.00 MB/s)")
         );
+        // Without the hosts' clocks, no steal to state.
+        let by_rate = &tables[1];
+        assert_eq!(by_rate.columns.last().unwrap(), "Host steal %");
+        assert!(by_rate.rows.iter().all(|r| r.last().unwrap() == "n/a"));
+    }
+
+    #[test]
+    fn each_rate_states_the_median_steal_of_its_phases() {
+        let mut results = at(1000, 1.0, &[0.9, 1.1], 2.0);
+        for r in &mut results {
+            for (m, steal) in r.repetitions.iter_mut().zip([10.0, 30.0]) {
+                m.cost[0].host_steal_percent = Some(steal);
+                m.cost[1].host_steal_percent = Some(steal + 1.0);
+            }
+        }
+        let s = analyse(&results, &request(), None);
+        let proxy = s.lines.iter().find(|l| l.name == "02-no-filters").unwrap();
+        // The median of 10, 11, 30, 31.
+        assert_eq!(proxy.rates[0].host_steal_percent, Some(20.5));
+        let row = &s.tables()[1].rows[1];
+        assert_eq!(row.last().unwrap(), "20.5", "{row:?}");
     }
 
     #[test]

@@ -424,6 +424,11 @@ async fn a_sizing_run_states_each_paths_coefficient_with_its_interval_and_the_la
     assert_eq!(rate["rate_rec_s"], 1000);
     assert_eq!(rate["against"], "01-no-proxy-baseline");
     assert_eq!(rate["added_p99_ms"]["n"], 2, "{rate}");
+    // Its produce phases (3e3 records at 1000 rec/s) are long enough for the hosts' steal.
+    let steal = rate["host_steal_percent"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{rate}"));
+    assert!((0.0..=100.0).contains(&steal), "{rate}");
     // The reference has no path of its own to size.
     assert!(line("01-no-proxy-baseline")["coefficient"].is_null());
     // Printed and kept in Markdown as well.
