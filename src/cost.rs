@@ -73,10 +73,11 @@ pub struct PhaseCost {
     pub seconds: f64,
     pub services: Vec<ServiceCost>,
     /// The share of the hosts' CPU time the hypervisor stole over the phase, in percent: the
-    /// highest of the hosts the sampled containers ran on (one on a single engine). The
-    /// kernel leaves stolen time out of a container's CPU counter, but a host that busy also
-    /// slows the time it does give (caches, memory bandwidth shared with other guests), so a
-    /// cost read inside a VM varies with it. `None` when the engine gave no host clock.
+    /// highest of the hosts the sampled containers ran on (one on a single engine). A guest
+    /// kernel with paravirtual steal accounting leaves stolen time out of a container's CPU
+    /// counter, but a host that busy also slows the time it does give (caches, memory
+    /// bandwidth shared with other guests), so a cost read inside a VM varies with it. `None`
+    /// when the engine gave no host clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_steal_percent: Option<f64>,
 }

@@ -27,10 +27,11 @@ pub struct Counters {
 
 /// A host's CPU time at one moment, as the engine's stats document gives it: its
 /// `system_cpu_usage` sums the first seven fields of the host's `/proc/stat` (user, nice,
-/// system, idle, iowait, irq, softirq), all but what the hypervisor stole (`steal`). Over an
-/// interval every CPU spends its wall time in one of those or stolen, so the stolen share is what
-/// the sum lacks of the CPUs' wall time. It needs no command in any container, and each
-/// container's document speaks of the host it runs on.
+/// system, idle, iowait, irq, softirq), all but what the hypervisor stole (`steal`). The stolen
+/// share of an interval is what that sum lacks of the CPUs' wall time: a lower bound of the
+/// kernel's own `steal` counter, which also counts the wait of an idle vCPU woken by an interrupt
+/// that `idle` counts too (so the fields together pass the wall time on a busy host). It needs
+/// no command in any container, and each container's document speaks of the host it runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostClock {
     /// When the engine read the document, in Unix nanoseconds.
