@@ -462,7 +462,10 @@ pub(super) fn stolen(base: &Side, new: &Side) -> Option<String> {
     let (b, n) = (median(base)?, median(new)?);
     ((b - n).abs() > STEAL_GAP_POINTS).then(|| {
         format!(
-            "the hosts' CPU was stolen unevenly: {b:.0}% of it under the base's measured phases,              {n:.0}% under the new's (medians; the engine's host clock): a busier host slows              what runs on it, so costs and rates may differ for that rather than for the              change; compare runs interleaved on a quieter host"
+            "the hosts' CPU was stolen unevenly: {b:.0}% of it under the base's measured phases, \
+             {n:.0}% under the new's (medians; the engine's host clock): a busier host slows \
+             what runs on it, so costs and rates may differ for that rather than for the \
+             change; compare runs interleaved on a quieter host"
         )
     })
 }
