@@ -266,6 +266,16 @@ pub fn phase_coefficient(phases: &[PhaseCost], phase: &str) -> Option<f64> {
     (p.record_bytes > 0).then(|| p.millicores_per_mb_s(&path))
 }
 
+/// The median of `phases`' host steal ([`PhaseCost::host_steal_percent`]), over those that
+/// have a figure; `None` when none has.
+pub fn median_steal<'a>(phases: impl IntoIterator<Item = &'a PhaseCost>) -> Option<f64> {
+    let steal: Vec<f64> = phases
+        .into_iter()
+        .filter_map(|p| p.host_steal_percent)
+        .collect();
+    (!steal.is_empty()).then(|| crate::stats::median(&steal))
+}
+
 /// The median cost of repetitions, phase by phase and service by service (CPU, bytes and each
 /// GC figure are medians of their own; records and bytes moved are the first repetition's, the
 /// same in each).
@@ -306,11 +316,7 @@ pub fn summary(reps: &[&[PhaseCost]]) -> Vec<PhaseCost> {
                 record_bytes: phase.record_bytes,
                 seconds: median(same.iter().map(|p| p.seconds).collect()),
                 services,
-                host_steal_percent: {
-                    let steal: Vec<f64> =
-                        same.iter().filter_map(|p| p.host_steal_percent).collect();
-                    (!steal.is_empty()).then(|| median(steal))
-                },
+                host_steal_percent: median_steal(same.iter().copied()),
             }
         })
         .collect()

@@ -240,18 +240,13 @@ fn rate_sizing(
             .collect();
         Interval::of_mean(&d)
     };
-    let steal: Vec<f64> = reps
-        .iter()
-        .flat_map(|m| &m.cost)
-        .filter_map(|p| p.host_steal_percent)
-        .collect();
     RateSizing {
         rate_rec_s: rate,
         coefficient,
         against: reference.map(|b| b.name.clone()),
         added_p50_ms: added(50),
         added_p99_ms: added(99),
-        host_steal_percent: (!steal.is_empty()).then(|| crate::stats::median(&steal)),
+        host_steal_percent: cost::median_steal(reps.iter().flat_map(|m| &m.cost)),
     }
 }
 

@@ -450,14 +450,12 @@ pub(super) const STEAL_GAP_POINTS: f64 = 10.0;
 /// with them rather than with the change.
 pub(super) fn stolen(base: &Side, new: &Side) -> Option<String> {
     let median = |side: &Side| {
-        let v: Vec<f64> = side
-            .scenarios
-            .iter()
-            .flat_map(|(_, reps)| reps)
-            .flat_map(|m| &m.cost)
-            .filter_map(|p| p.host_steal_percent)
-            .collect();
-        (!v.is_empty()).then(|| stats::median(&v))
+        crate::cost::median_steal(
+            side.scenarios
+                .iter()
+                .flat_map(|(_, reps)| reps)
+                .flat_map(|m| &m.cost),
+        )
     };
     let (b, n) = (median(base)?, median(new)?);
     ((b - n).abs() > STEAL_GAP_POINTS).then(|| {
