@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use futures_util::future::LocalBoxFuture;
 
-use super::{Event, MeasureSpec, Session};
-use crate::model::{Integrity, Measurement};
+use super::{Event, MeasureSpec, Progress, Session};
+use crate::model::{ConsumerResult, Integrity, Measurement, ProducerResult};
 use crate::settings::Mode;
 use crate::workload::producer::summary_line;
 use crate::workload::{topics_named, unique_suffix};
@@ -209,32 +209,18 @@ async fn end_to_end(
     before: u64,
     steps: &mut Steps,
 ) -> Result<Measurement> {
-    let assigned = tokio::sync::Notify::new();
     let produced = crate::progress::records("produce", spec.num_records);
     let consumed = crate::progress::records("consume", spec.num_records);
-    let consume = async {
-        session
-            .consume(spec, spec.num_records, group, &|e| {
-                if e == Event::Assigned {
-                    assigned.notify_one();
-                }
-                count(&consumed, e)
-            })
-            .await
-            .context("consume")
-    };
-    let produce = async {
-        // A consumer that never says so (another driver) is waited for a bounded time.
-        let _ = tokio::time::timeout(ASSIGNMENT_WAIT, assigned.notified()).await;
-        session
-            .produce(spec, spec.num_records, spec.throughput, &|e| {
-                count(&produced, e)
-            })
-            .await
-            .context("produce")
-    };
     marks.start(Phase::ProduceAndConsume).await;
-    let (producer, consumer) = futures_util::future::try_join(produce, consume).await?;
+    let (producer, consumer) = together(
+        session,
+        spec,
+        spec.num_records,
+        group,
+        &|e| count(&produced, e),
+        &|e| count(&consumed, e),
+    )
+    .await?;
     marks.end(Phase::ProduceAndConsume, producer.sent).await;
     drop((produced, consumed));
     show(&summary_line(&producer));
@@ -247,6 +233,39 @@ async fn end_to_end(
         consumer,
         after.saturating_sub(before),
     ))
+}
+
+/// The consumer subscribes, the producer starts once its partitions are assigned (so no record
+/// waits for the group to form), and both run at once, `records` records at the spec's rate.
+async fn together(
+    session: &dyn Session,
+    spec: &MeasureSpec,
+    records: u64,
+    group: &str,
+    produced: Progress<'_>,
+    consumed: Progress<'_>,
+) -> Result<(ProducerResult, ConsumerResult)> {
+    let assigned = tokio::sync::Notify::new();
+    let consume = async {
+        session
+            .consume(spec, records, group, &|e| {
+                if e == Event::Assigned {
+                    assigned.notify_one();
+                }
+                consumed(e)
+            })
+            .await
+            .context("consume")
+    };
+    let produce = async {
+        // A consumer that never says so (another driver) is waited for a bounded time.
+        let _ = tokio::time::timeout(ASSIGNMENT_WAIT, assigned.notified()).await;
+        session
+            .produce(spec, records, spec.throughput, produced)
+            .await
+            .context("produce")
+    };
+    futures_util::future::try_join(produce, consume).await
 }
 
 /// A run bounded by time (DURATION): producers send for `spec.duration` while the group reads,
@@ -414,6 +433,11 @@ fn with_integrity(
 /// Records per warm-up round when the warm-up is by time alone (`warm_up_records` is 0).
 const WARM_UP_ROUND_RECORDS: u64 = 10_000;
 
+/// The least time a warm-up round in the measured phase's shape lasts when the warm-up is timed
+/// or waits for the compilers: each round forms the group anew, which short rounds would repeat
+/// all through the warm-up.
+const SHAPED_ROUND: Duration = Duration::from_secs(10);
+
 /// The topic's end offsets at the broker, shown while they are counted.
 async fn end_offsets(session: &dyn Session, spec: &MeasureSpec) -> Result<u64> {
     let _counting =
@@ -427,6 +451,11 @@ async fn end_offsets(session: &dyn Session, spec: &MeasureSpec) -> Result<u64> {
 /// in the measurement. With `spec.warm_up_jit`, rounds go on until no sampled JVM's compilers
 /// used its share of the JVM's CPU over its window, for at most its limit more. The measuring
 /// group reads them, so the measured consumer starts after.
+///
+/// When the measured phase is an end-to-end one at a fixed rate, each round has its shape
+/// (producer and group at once, at that rate): a JVM compiles for the code paths and batch sizes
+/// it sees, and a full-speed produce then a backlog's consume leave the phase's own to compile
+/// inside the measurement.
 async fn warm_up(
     session: &dyn Session,
     spec: &MeasureSpec,
@@ -434,10 +463,15 @@ async fn warm_up(
     group: &str,
     steps: &mut Steps,
 ) -> Result<()> {
+    let shaped = spec.mode == Mode::EndToEnd && spec.duration.is_none() && spec.throughput > 0;
     let records = match spec.warm_up_records {
         0 if spec.warm_up_for.is_zero() && spec.warm_up_jit.is_none() => return Ok(()),
         0 => WARM_UP_ROUND_RECORDS,
         n => n,
+    };
+    let records = match shaped && (!spec.warm_up_for.is_zero() || spec.warm_up_jit.is_some()) {
+        true => records.max(spec.throughput as u64 * SHAPED_ROUND.as_secs()),
+        false => records,
     };
     let started = Instant::now();
     let (mut produced, mut consumed) = (0.0, 0.0);
@@ -445,6 +479,11 @@ async fn warm_up(
     if let Some(quiet) = &spec.warm_up_jit {
         marks.compiling(quiet.window).await;
     }
+    let shown = |e: Event<'_>| {
+        if let Event::Line(l) = e {
+            show(l)
+        }
+    };
     for round in 1.. {
         let elapsed = started.elapsed().as_secs_f64();
         match (&compiling, &spec.warm_up_jit) {
@@ -461,21 +500,24 @@ async fn warm_up(
             _ => {}
         }
         let t = Instant::now();
-        let warm = session
-            .produce(spec, records, -1, &|_| {})
-            .await
-            .context("warm-up produce")?;
-        produced += t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        session
-            .consume(spec, warm.sent, group, &|e| {
-                if let Event::Line(l) = e {
-                    show(l)
-                }
-            })
-            .await
-            .context("warm-up consume")?;
-        consumed += t.elapsed().as_secs_f64();
+        if shaped {
+            together(session, spec, records, group, &|_| {}, &shown)
+                .await
+                .context("warm-up produce and consume")?;
+            produced += t.elapsed().as_secs_f64();
+        } else {
+            let warm = session
+                .produce(spec, records, -1, &|_| {})
+                .await
+                .context("warm-up produce")?;
+            produced += t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            session
+                .consume(spec, warm.sent, group, &shown)
+                .await
+                .context("warm-up consume")?;
+            consumed += t.elapsed().as_secs_f64();
+        }
         // Without the setting the warm-up is by time (or one round) alone.
         let Some(quiet) = &spec.warm_up_jit else {
             if started.elapsed() >= spec.warm_up_for {
@@ -512,8 +554,14 @@ async fn warm_up(
             break;
         }
     }
-    steps.times.insert("warm_up_produce".into(), produced);
-    steps.times.insert("warm_up_consume".into(), consumed);
+    if shaped {
+        steps
+            .times
+            .insert("warm_up_produce_and_consume".into(), produced);
+    } else {
+        steps.times.insert("warm_up_produce".into(), produced);
+        steps.times.insert("warm_up_consume".into(), consumed);
+    }
     steps.since = Instant::now();
     Ok(())
 }
@@ -654,14 +702,26 @@ pub(crate) mod tests {
             _spec: &'a MeasureSpec,
             records: u64,
             group: &'a str,
-            _progress: Progress<'a>,
+            progress: Progress<'a>,
         ) -> BoxFuture<'a, Result<ConsumerResult>> {
             Box::pin(async move {
-                let mut committed = self.committed.lock().unwrap();
-                let at = committed.entry(group.to_string()).or_default();
+                let at = *self
+                    .committed
+                    .lock()
+                    .unwrap()
+                    .entry(group.into())
+                    .or_default();
                 self.step(format!("consume {records} from {at}"), "consume")?;
-                let got = records.min(*self.records.lock().unwrap() - *at);
-                *at += got;
+                progress(Event::Assigned);
+                // An end-to-end step's producer sends while the group reads.
+                for _ in 0..100 {
+                    if *self.records.lock().unwrap() >= at + records {
+                        break;
+                    }
+                    tokio::task::yield_now().await;
+                }
+                let got = records.min(*self.records.lock().unwrap() - at);
+                *self.committed.lock().unwrap().get_mut(group).unwrap() += got;
                 Ok(ConsumerResult {
                     histograms: Default::default(),
                     consumed_mib: 0.0,
@@ -737,6 +797,52 @@ pub(crate) mod tests {
             calls(&fake).await[1],
             format!("produce {WARM_UP_ROUND_RECORDS} at -1")
         );
+    }
+
+    #[tokio::test]
+    async fn an_end_to_end_phase_at_a_rate_is_warmed_up_in_its_shape() {
+        let fake = Fake::default();
+        let mut spec = spec();
+        spec.mode = Mode::EndToEnd;
+        spec.warm_up_for = Duration::from_millis(1);
+        let m = measure(&fake, &spec).await.unwrap();
+        let asked = calls(&fake).await;
+        // A timed warm-up's round lasts 10 s at the rate: the group subscribes, the producer
+        // sends at the measured rate, and the measured group starts after the round's records.
+        let round = 2000 * SHAPED_ROUND.as_secs();
+        assert_eq!(
+            asked[1..3],
+            [
+                format!("consume {round} from 0"),
+                format!("produce {round} at 2000")
+            ],
+            "{asked:?}"
+        );
+        let rounds = asked
+            .iter()
+            .filter(|c| **c == format!("produce {round} at 2000"))
+            .count() as u64;
+        assert!(
+            asked.contains(&format!("consume 5000 from {}", round * rounds)),
+            "{asked:?}"
+        );
+        assert!(m.integrity.is_ok(), "{:?}", m.integrity);
+        assert!(m.steps_s.contains_key("warm_up_produce_and_consume"));
+        assert!(!m.steps_s.contains_key("warm_up_produce"));
+        // Counted alone (no time), a round is the warm-up's records, in the same shape.
+        let fake = Fake::default();
+        spec.warm_up_for = Duration::ZERO;
+        measure(&fake, &spec).await.unwrap();
+        assert_eq!(calls(&fake).await[2], "produce 700 at 2000");
+        // Without a rate the phase has no shape to copy: full speed, then the backlog.
+        let fake = Fake::default();
+        spec.throughput = -1;
+        let m = measure(&fake, &spec).await.unwrap();
+        assert_eq!(
+            calls(&fake).await[1..3],
+            ["produce 700 at -1", "consume 700 from 0"]
+        );
+        assert!(m.steps_s.contains_key("warm_up_consume"));
     }
 
     /// Marks whose JVM's compilers used, after each warm-up round, the next of `shares`.

@@ -328,7 +328,8 @@ pub static SETTINGS: &[Setting] = &[
     Setting {
         var: "WARM_UP_SECONDS_PRE_TEST",
         help: "Seconds the pre-test warm-up goes on for at least, in rounds of its records \
-               (0: one round)",
+               (0: one round); with MODE=end-to-end and a THROUGHPUT, rounds of at least 10 s \
+               in the phase's shape",
         default: "0",
         default_help: None,
         lists: Lists::Commas,
