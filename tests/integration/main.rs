@@ -23,6 +23,7 @@ mod kroxylicious_run;
 mod latency;
 mod matrix;
 mod offline_suite;
+mod paired;
 mod profiles;
 mod report;
 mod swarm;
