@@ -9,6 +9,7 @@ process and its threads (wait4's rusage; busybox time inside the Kafka tools' co
 Run through benches/vs-rdkafka-performance.sh, which builds rdkafka_performance and reads the
 settings (see there)."""
 
+import contextlib
 import json
 import math
 import os
@@ -33,12 +34,31 @@ def fail(message, code=2):
     sys.exit(code)
 
 
-def setting_int(name, default, minimum):
+# Why counts are written in digits here: rdkafka_performance reads 2e5 as 2.
+DIGITS = " (rdkafka_performance reads 2e5 as 2)"
+
+
+def setting_int(name, default, minimum, why=DIGITS):
     raw = os.environ.get(name, str(default))
     if not raw.isdigit() or int(raw) < minimum:
-        fail(f"{name}={raw}: write a whole number of at least {minimum} in digits "
-             "(rdkafka_performance reads 2e5 as 2)")
+        fail(f"{name}={raw}: write a whole number of at least {minimum} in digits{why}")
     return int(raw)
+
+
+@contextlib.contextmanager
+def guarded(cleanup):
+    """The bench's body: a failure is an error (exit 1), Ctrl-C or a kill ends it (130), and
+    `cleanup` removes what it started in every case."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))
+    try:
+        yield
+    except RuntimeError as e:
+        fail(str(e), 1)
+    except KeyboardInterrupt:
+        print("interrupted: removing the bench's containers", file=sys.stderr)
+        sys.exit(130)
+    finally:
+        cleanup()
 
 
 class Settings:
@@ -307,10 +327,15 @@ def interval(values):
 def main():
     s = Settings()
     label = f"io.perf-tests.bench={uuid.uuid4().hex[:12]}"
-    # Ctrl-C or a kill ends the bench through the cleanup below.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))
     broker = tools = None
-    try:
+
+    def cleanup():
+        if tools:
+            tools.close()
+        if broker:
+            broker.close()
+
+    with guarded(cleanup):
         broker = Broker(s, label)
         tools = Tools(s, broker, label)
         loads = [0] + s.rates
@@ -343,16 +368,6 @@ def main():
                     print(f"{r:<6} {load or 'max':<8} {tool:<20} {fmt(p_rate, '.0f'):>14} {fmt(row['p_us'], '.2f'):>19}"
                           f" {fmt(c_rate, '.0f'):>14} {fmt(row['c_us'], '.2f'):>19}", flush=True)
         summarise(s, rows, loads)
-    except RuntimeError as e:
-        fail(str(e), 1)
-    except KeyboardInterrupt:
-        print("interrupted: removing the bench's containers", file=sys.stderr)
-        sys.exit(130)
-    finally:
-        if tools:
-            tools.close()
-        if broker:
-            broker.close()
 
 
 def summarise(s, rows, loads):

@@ -34,10 +34,8 @@ change it could detect (80% power, two-sided 5%)."""
 import importlib.util
 import math
 import os
-import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -47,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location("client_tools", os.path.join(HERE, "client-tools.py"))
 tools = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tools)
-fail = tools.fail
+fail, guarded = tools.fail, tools.guarded
 
 # Student's t quantiles for 1 to 30 degrees of freedom (0.975 and 0.80), then the normal's.
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -63,10 +61,7 @@ def t(table, normal, df):
 
 
 def setting(name, default, minimum):
-    raw = os.environ.get(name, str(default))
-    if not raw.isdigit() or int(raw) < minimum:
-        fail(f"{name}={raw}: write a whole number of at least {minimum} in digits")
-    return int(raw)
+    return tools.setting_int(name, default, minimum, why="")
 
 
 class Settings:
@@ -283,14 +278,12 @@ def summarise(s, number, ratios, costs):
 def main():
     s = Settings()
     label = f"io.perf-tests.paired-bench={uuid.uuid4().hex[:12]}"
-    # Ctrl-C or a kill ends the bench through the cleanup below.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))
     broker = None
     print(f"side A: {s.images['A']}, transform pair x{s.transforms['A']}; side B: {s.images['B']},"
           f" transform pair x{s.transforms['B']}; {s.rate} rec/s each, phases of {s.seconds} s,"
           f" {s.reps} a campaign after {s.warm_up} s of warm-up; {s.campaigns} campaign(s);"
           f" containers labelled {label}", flush=True)
-    try:
+    with guarded(lambda: broker and broker.close()):
         with tempfile.TemporaryDirectory(prefix="paired-cost-") as workdir:
             os.chmod(workdir, 0o755)
             broker = tools.Broker(s, label)
@@ -303,14 +296,6 @@ def main():
                   f" (each side's own: {statistics.median(f['cv_a'] for f in found):.1f}%,"
                   f" {statistics.median(f['cv_b'] for f in found):.1f}%);"
                   f" median detectable change {statistics.median(f['detectable'] for f in found):.1%}")
-    except RuntimeError as e:
-        fail(str(e), 1)
-    except KeyboardInterrupt:
-        print("interrupted: removing the bench's containers", file=sys.stderr)
-        sys.exit(130)
-    finally:
-        if broker:
-            broker.close()
 
 
 if __name__ == "__main__":

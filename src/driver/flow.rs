@@ -469,9 +469,10 @@ async fn warm_up(
         0 => WARM_UP_ROUND_RECORDS,
         n => n,
     };
-    let records = match shaped && (!spec.warm_up_for.is_zero() || spec.warm_up_jit.is_some()) {
-        true => records.max(spec.throughput as u64 * SHAPED_ROUND.as_secs()),
-        false => records,
+    let records = if shaped && (!spec.warm_up_for.is_zero() || spec.warm_up_jit.is_some()) {
+        records.max(spec.throughput as u64 * SHAPED_ROUND.as_secs())
+    } else {
+        records
     };
     let started = Instant::now();
     let (mut produced, mut consumed) = (0.0, 0.0);
