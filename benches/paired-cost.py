@@ -16,7 +16,8 @@ Settings (environment):
                   of scenario 03 (upper-casing produce requests and fetch responses); 0: no filter
                   (default 1 and 1: an A/A campaign)
   A_IMAGE, B_IMAGE  each side's proxy image (perf-tests/kroxylicious:0.12.0)
-  RATE            records/s of each side's producer (30000)
+  A_JAVA_OPTIONS, B_JAVA_OPTIONS  options for each side's proxy JVM (its JDK_JAVA_OPTIONS; none)
+  RATE            records/s of each side's producer (15000)
   SECONDS         seconds of each measured phase (20)
   REPS            measured phases a campaign (6)
   WARM_UP_SECONDS seconds of both paths' traffic, in the phase's shape, before the first phase (120)
@@ -29,7 +30,13 @@ Each phase prints each proxy's CPU seconds (its container's cgroup counter, read
 edges from the host), its mc per MB/s (CPU over the MB it carried in and out, produce and consume
 counted as the sizing guide counts them), their ratio and the VM's steal. Each campaign prints the
 ratio's geometric mean with a 95% t-interval over its phases, its CV, each side's own CV, and the
-change it could detect (80% power, two-sided 5%)."""
+change it could detect (80% power, two-sided 5%).
+
+That interval is one pair of JVMs': each fresh JVM compiles its own code, and two started alike
+differ by a few percent for as long as they run (PERFORMANCE.md, "Two proxies in the same
+phases"), which no number of phases averages out. The comparison's verdict is therefore the one
+over campaigns, each campaign's mean one observation: with CAMPAIGNS of 2 or more the last line
+gives that interval, its CV between campaigns and its detectable change."""
 
 import importlib.util
 import math
@@ -69,7 +76,8 @@ class Settings:
         self.transforms = {side: setting(f"{side}_TRANSFORMS", 1, 0) for side in "AB"}
         self.images = {side: os.environ.get(f"{side}_IMAGE", "perf-tests/kroxylicious:0.12.0")
                        for side in "AB"}
-        self.rate = setting("RATE", 30000, 1)
+        self.java_options = {side: os.environ.get(f"{side}_JAVA_OPTIONS", "") for side in "AB"}
+        self.rate = setting("RATE", 15000, 1)
         self.seconds = setting("SECONDS", 20, 1)
         self.reps = setting("REPS", 6, 2)
         self.warm_up = setting("WARM_UP_SECONDS", 120, 0)
@@ -144,20 +152,36 @@ class Side:
         with open(config, "w") as f:
             f.write(proxy_config(broker.bootstrap, self.port, s.transforms[name]))
         os.chmod(config, 0o644)
-        out = subprocess.run(["docker", "run", "-d", "--rm", "--network", "host", "--label", label,
+        # The JDK's launcher reads JDK_JAVA_OPTIONS whatever script starts it. No --rm: a proxy
+        # that exits keeps its logs for the error; the label-scoped cleanup removes it.
+        out = subprocess.run(["docker", "run", "-d", "--network", "host", "--label", label,
+                              "-e", f"JDK_JAVA_OPTIONS={s.java_options[name]}",
                               "-v", f"{config}:/opt/kroxylicious/config/config.yaml:ro",
                               s.images[name], "--config", "/opt/kroxylicious/config/config.yaml"],
                              capture_output=True, text=True)
         if out.returncode:
             raise RuntimeError(f"starting side {name}'s proxy from {s.images[name]}: {out.stderr.strip()}")
         self.container = out.stdout.strip()
-        probe = subprocess.run([s.perf_tests, "workload", "probe", "--bootstrap", self.bootstrap,
-                                "--timeout-s", "90"], capture_output=True, text=True)
-        if probe.returncode:
-            logs = subprocess.run(["docker", "logs", "--tail", "20", self.container],
-                                  capture_output=True, text=True)
-            raise RuntimeError(f"side {name}'s proxy did not answer at {self.bootstrap}:"
-                               f" {probe.stderr.strip()[-300:]}\n{logs.stdout}{logs.stderr}")
+        self.clients = []
+        self.await_proxy()
+
+    def await_proxy(self, timeout_s=90):
+        """Returns once the proxy answers; a proxy that exits (a bad JVM option, a config its
+        image refuses) ends the wait at once, with its last log lines."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            probe = subprocess.run([self.s.perf_tests, "workload", "probe", "--bootstrap", self.bootstrap,
+                                    "--timeout-s", "3"], capture_output=True, text=True)
+            if probe.returncode == 0:
+                return
+            running = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", self.container],
+                                     capture_output=True, text=True).stdout.strip()
+            if running != "true" or time.monotonic() > deadline:
+                logs = subprocess.run(["docker", "logs", "--tail", "20", self.container],
+                                      capture_output=True, text=True)
+                why = "exited" if running != "true" else f"did not answer at {self.bootstrap} in {timeout_s} s"
+                raise RuntimeError(f"side {self.name}'s proxy ({self.s.images[self.name]}) {why}:"
+                                   f" {probe.stderr.strip()[-300:]}\n{logs.stdout}{logs.stderr}")
 
     def start_consumer(self, topic, records):
         """The end-to-end consumer; returns once its partitions are assigned."""
@@ -167,6 +191,7 @@ class Side:
             [self.s.perf_tests, "workload", "consume", "--bootstrap", self.bootstrap, "--topic", topic,
              "--group", f"{topic}-group", "--expected", str(records), "--end-to-end"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.clients = [self.consumer]
         self.consumer_out = []
         assigned = threading.Event()
 
@@ -189,6 +214,16 @@ class Side:
              "--num-records", str(self.records), "--record-size", str(self.s.size),
              "--throughput", str(self.s.rate)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.clients.append(self.producer)
+
+    def stop(self):
+        """Ends whatever this side started: its clients (a kill of the bench leaves none behind)
+        and its proxy."""
+        for client in self.clients:
+            if client.poll() is None:
+                client.kill()
+                client.wait()
+        subprocess.run(["docker", "rm", "-f", self.container], capture_output=True)
 
     def finish(self):
         """Both clients' results: (producer, consumer)."""
@@ -257,10 +292,11 @@ def campaign(s, broker, label, number, workdir):
         return summarise(s, number, ratios, costs)
     finally:
         for side in sides:
-            subprocess.run(["docker", "rm", "-f", side.container], capture_output=True)
+            side.stop()
 
 
-def summarise(s, number, ratios, costs):
+def interval(ratios):
+    """Ratios' geometric mean, 95% t-interval, detectable change (80% power) and verdict."""
     logs = [math.log(r) for r in ratios]
     n = len(logs)
     mean, sd = statistics.mean(logs), statistics.stdev(logs)
@@ -268,34 +304,58 @@ def summarise(s, number, ratios, costs):
     low, high = math.exp(mean - half), math.exp(mean + half)
     detectable = math.exp((t(T975, 1.960, n - 1) + t(T80, 0.842, n - 1)) * sd / math.sqrt(n)) - 1
     verdict = "B costs more" if low > 1 else "B costs less" if high < 1 else "no change found"
-    print(f"campaign {number}: B/A {math.exp(mean):.4f} (95% interval {low:.4f} .. {high:.4f}; {verdict}),"
-          f" ratio CV {cv(ratios):.1f}%, A's own CV {cv(costs['A']):.1f}%, B's {cv(costs['B']):.1f}%,"
-          f" detectable change {detectable:.1%}", flush=True)
-    return {"ratio": math.exp(mean), "verdict": verdict, "ratio_cv": cv(ratios),
-            "cv_a": cv(costs["A"]), "cv_b": cv(costs["B"]), "detectable": detectable}
+    return math.exp(mean), low, high, detectable, verdict
+
+
+def summarise(s, number, ratios, costs):
+    ratio, low, high, detectable, verdict = interval(ratios)
+    verdict = {"no change found": "no difference found"}.get(verdict, verdict)
+    print(f"campaign {number}: B/A {ratio:.4f} (95% interval {low:.4f} .. {high:.4f} for this pair of JVMs;"
+          f" {verdict}), ratio CV {cv(ratios):.1f}%, A's own CV {cv(costs['A']):.1f}%,"
+          f" B's {cv(costs['B']):.1f}%, detectable change {detectable:.1%}", flush=True)
+    return {"ratio": ratio, "ratio_cv": cv(ratios), "cv_a": cv(costs["A"]), "cv_b": cv(costs["B"])}
+
+
+def verdict_over(found):
+    """The comparison's verdict: each campaign (a fresh pair of JVMs) one observation."""
+    ratios = [f["ratio"] for f in found]
+    ratio, low, high, detectable, verdict = interval(ratios)
+    print(f"\n{len(found)} campaigns: B/A {ratio:.4f} (95% interval {low:.4f} .. {high:.4f} over the campaigns;"
+          f" {verdict}), CV between campaigns {cv(ratios):.1f}%, detectable change {detectable:.1%};"
+          f" within a campaign the ratio's CV was {statistics.median(f['ratio_cv'] for f in found):.1f}%"
+          f" (median), each side's own {statistics.median(f['cv_a'] for f in found):.1f}% and"
+          f" {statistics.median(f['cv_b'] for f in found):.1f}%")
 
 
 def main():
     s = Settings()
     label = f"io.perf-tests.paired-bench={uuid.uuid4().hex[:12]}"
     broker = None
-    print(f"side A: {s.images['A']}, transform pair x{s.transforms['A']}; side B: {s.images['B']},"
-          f" transform pair x{s.transforms['B']}; {s.rate} rec/s each, phases of {s.seconds} s,"
+    sides = "; ".join(f"side {n}: {s.images[n]}, transform pair x{s.transforms[n]}"
+                      + (f", JVM options {s.java_options[n]}" if s.java_options[n] else "") for n in "AB")
+    print(f"{sides}; {s.rate} rec/s each, phases of {s.seconds} s,"
           f" {s.reps} a campaign after {s.warm_up} s of warm-up; {s.campaigns} campaign(s);"
           f" containers labelled {label}", flush=True)
-    with guarded(lambda: broker and broker.close()):
+
+    def cleanup():
+        if broker:
+            broker.close()
+        # Label-scoped, so a proxy whose side failed to start goes too, and nothing else does.
+        left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={label}"],
+                              capture_output=True, text=True).stdout.split()
+        if left:
+            subprocess.run(["docker", "rm", "-f", *left], capture_output=True)
+
+    with guarded(cleanup):
         with tempfile.TemporaryDirectory(prefix="paired-cost-") as workdir:
             os.chmod(workdir, 0o755)
             broker = tools.Broker(s, label)
             found = [campaign(s, broker, label, c, workdir) for c in range(1, s.campaigns + 1)]
         if len(found) > 1:
-            verdicts = [f["verdict"] for f in found]
-            print(f"\n{len(found)} campaigns: " + ", ".join(f"{verdicts.count(v)} {v}" for v in sorted(set(verdicts)))
-                  + f"; median B/A {statistics.median(f['ratio'] for f in found):.4f};"
-                  f" median ratio CV {statistics.median(f['ratio_cv'] for f in found):.1f}%"
-                  f" (each side's own: {statistics.median(f['cv_a'] for f in found):.1f}%,"
-                  f" {statistics.median(f['cv_b'] for f in found):.1f}%);"
-                  f" median detectable change {statistics.median(f['detectable'] for f in found):.1%}")
+            verdict_over(found)
+        else:
+            print("one campaign: its interval is one pair of JVMs'; CAMPAIGNS=5 or more give the"
+                  " comparison's verdict over fresh pairs")
 
 
 if __name__ == "__main__":

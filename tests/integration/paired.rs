@@ -25,9 +25,21 @@ fn containers(filter: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// The label the bench put on its containers, from its first line.
+fn label_of(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .split("containers labelled ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no label in {stdout}"))
+        .to_string()
+}
+
 /// At its smallest, as a user runs it: a proxy without filters against one applying the transform
 /// pair, each phase's two CPU figures, their ratio and the VM's steal, the campaign's interval;
-/// bad settings refused before anything starts; nothing left running.
+/// bad settings refused before anything starts; a side whose proxy JVM will not start named with
+/// the JVM's own words; nothing left running either way.
 #[test]
 fn the_paired_bench_measures_two_proxies_in_the_same_phases() {
     let _lock = engine_lock(false);
@@ -51,6 +63,21 @@ fn the_paired_bench_measures_two_proxies_in_the_same_phases() {
         assert_eq!(refused.status.code(), Some(2), "{vars:?}: {stderr}");
         assert!(stderr.contains(message), "{vars:?}: {stderr}");
     }
+
+    // Side B's JVM refuses the option and exits: the bench says so at once, with its log.
+    let out = bench(&[("B_JAVA_OPTIONS", "-XX:+NoSuchOption")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("side B's proxy (perf-tests/kroxylicious:0.12.0) exited")
+            && stderr.contains("NoSuchOption"),
+        "{stderr}"
+    );
+    assert_eq!(
+        containers(&format!("label={}", label_of(&out))),
+        "",
+        "a failed side left containers"
+    );
 
     let out = bench(&[("A_TRANSFORMS", "0"), ("B_TRANSFORMS", "1")]);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -106,13 +133,8 @@ fn the_paired_bench_measures_two_proxies_in_the_same_phases() {
         stdout.contains("campaign 1: B/A ") && stdout.contains("95% interval"),
         "{stdout}"
     );
-    let label = stdout
-        .split("containers labelled ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no label in {stdout}"));
     assert_eq!(
-        containers(&format!("label={label}")),
+        containers(&format!("label={}", label_of(&out))),
         "",
         "the bench left containers"
     );
