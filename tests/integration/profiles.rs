@@ -109,8 +109,10 @@ async fn each_measured_phase_is_profiled_and_encryption_shows_what_it_adds() {
                 .find(|c| c["phase"] == phase)
                 .unwrap();
             let seconds = cost["seconds"].as_f64().unwrap();
+            // A recording that held the warm-up would cover its 6 s as well as the phase; the
+            // slack below that is the agent's start and stop, which a loaded host slows.
             assert!(
-                covered > 0.0 && covered <= seconds + 1.0 && covered < 6.0,
+                covered > 0.0 && covered < seconds + 6.0,
                 "{scenario} {phase}: the recording covers {covered} s, the phase {seconds} s"
             );
             // The flame graph is the converter's, titled by what it shows (its frames are
