@@ -46,9 +46,10 @@ def setting_int(name, default, minimum, why=DIGITS):
 
 
 @contextlib.contextmanager
-def guarded(cleanup):
-    """The bench's body: a failure is an error (exit 1), Ctrl-C or a kill ends it (130), and
-    `cleanup` removes what it started in every case."""
+def guarded(label, cleanup):
+    """The bench's body: a failure is an error (exit 1), Ctrl-C or a kill ends it (130), and in
+    every case `cleanup` stops what it started, then any container still carrying `label` goes
+    (one whose owner failed before it was recorded too, and nothing of anyone else's)."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))
     try:
         yield
@@ -59,6 +60,10 @@ def guarded(cleanup):
         sys.exit(130)
     finally:
         cleanup()
+        left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={label}"],
+                              capture_output=True, text=True).stdout.split()
+        if left:
+            subprocess.run(["docker", "rm", "-f", *left], capture_output=True)
 
 
 class Settings:
@@ -98,10 +103,25 @@ class Settings:
         self.tools_image = os.environ.get("KAFKA_TOOLS_IMAGE", "perf-tests/kafka-tools:4.4.0")
 
 
-def free_port():
+def free_port(span=1, avoid=()):
+    """A port free on 127.0.0.1 with the `span` - 1 ports above it free too and none of them in
+    `avoid`: a listener that binds a run of ports must not meet another's."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        run = range(base, base + span)
+        if run[-1] <= 65535 and not set(run) & set(avoid) and all(bindable(p) for p in run[1:]):
+            return base
+
+
+def bindable(port):
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
 
 
 def run_host(argv, timeout=600):
@@ -335,7 +355,7 @@ def main():
         if broker:
             broker.close()
 
-    with guarded(cleanup):
+    with guarded(label, cleanup):
         broker = Broker(s, label)
         tools = Tools(s, broker, label)
         loads = [0] + s.rates

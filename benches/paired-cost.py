@@ -143,17 +143,22 @@ def steal_ticks():
     return fields[7], sum(fields)
 
 
+# A proxy's bootstrap port and one port above it for each node id of portIdentifiesNode's default
+# range (0 to 2): the two sides' runs must not meet.
+PROXY_PORTS = 4
+
+
 class Side:
-    def __init__(self, s, name, broker, label, workdir):
+    def __init__(self, s, name, broker, label, workdir, taken):
         self.s, self.name, self.broker = s, name, broker
-        self.port = tools.free_port()
+        self.port = tools.free_port(PROXY_PORTS, taken)
         self.bootstrap = f"127.0.0.1:{self.port}"
         config = os.path.join(workdir, f"config-{name}.yaml")
         with open(config, "w") as f:
             f.write(proxy_config(broker.bootstrap, self.port, s.transforms[name]))
         os.chmod(config, 0o644)
         # The JDK's launcher reads JDK_JAVA_OPTIONS whatever script starts it. No --rm: a proxy
-        # that exits keeps its logs for the error; the label-scoped cleanup removes it.
+        # that exits keeps its logs for the error; the bench's label-scoped cleanup removes it.
         out = subprocess.run(["docker", "run", "-d", "--network", "host", "--label", label,
                               "-e", f"JDK_JAVA_OPTIONS={s.java_options[name]}",
                               "-v", f"{config}:/opt/kroxylicious/config/config.yaml:ro",
@@ -162,7 +167,7 @@ class Side:
         if out.returncode:
             raise RuntimeError(f"starting side {name}'s proxy from {s.images[name]}: {out.stderr.strip()}")
         self.container = out.stdout.strip()
-        self.clients = []
+        self.consumer = self.producer = None
         self.await_proxy()
 
     def await_proxy(self, timeout_s=90):
@@ -191,7 +196,6 @@ class Side:
             [self.s.perf_tests, "workload", "consume", "--bootstrap", self.bootstrap, "--topic", topic,
              "--group", f"{topic}-group", "--expected", str(records), "--end-to-end"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.clients = [self.consumer]
         self.consumer_out = []
         assigned = threading.Event()
 
@@ -214,13 +218,12 @@ class Side:
              "--num-records", str(self.records), "--record-size", str(self.s.size),
              "--throughput", str(self.s.rate)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.clients.append(self.producer)
 
     def stop(self):
         """Ends whatever this side started: its clients (a kill of the bench leaves none behind)
         and its proxy."""
-        for client in self.clients:
-            if client.poll() is None:
+        for client in (self.consumer, self.producer):
+            if client is not None and client.poll() is None:
                 client.kill()
                 client.wait()
         subprocess.run(["docker", "rm", "-f", self.container], capture_output=True)
@@ -269,7 +272,8 @@ def cv(xs):
 def campaign(s, broker, label, number, workdir):
     sides = []
     try:
-        sides = [Side(s, name, broker, label, workdir) for name in "AB"]
+        a = Side(s, "A", broker, label, workdir, ())
+        sides = [a, Side(s, "B", broker, label, workdir, range(a.port, a.port + PROXY_PORTS))]
         started = time.monotonic()
         rounds = 0
         while time.monotonic() - started < s.warm_up:
@@ -289,7 +293,7 @@ def campaign(s, broker, label, number, workdir):
             print(f"campaign {number} phase {rep}: A {a['cpu_s']:.4f} CPU s {mc[0]:.3f} mc per MB/s  "
                   f"B {b['cpu_s']:.4f} CPU s {mc[1]:.3f} mc per MB/s  B/A {mc[1] / mc[0]:.4f}  "
                   f"p99 A {a['p99']:.1f} B {b['p99']:.1f} ms  steal {steal:.1f}%{note}", flush=True)
-        return summarise(s, number, ratios, costs)
+        return summarise(number, ratios, costs)
     finally:
         for side in sides:
             side.stop()
@@ -307,7 +311,7 @@ def interval(ratios):
     return math.exp(mean), low, high, detectable, verdict
 
 
-def summarise(s, number, ratios, costs):
+def summarise(number, ratios, costs):
     ratio, low, high, detectable, verdict = interval(ratios)
     verdict = {"no change found": "no difference found"}.get(verdict, verdict)
     print(f"campaign {number}: B/A {ratio:.4f} (95% interval {low:.4f} .. {high:.4f} for this pair of JVMs;"
@@ -337,16 +341,7 @@ def main():
           f" {s.reps} a campaign after {s.warm_up} s of warm-up; {s.campaigns} campaign(s);"
           f" containers labelled {label}", flush=True)
 
-    def cleanup():
-        if broker:
-            broker.close()
-        # Label-scoped, so a proxy whose side failed to start goes too, and nothing else does.
-        left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={label}"],
-                              capture_output=True, text=True).stdout.split()
-        if left:
-            subprocess.run(["docker", "rm", "-f", *left], capture_output=True)
-
-    with guarded(cleanup):
+    with guarded(label, lambda: broker and broker.close()):
         with tempfile.TemporaryDirectory(prefix="paired-cost-") as workdir:
             os.chmod(workdir, 0o755)
             broker = tools.Broker(s, label)
