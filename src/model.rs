@@ -267,6 +267,10 @@ pub struct Measurement {
     /// The profiles recorded over each measured phase (`PROFILE`, see `crate::profile`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<crate::profile::Recording>,
+    /// In a paired scenario, side B's measurement, made in the same phase as this one (side A's);
+    /// its cost is in this one's (see `crate::pair`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<Box<Measurement>>,
 }
 
 /// One second of a DURATION run: what the producers had acknowledged and the group had
@@ -358,6 +362,7 @@ impl Measurement {
             cost: crate::cost::summary(&reps.iter().map(|m| m.cost.as_slice()).collect::<Vec<_>>()),
             // Each repetition keeps its own recordings.
             profiles: Vec::new(),
+            pair: None,
         }
     }
 }
@@ -454,6 +459,9 @@ pub struct ScenarioResult {
     /// The KMS of the path's record encryption, as the scenario declares it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kms: Option<Kms>,
+    /// A paired scenario's sides compared, pair by pair (`crate::pair`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<crate::pair::PairResult>,
 }
 
 /// The KMS of a scenario's record encryption: the proxy's provider and, when the KMS is reached
@@ -709,6 +717,7 @@ mod tests {
             series: Vec::new(),
             cost: Vec::new(),
             profiles: Vec::new(),
+            pair: None,
             producer: producer(rate, -1.0, 1.0, 1.0, 2.0),
             consumer: ConsumerResult {
                 histograms: Default::default(),

@@ -292,6 +292,95 @@ pub const ADDED_LATENCY_COLUMNS: [&str; 9] = [
     "+P99.9 ms",
 ];
 
+/// One repetition of a paired scenario as it is measured: each side's CPU per MB/s and intended
+/// p99, and B over A (or why the pair cannot be compared).
+pub fn measured_pair(pair: &crate::pair::Pair, m: &Measurement) -> String {
+    match crate::pair::PairPhase::of(pair, m) {
+        Ok(p) => format!(
+            "    pair: A {:.3} mc per MB/s, p99 {:.2} ms; B {:.3} mc per MB/s, p99 {:.2} ms; \
+             B/A {:.4}",
+            p.mc_per_mb_s_a, p.p99_a_ms, p.mc_per_mb_s_b, p.p99_b_ms, p.cpu_ratio
+        ),
+        Err(why) => format!("    pair: not compared: {why}"),
+    }
+}
+
+/// Columns of the paired table.
+pub const PAIR_COLUMNS: [&str; 10] = [
+    "Name",
+    "Metric",
+    "A",
+    "B",
+    "B/A",
+    "95% interval",
+    "B/A ±CV%",
+    "Detectable change",
+    "Verdict",
+    "Pairs",
+];
+
+/// A paired scenario's two sides measured in the same phases (`crate::pair`): each side's
+/// median, and B over A as the geometric mean over the pairs with its interval, the pairs'
+/// spread, the change they could find (80% power) and the verdict; `None` without a paired
+/// scenario.
+pub fn pair_table(results: &[ScenarioResult]) -> Option<TableData> {
+    type Side = fn(&crate::pair::PairPhase) -> f64;
+    let mut rows = Vec::new();
+    for r in results {
+        let Some(pair) = &r.pair else { continue };
+        let metrics: [(&str, Side, Side, Option<&crate::pair::Ratio>, usize); 2] = [
+            (
+                "Path mc per MB/s",
+                |p| p.mc_per_mb_s_a,
+                |p| p.mc_per_mb_s_b,
+                pair.cpu.as_ref(),
+                1,
+            ),
+            (
+                "Intended P99 ms",
+                |p| p.p99_a_ms,
+                |p| p.p99_b_ms,
+                pair.p99.as_ref(),
+                2,
+            ),
+        ];
+        for (metric, a, b, ratio, decimals) in metrics {
+            let median = |f: Side| {
+                let values: Vec<f64> = pair.phases.iter().map(f).collect();
+                if values.is_empty() {
+                    "n/a".to_string()
+                } else {
+                    format!("{:.decimals$}", stats::median(&values))
+                }
+            };
+            let mut row = vec![r.label(), metric.to_string(), median(a), median(b)];
+            row.extend(match ratio {
+                None => vec!["n/a".to_string(); 5],
+                Some(x) => vec![
+                    format!("{:.4}", x.ratio),
+                    match (x.low, x.high) {
+                        (Some(l), Some(h)) => format!("{l:.4} .. {h:.4}"),
+                        _ => "n/a".to_string(),
+                    },
+                    x.cv_percent.map_or("n/a".into(), |c| format!("{c:.1}")),
+                    x.detectable_percent
+                        .map_or("n/a".into(), |d| format!("{d:.1}%")),
+                    x.verdict
+                        .map_or("REPEAT=2 or more", crate::pair::Verdict::text)
+                        .to_string(),
+                ],
+            });
+            row.push(ratio.map_or(0, |x| x.pairs).to_string());
+            rows.push(row);
+        }
+    }
+    (!rows.is_empty()).then(|| TableData {
+        title: "Paired Sides",
+        columns: strings(&PAIR_COLUMNS),
+        rows,
+    })
+}
+
 /// Columns of the cost table.
 pub const COST_COLUMNS: [&str; 9] = [
     "Name",
@@ -597,6 +686,7 @@ pub fn tables(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<Tabl
     all.extend(resources_table(results));
     all.extend(network_table(results));
     all.extend(added_latency_table(results));
+    all.extend(pair_table(results));
     all.extend(cost_table(results));
     all.extend(gc_table(results));
     all.extend(jvm_threads_table(results));
@@ -631,6 +721,7 @@ pub(crate) mod tests {
                 series: Vec::new(),
                 cost: Vec::new(),
                 profiles: Vec::new(),
+                pair: None,
                 producer: ProducerResult {
                     histograms: Default::default(),
                     sent: 10_000_000,
@@ -674,6 +765,7 @@ pub(crate) mod tests {
             reference: name.starts_with("01-"),
             network: Vec::new(),
             kms: None,
+            pair: None,
         };
         let ok = Integrity {
             requested: 10_000_000,

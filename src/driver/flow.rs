@@ -143,6 +143,64 @@ pub async fn measure_marked(
     Ok(m)
 }
 
+/// Two measurements through `session` at once, `a` and `b` (a paired scenario's sides, each on
+/// its own endpoint and topic), whose measured phases share their edges: each side waits at a
+/// phase's start and end for the other, and `marks` is told once, with both sides' records. So
+/// the counters read there cover both sides' whole phases and nothing of either's warm-up.
+/// Returns `a`'s measurement holding `b`'s as its pair.
+pub async fn measure_pair(
+    session: &dyn Session,
+    a: &MeasureSpec,
+    b: &MeasureSpec,
+    marks: &dyn Marks,
+) -> Result<Measurement> {
+    let joint = Joint {
+        marks,
+        barrier: tokio::sync::Barrier::new(2),
+        records: std::cell::Cell::new(0),
+    };
+    // A side that fails ends both: the other's wait at an edge is dropped with it.
+    let (mut ma, mb) = futures_util::future::try_join(
+        async { measure_marked(session, a, &joint).await.context("side A") },
+        async { measure_marked(session, b, &joint).await.context("side B") },
+    )
+    .await?;
+    ma.pair = Some(Box::new(mb));
+    Ok(ma)
+}
+
+/// Two flows' phase edges as one (see [`measure_pair`]).
+struct Joint<'a> {
+    marks: &'a dyn Marks,
+    barrier: tokio::sync::Barrier,
+    /// The records of the sides that reached a phase's end so far.
+    records: std::cell::Cell<u64>,
+}
+
+impl Marks for Joint<'_> {
+    fn start(&self, phase: Phase) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async move {
+            if self.barrier.wait().await.is_leader() {
+                self.marks.start(phase).await;
+            }
+            // Neither side starts before the counters are read.
+            self.barrier.wait().await;
+        })
+    }
+    fn end(&self, phase: Phase, records: u64) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.records.set(self.records.get() + records);
+            if self.barrier.wait().await.is_leader() {
+                self.marks.end(phase, self.records.replace(0)).await;
+            }
+            self.barrier.wait().await;
+        })
+    }
+    fn compiling(&self, window: Duration) -> LocalBoxFuture<'_, Option<(String, f64)>> {
+        self.marks.compiling(window)
+    }
+}
+
 async fn on_topic(
     session: &dyn Session,
     spec: &MeasureSpec,
@@ -424,6 +482,7 @@ fn with_integrity(
         series: Vec::new(),
         cost: Vec::new(),
         profiles: Vec::new(),
+        pair: None,
         integrity,
         producer,
         consumer,
@@ -920,6 +979,76 @@ pub(crate) mod tests {
         let fake = Fake::default();
         measure_marked(&fake, &spec, &marks).await.unwrap();
         assert_eq!((rounds(&fake), marks.asked.get()), (1, 0));
+    }
+
+    /// Marks that log each edge into the session's calls, where the steps are logged too.
+    struct Logged(Arc<Mutex<Vec<String>>>);
+
+    impl Marks for Logged {
+        fn start(&self, phase: Phase) -> LocalBoxFuture<'_, ()> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("start {}", phase.name()));
+            Box::pin(async {})
+        }
+        fn end(&self, phase: Phase, records: u64) -> LocalBoxFuture<'_, ()> {
+            let line = format!("end {} {records}", phase.name());
+            self.0.lock().unwrap().push(line);
+            Box::pin(async {})
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pairs_two_sides_share_each_edge_of_their_phase() {
+        let fake = Fake::default();
+        let mut a = spec();
+        a.mode = Mode::EndToEnd;
+        let b = MeasureSpec {
+            bootstrap: "proxy-b:9092".into(),
+            topic: "t-b".into(),
+            ..a.clone()
+        };
+        let m = measure_pair(&fake, &a, &b, &Logged(fake.calls.clone()))
+            .await
+            .unwrap();
+        let asked = calls(&fake).await;
+        let at =
+            |line: &str| -> Vec<usize> { (0..asked.len()).filter(|&i| asked[i] == line).collect() };
+        // One start and one end for both sides, with both sides' records.
+        let (start, end) = (
+            at("start produce_and_consume"),
+            at("end produce_and_consume 10000"),
+        );
+        assert_eq!((start.len(), end.len()), (1, 1), "{asked:?}");
+        // Both sides' measured steps lie within the edges, both warm-ups before them.
+        let measured = at("produce 5000 at 2000");
+        assert_eq!(measured.len(), 2, "{asked:?}");
+        assert!(
+            measured.iter().all(|&i| start[0] < i && i < end[0]),
+            "{asked:?}"
+        );
+        let warm = at("produce 700 at 2000");
+        assert_eq!(warm.len(), 2, "{asked:?}");
+        assert!(warm.iter().all(|&i| i < start[0]), "{asked:?}");
+        assert!(
+            at("create t").len() == 1 && at("create t-b").len() == 1,
+            "{asked:?}"
+        );
+        let side_b = m.pair.expect("side B's measurement");
+        assert_eq!((m.producer.sent, side_b.producer.sent), (5000, 5000));
+
+        // A side that fails ends both, named.
+        let fake = Fake {
+            fail: vec!["produce"],
+            ..Fake::default()
+        };
+        let err = measure_pair(&fake, &a, &b, &NoMarks).await.unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.starts_with("side ") && text.contains("produce failed"),
+            "{text}"
+        );
     }
 
     #[tokio::test]

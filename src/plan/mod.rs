@@ -257,6 +257,7 @@ fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Pla
     }
     let services = project.service_closure(&all)?;
     check_profiled(settings, &scenarios, &run_wide)?;
+    check_paired(settings, &scenarios)?;
     let mut recipes = sources.recipes.clone();
     let mut images = images_of(&recipes, &project, &services, &variables);
     // The ceiling's iperf3 image is the runner's, whatever the suite (like the workload's).
@@ -317,6 +318,37 @@ fn check_profiled(
         }
     }
     Ok(())
+}
+
+/// Refuses a paired scenario (`pair:`) in a run whose settings cannot run its two sides in one
+/// phase at one rate: both sides' producers and consumers at once (`MODE=end-to-end`), at a
+/// `THROUGHPUT` (CPU per MB compares only at one rate), bounded by records (a `DURATION` run
+/// is costed with its warm-up).
+fn check_paired(settings: &Settings, scenarios: &[PlannedScenario]) -> Result<()> {
+    let Some(paired) = scenarios.iter().find(|p| p.scenario.pair.is_some()) else {
+        return Ok(());
+    };
+    let why = if settings.mode != crate::settings::Mode::EndToEnd {
+        format!(
+            "MODE={}: its sides run at once, in MODE=end-to-end",
+            settings.mode
+        )
+    } else if settings.throughput <= 0 {
+        format!(
+            "THROUGHPUT={}: its sides' CPU per MB compares only at one rate; set THROUGHPUT \
+             to a rate both sides sustain",
+            settings.throughput
+        )
+    } else if let Some(d) = settings.duration {
+        format!("DURATION={d}: a run bounded by time is costed with its warm-up; set NUM_RECORDS")
+    } else {
+        return Ok(());
+    };
+    anyhow::bail!(
+        "scenario {} is paired ({}: pair): {why}",
+        paired.scenario.name,
+        paired.scenario.file.display()
+    )
 }
 
 /// A selected scenario with its topic and its steps' variables substituted.

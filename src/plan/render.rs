@@ -173,6 +173,17 @@ impl Plan {
             }
             steps(&mut out, "setup", &s.setup);
             steps(&mut out, "teardown", &s.teardown);
+            if let Some(pair) = &s.pair {
+                let _ = writeln!(
+                    out,
+                    "    paired: side A {} at {}, side B {} at {} on {}, in the same phases",
+                    list(&pair.a),
+                    s.bootstrap,
+                    list(&pair.b),
+                    pair.bootstrap,
+                    crate::pair::Pair::topic_b(&p.topic)
+                );
+            }
             if let Some(e) = &s.expect {
                 let _ = writeln!(
                     out,

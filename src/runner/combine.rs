@@ -45,6 +45,11 @@ pub(super) fn combine(
         crate::resources::combine(&reps.iter().map(|r| r.resources.clone()).collect::<Vec<_>>());
     let mut warnings = measurement.producer.saturation();
     warnings.extend(resources::load_generator_saturation(&resources, cpus));
+    let pair = sc.pair.as_ref().map(|p| {
+        let (result, left_out) = crate::pair::PairResult::of(p, &measurements);
+        warnings.extend(left_out);
+        result
+    });
     let combination = cell.combination.clone();
     for w in &warnings {
         eprintln!(
@@ -76,6 +81,7 @@ pub(super) fn combine(
             .or_else(|| reps.iter().rev().find_map(|r| r.path_check.clone())),
         reference: sc.reference,
         kms: sc.kms.clone(),
+        pair,
         network: reps
             .iter()
             .find(|r| !r.network.is_empty())

@@ -256,6 +256,9 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
                 let rep = run_scenario(site, &*watcher, cell, planned, first).await?;
                 completed.measuring(None);
                 crate::progress::println(&crate::report::measured_rows(&label, &rep.measurement));
+                if let Some(pair) = &planned.scenario.pair {
+                    crate::progress::println(&crate::report::measured_pair(pair, &rep.measurement));
+                }
                 if let Some(why) = run
                     .sweep
                     .then(|| sweep::shortfall(&rep.measurement, cell.settings.p99_limit_ms))
@@ -649,7 +652,19 @@ async fn measure_scenario(
         compiling: RefCell::new(std::collections::VecDeque::new()),
         stage: RefCell::new(PhaseMarks::WARM_UP.to_string()),
     };
-    let measure = flow::measure_marked(session, &spec, &marks);
+    let measure = async {
+        match &sc.pair {
+            None => flow::measure_marked(session, &spec, &marks).await,
+            Some(pair) => {
+                let b = MeasureSpec {
+                    bootstrap: pair.bootstrap.clone(),
+                    topic: crate::pair::Pair::topic_b(&planned.topic),
+                    ..spec.clone()
+                };
+                flow::measure_pair(session, &spec, &b, &marks).await
+            }
+        }
+    };
     let stage = || marks.stage.borrow().clone();
     let measured = guarded_where(watcher, &stage, &workload, measure).await;
     let costs = marks.phases.take();

@@ -180,6 +180,10 @@ pub struct Settings {
     pub kms_image: String,
     /// HashiCorp Vault image.
     pub vault_image: String,
+    /// Side B's proxy image in a paired scenario.
+    pub pair_b_kroxylicious_image: String,
+    /// Side B's proxy JVM options in a paired scenario.
+    pub pair_b_java_options: String,
     /// What produces and consumes the measured records: a name `crate::driver` registers.
     pub driver: String,
     /// Whether the producer and the consumer run one after the other or at once.
@@ -276,6 +280,8 @@ impl Settings {
             kroxylicious_image: String::new(),
             kafka_tool_image: String::new(),
             kms_image: String::new(),
+            pair_b_kroxylicious_image: String::new(),
+            pair_b_java_options: String::new(),
             vault_image: String::new(),
             driver: String::new(),
             mode: Mode::default(),

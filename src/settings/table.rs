@@ -200,6 +200,36 @@ pub static SETTINGS: &[Setting] = &[
         get: |s| s.vault_image.clone(),
     },
     Setting {
+        var: "PAIR_B_KROXYLICIOUS_IMAGE",
+        help: "Kroxylicious proxy image of side B in a paired scenario (side A runs \
+               KROXYLICIOUS_IMAGE)",
+        default: "perf-tests/kroxylicious:0.12.0",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: true,
+        field: "pair_b_kroxylicious_image",
+        put: |s, var, v| {
+            s.pair_b_kroxylicious_image = image(var, v)?;
+            Ok(())
+        },
+        get: |s| s.pair_b_kroxylicious_image.clone(),
+    },
+    Setting {
+        var: "PAIR_B_JAVA_OPTIONS",
+        help: "JVM options of side B's proxy in a paired scenario, space-separated (side A's \
+               JVM runs without)",
+        default: "",
+        default_help: None,
+        lists: Lists::Text,
+        measured: true,
+        field: "pair_b_java_options",
+        put: |s, _, v| {
+            s.pair_b_java_options = v.to_string();
+            Ok(())
+        },
+        get: |s| s.pair_b_java_options.clone(),
+    },
+    Setting {
         var: "NUM_RECORDS",
         help: "Records produced and consumed per scenario (10000000, 1_000_000 and 1e6 forms)",
         default: "10000000",

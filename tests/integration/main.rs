@@ -24,6 +24,7 @@ mod latency;
 mod matrix;
 mod offline_suite;
 mod paired;
+mod paired_run;
 mod profiles;
 mod report;
 mod swarm;

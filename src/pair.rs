@@ -1,0 +1,353 @@
+//! Two sides of a path measured in the same phase. A paired scenario runs side A (the
+//! scenario's endpoint) and side B (`pair.bootstrap`), each with its own producer and
+//! end-to-end consumer at `THROUGHPUT`, at once in front of the one broker, and reads their
+//! services' CPU at the same phase edges. On a shared VM the CPU time any process spends on fixed
+//! work moves with the host by about 10% between phases, so two sides measured one after the
+//! other differ by that much with nothing changed; in the ratio of two sides measured together
+//! the host's speed cancels.
+//!
+//! Each repetition brings both sides up fresh: one pair of JVMs, one observation. Two JVMs
+//! started alike keep an offset of a few percent for as long as they run (each compiles its own
+//! code), which more phases of one pair would not average out, so the verdict is over
+//! repetitions.
+
+use serde::{Deserialize, Serialize};
+
+use crate::cost::PRODUCE_AND_CONSUME;
+use crate::model::Measurement;
+
+/// A scenario's `pair:`: side B's endpoint and which services make each side.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pair {
+    /// Side B's endpoint; side A's is the scenario's `bootstrap`.
+    pub bootstrap: String,
+    /// The services whose CPU is side A's cost (its proxy, say).
+    pub a: Vec<String>,
+    /// The services whose CPU is side B's cost.
+    pub b: Vec<String>,
+}
+
+impl Pair {
+    /// Side B's topic beside side A's `topic`: each side moves its own records.
+    pub fn topic_b(topic: &str) -> String {
+        format!("{topic}-b")
+    }
+}
+
+/// One repetition's pair of sides, over its one measured phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairPhase {
+    /// Each side's services' CPU seconds.
+    pub cpu_a_s: f64,
+    pub cpu_b_s: f64,
+    /// Each side's millicores per MB/s of its records, produced and consumed counted (the
+    /// sizing guide's unit).
+    pub mc_per_mb_s_a: f64,
+    pub mc_per_mb_s_b: f64,
+    /// B's CPU per MB over A's.
+    pub cpu_ratio: f64,
+    /// Each side's producer's 99th percentile from the intended send times.
+    pub p99_a_ms: f64,
+    pub p99_b_ms: f64,
+    /// Each side's producer's rate, records/s.
+    pub rate_a: f64,
+    pub rate_b: f64,
+}
+
+impl PairPhase {
+    /// From a repetition of a paired scenario: side A's measurement with side B's in
+    /// [`Measurement::pair`]; `Err` says what is missing.
+    pub fn of(pair: &Pair, m: &Measurement) -> Result<PairPhase, String> {
+        let b = m.pair.as_deref().ok_or("side B has no measurement")?;
+        let phase = m
+            .cost
+            .iter()
+            .find(|p| p.phase == PRODUCE_AND_CONSUME)
+            .ok_or("no cost of the produce-and-consume phase")?;
+        let cpu = |services: &[String]| -> Result<f64, String> {
+            services
+                .iter()
+                .map(|name| {
+                    phase
+                        .services
+                        .iter()
+                        .find(|s| s.service == *name)
+                        .map(|s| s.cpu_s)
+                        .ok_or(format!("service {name} was not costed"))
+                })
+                .sum()
+        };
+        let (cpu_a_s, cpu_b_s) = (cpu(&pair.a)?, cpu(&pair.b)?);
+        let size = if phase.records == 0 {
+            0.0
+        } else {
+            phase.record_bytes as f64 / phase.records as f64
+        };
+        // Produced and consumed at once: each side's records crossed its path twice.
+        let mc = |cpu_s: f64, records: u64| cpu_s * 1000.0 / (2.0 * records as f64 * size / 1e6);
+        let (mc_a, mc_b) = (mc(cpu_a_s, m.producer.sent), mc(cpu_b_s, b.producer.sent));
+        if !(mc_a > 0.0 && mc_b.is_finite() && mc_b > 0.0) {
+            return Err(format!(
+                "no CPU per MB to compare (A {cpu_a_s:.3} CPU s over {} records, B {cpu_b_s:.3} \
+                 over {})",
+                m.producer.sent, b.producer.sent
+            ));
+        }
+        let p99 = |m: &Measurement| m.producer.intended.as_ref().map_or(0.0, |l| l.p99_ms);
+        Ok(PairPhase {
+            cpu_a_s,
+            cpu_b_s,
+            mc_per_mb_s_a: mc_a,
+            mc_per_mb_s_b: mc_b,
+            cpu_ratio: mc_b / mc_a,
+            p99_a_ms: p99(m),
+            p99_b_ms: p99(b),
+            rate_a: m.producer.rate_rec_s,
+            rate_b: b.producer.rate_rec_s,
+        })
+    }
+}
+
+/// Whether side B's figure differs from side A's, by the ratio's interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The whole interval lies above 1.
+    Higher,
+    /// The whole interval lies below 1.
+    Lower,
+    /// The interval holds 1.
+    NoDifference,
+}
+
+impl Verdict {
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Higher => "B higher",
+            Verdict::Lower => "B lower",
+            Verdict::NoDifference => "no difference found",
+        }
+    }
+}
+
+/// B over A over every pair: the geometric mean of the pairs' ratios, with (from two pairs on)
+/// its 95% interval, the ratios' spread, the change the pairs could find and the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ratio {
+    pub ratio: f64,
+    pub pairs: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
+    /// The pairs' ratios' coefficient of variation, in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cv_percent: Option<f64>,
+    /// The smallest change of the ratio, in percent, these pairs find with 80% power (two-sided
+    /// 5%) at their spread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable_percent: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+}
+
+impl Ratio {
+    /// Over `ratios` (each > 0), in logarithms so that B/A and A/B are symmetric; `None`
+    /// without any.
+    pub fn of(ratios: &[f64]) -> Option<Ratio> {
+        if ratios.is_empty() {
+            return None;
+        }
+        let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+        let interval = crate::stats::Interval::of_mean(&logs);
+        let detectable = crate::stats::detectable_mean(crate::stats::std_dev(&logs), logs.len());
+        Some(Ratio {
+            ratio: crate::stats::mean(&logs).exp(),
+            pairs: ratios.len(),
+            low: interval.map(|i| i.low.exp()),
+            high: interval.map(|i| i.high.exp()),
+            cv_percent: (ratios.len() > 1).then(|| crate::stats::cv_percent(ratios)),
+            detectable_percent: detectable.map(|d| (d.exp() - 1.0) * 100.0),
+            verdict: interval.map(|i| {
+                if i.low > 0.0 {
+                    Verdict::Higher
+                } else if i.high < 0.0 {
+                    Verdict::Lower
+                } else {
+                    Verdict::NoDifference
+                }
+            }),
+        })
+    }
+}
+
+/// A paired scenario's result: its sides, every pair, and B over A of the path's CPU per MB/s
+/// and of the intended p99.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairResult {
+    pub pair: Pair,
+    /// One per repetition whose phase could be compared, in the order run.
+    pub phases: Vec<PairPhase>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<Ratio>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99: Option<Ratio>,
+}
+
+impl PairResult {
+    /// Over the repetitions `reps` of a scenario with `pair`; a repetition that cannot be
+    /// compared is left out, with a warning naming it; a pair whose side B fell short of its
+    /// rate is warned of too.
+    pub fn of(pair: &Pair, reps: &[Measurement]) -> (PairResult, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut phases = Vec::new();
+        for (i, m) in reps.iter().enumerate() {
+            // Side A's rates are the scenario's own rows, checked there.
+            if let Some(b) = &m.pair {
+                for w in b.producer.saturation() {
+                    warnings.push(format!("side B, pair {}: {w}", i + 1));
+                }
+            }
+            match PairPhase::of(pair, m) {
+                Ok(p) => phases.push(p),
+                Err(why) => warnings.push(format!("pair {} left out: {why}", i + 1)),
+            }
+        }
+        let cpu: Vec<f64> = phases.iter().map(|p| p.cpu_ratio).collect();
+        let p99: Vec<f64> = phases
+            .iter()
+            .filter(|p| p.p99_a_ms > 0.0 && p.p99_b_ms > 0.0)
+            .map(|p| p.p99_b_ms / p.p99_a_ms)
+            .collect();
+        let result = PairResult {
+            pair: pair.clone(),
+            cpu: Ratio::of(&cpu),
+            p99: Ratio::of(&p99),
+            phases,
+        };
+        (result, warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::{PhaseCost, Role, ServiceCost};
+
+    fn pair() -> Pair {
+        Pair {
+            bootstrap: "proxy-b:9092".into(),
+            a: vec!["proxy-a".into()],
+            b: vec!["proxy-b".into()],
+        }
+    }
+
+    fn service(name: &str, cpu_s: f64) -> ServiceCost {
+        ServiceCost {
+            service: name.into(),
+            role: Role::Path,
+            cpu_s,
+            rx_bytes: 0,
+            tx_bytes: 0,
+            gc: None,
+            threads: None,
+        }
+    }
+
+    /// A repetition: each side sent `sent` records of 1000 bytes at once, p99s as given.
+    fn rep(cpu_a: f64, cpu_b: f64, sent: u64, p99: (f64, f64)) -> Measurement {
+        let mut a = crate::report::tests::sample()[0].measurement.clone();
+        a.producer.sent = sent;
+        // Throttled, at its target.
+        a.producer.target_rec_s = a.producer.rate_rec_s;
+        let mut b = a.clone();
+        let latency = |p99_ms| crate::model::LatencySummary {
+            avg_lat_ms: 1.0,
+            max_lat_ms: 9.0,
+            p50_ms: 1.0,
+            p95_ms: 2.0,
+            p99_ms,
+            p999_ms: 5.0,
+            p9999_ms: 6.0,
+        };
+        a.producer.intended = Some(latency(p99.0));
+        b.producer.intended = Some(latency(p99.1));
+        a.cost = vec![PhaseCost {
+            phase: PRODUCE_AND_CONSUME.into(),
+            records: 2 * sent,
+            record_bytes: 2 * sent * 1000,
+            seconds: 10.0,
+            services: vec![
+                service("broker", 3.0),
+                service("proxy-a", cpu_a),
+                service("proxy-b", cpu_b),
+            ],
+            host_steal_percent: None,
+        }];
+        a.pair = Some(Box::new(b));
+        a
+    }
+
+    #[test]
+    fn a_pair_is_each_sides_cpu_per_mb_and_their_ratio() {
+        // 10^4 records of 1000 bytes each way: 20 MB of traffic per side.
+        let p = PairPhase::of(&pair(), &rep(2.0, 2.5, 10_000, (4.0, 6.0))).unwrap();
+        assert!((p.mc_per_mb_s_a - 100.0).abs() < 1e-9, "{p:?}");
+        assert!((p.mc_per_mb_s_b - 125.0).abs() < 1e-9, "{p:?}");
+        assert!((p.cpu_ratio - 1.25).abs() < 1e-12);
+        assert_eq!((p.p99_a_ms, p.p99_b_ms), (4.0, 6.0));
+    }
+
+    #[test]
+    fn a_repetition_that_cannot_be_compared_is_named_and_left_out() {
+        let mut unpaired = rep(2.0, 2.0, 10_000, (4.0, 4.0));
+        unpaired.pair = None;
+        let mut uncosted = rep(2.0, 2.0, 10_000, (4.0, 4.0));
+        uncosted.cost[0].services.retain(|s| s.service != "proxy-b");
+        let mut short = rep(2.0, 2.2, 10_000, (4.0, 4.0));
+        let b = short.pair.as_mut().unwrap();
+        b.producer.rate_rec_s = b.producer.target_rec_s / 2.0;
+        let reps = [rep(2.0, 2.2, 10_000, (4.0, 4.0)), unpaired, uncosted, short];
+        let (result, warnings) = PairResult::of(&pair(), &reps);
+        assert_eq!(result.phases.len(), 2);
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert_eq!(warnings[0], "pair 2 left out: side B has no measurement");
+        assert_eq!(
+            warnings[1],
+            "pair 3 left out: service proxy-b was not costed"
+        );
+        // Still compared, but said: its side B did not carry the rate.
+        assert!(
+            warnings[2].starts_with("side B, pair 4: producer reached 24336 rec/s, 50%"),
+            "{warnings:?}"
+        );
+        let result = PairResult::of(&pair(), &reps[..3]).0;
+        // One pair: its ratio, no interval and no verdict.
+        let cpu = result.cpu.unwrap();
+        assert!((cpu.ratio - 1.1).abs() < 1e-9);
+        assert_eq!((cpu.low, cpu.verdict), (None, None));
+    }
+
+    #[test]
+    fn the_verdict_is_the_geometric_means_interval_over_pairs() {
+        let found = Ratio::of(&[1.08, 1.10, 1.12, 1.09, 1.11]).unwrap();
+        assert_eq!(found.verdict, Some(Verdict::Higher));
+        assert!(
+            found.low.unwrap() > 1.0 && found.high.unwrap() < 1.13,
+            "{found:?}"
+        );
+        let clean = Ratio::of(&[0.97, 1.03, 1.01, 0.99, 1.0]).unwrap();
+        assert_eq!(clean.verdict, Some(Verdict::NoDifference));
+        // Symmetric in B and A: the inverse ratios give the inverse mean and the other verdict.
+        let inverse =
+            Ratio::of(&[1.0 / 1.08, 1.0 / 1.10, 1.0 / 1.12, 1.0 / 1.09, 1.0 / 1.11]).unwrap();
+        assert!((inverse.ratio * found.ratio - 1.0).abs() < 1e-12);
+        assert_eq!(inverse.verdict, Some(Verdict::Lower));
+        // A spread of ~2% over 5 pairs finds about 3%; the same over 10 about 2%.
+        let d5 = clean.detectable_percent.unwrap();
+        assert!(d5 > 2.0 && d5 < 6.0, "{d5}");
+        let ten: Vec<f64> = [0.97, 1.03, 1.01, 0.99, 1.0].repeat(2);
+        assert!(Ratio::of(&ten).unwrap().detectable_percent.unwrap() < d5);
+    }
+}

@@ -1,0 +1,171 @@
+//! Paired scenarios in the runner (`scenarios/kroxylicious-paired`): two Kroxylicious proxies in
+//! front of the one broker, each side with its own producer and end-to-end consumer at
+//! `THROUGHPUT`, measured in the same phase; each repetition a fresh pair, B over A compared
+//! pair by pair. On the real engine with small counts.
+
+use crate::common;
+use common::{engine_lock, leftovers, only_run, perf_tests_run};
+
+use serde_json::Value;
+
+const RECORDS: u64 = 4000;
+const RATE: u64 = 2000;
+const RECORD_SIZE: u64 = 1024;
+
+fn paired(results: &std::path::Path, env: &[(&str, &str)]) -> std::process::Output {
+    let (records, rate) = (RECORDS.to_string(), RATE.to_string());
+    let mut cmd = perf_tests_run(results);
+    cmd.env("SCENARIOS", "scenarios/kroxylicious-paired")
+        .env("MODE", "end-to-end")
+        .env("THROUGHPUT", &rate)
+        .env("NUM_RECORDS", &records)
+        .env("NETWORK_CEILING", "0");
+    // An empty value unsets the setting.
+    for (var, value) in env {
+        match value.is_empty() {
+            true => cmd.env_remove(var),
+            false => cmd.env(var, value),
+        };
+    }
+    cmd.output().unwrap()
+}
+
+/// Settings that cannot compare two sides in one phase at one rate are refused before anything
+/// starts, naming the setting and the scenario.
+#[test]
+fn a_paired_scenario_refuses_settings_that_cannot_pair_its_sides() {
+    let results = tempfile::tempdir().unwrap();
+    for (env, message) in [
+        (
+            &[("MODE", "produce-then-consume")][..],
+            "MODE=produce-then-consume: its sides run at once, in MODE=end-to-end",
+        ),
+        (
+            &[("THROUGHPUT", "-1")],
+            "THROUGHPUT=-1: its sides' CPU per MB compares only at one rate",
+        ),
+        (
+            &[("DURATION", "30s"), ("NUM_RECORDS", "")],
+            "DURATION=30: a run bounded by time is costed with its warm-up",
+        ),
+    ] {
+        let out = paired(results.path(), env);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{env:?}: {stderr}");
+        assert!(
+            stderr.contains("scenario 01-transform-filter is paired") && stderr.contains(message),
+            "{env:?}: {stderr}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0);
+}
+
+/// Side B applies the transform pair twice: both sides' proxies costed over the one phase, each
+/// side's own records and rate, B over A per pair and over the pairs with an interval, in the
+/// tables and the results; side B's JVM options reach its JVM (one it refuses stops the run,
+/// naming the service); nothing left on the engine either way.
+#[tokio::test]
+async fn a_paired_scenario_measures_both_sides_in_one_phase_pair_by_pair() {
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let out = paired(results.path(), &[("TEST", "02.*"), ("REPEAT", "2")]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let run_id = common::run_id(&stderr);
+    assert_eq!(leftovers(&run_id).await, (0, 0));
+    // Each pair is shown as it is measured.
+    let shown = stderr
+        .lines()
+        .filter(|l| l.starts_with("    pair: A "))
+        .count();
+    assert_eq!(shown, 2, "{stderr}");
+    for row in ["Paired Sides", "Path mc per MB/s", "Intended P99 ms"] {
+        assert!(stdout.contains(row), "{row}: {stdout}");
+    }
+
+    let run = only_run(results.path());
+    let json = std::fs::read(run.join("02-transform-filter-twice.json")).unwrap();
+    let result: Value = serde_json::from_slice(&json).unwrap();
+    let reps = result["repetitions"].as_array().unwrap();
+    assert_eq!(reps.len(), 2);
+    let phases = result["pair"]["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2, "{}", result["pair"]);
+    for (rep, phase) in reps.iter().zip(phases) {
+        // Each side moved its own records through its own proxy, at the rate.
+        for side in [&rep["producer"], &rep["pair"]["producer"]] {
+            assert_eq!(side["sent"], RECORDS, "{side}");
+            let rate = side["rate_rec_s"].as_f64().unwrap();
+            assert!(
+                rate > 0.8 * RATE as f64 && rate < 1.2 * RATE as f64,
+                "{side}"
+            );
+        }
+        assert_eq!(rep["pair"]["integrity"]["consumed"], RECORDS);
+        // The one phase's cost holds both proxies and both sides' records.
+        let cost = &rep["cost"][0];
+        assert_eq!(cost["phase"], "produce_and_consume");
+        assert_eq!(cost["records"], 2 * RECORDS, "{cost}");
+        let cpu_of = |service: &str| {
+            common::service_entry(&cost["services"], service)["cpu_s"]
+                .as_f64()
+                .unwrap()
+        };
+        let get = |k: &str| {
+            phase[k]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{k} in {phase}"))
+        };
+        assert_eq!(get("cpu_a_s"), cpu_of("kroxylicious-pair-a"));
+        assert_eq!(get("cpu_b_s"), cpu_of("kroxylicious-pair-b-twice"));
+        // Millicores per MB/s of each side's own traffic, produced and consumed.
+        let mb = 2.0 * (RECORDS * RECORD_SIZE) as f64 / 1e6;
+        for (cpu, mc) in [("cpu_a_s", "mc_per_mb_s_a"), ("cpu_b_s", "mc_per_mb_s_b")] {
+            assert!(get(cpu) > 0.0, "{phase}");
+            assert!(
+                (get(mc) - get(cpu) * 1000.0 / mb).abs() < 1e-6 * get(mc),
+                "{phase}"
+            );
+        }
+        let ratio = get("mc_per_mb_s_b") / get("mc_per_mb_s_a");
+        assert!((get("cpu_ratio") - ratio).abs() < 1e-9 * ratio, "{phase}");
+        assert!(get("p99_a_ms") > 0.0 && get("p99_b_ms") > 0.0, "{phase}");
+    }
+    // Over the two pairs: the geometric mean of their ratios, inside its interval.
+    let cpu = &result["pair"]["cpu"];
+    assert_eq!(cpu["pairs"], 2, "{cpu}");
+    let ratios: Vec<f64> = phases
+        .iter()
+        .map(|p| p["cpu_ratio"].as_f64().unwrap())
+        .collect();
+    let mean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / 2.0).exp();
+    let (low, high) = (cpu["low"].as_f64().unwrap(), cpu["high"].as_f64().unwrap());
+    assert!(
+        (cpu["ratio"].as_f64().unwrap() - mean).abs() < 1e-9 * mean,
+        "{cpu}"
+    );
+    assert!(low <= mean && mean <= high, "{cpu}");
+    assert!(cpu["verdict"].is_string(), "{cpu}");
+    // Side A's path check holds: the transform's records through side A's endpoint.
+    let check = &result["path_check"];
+    assert!(check["records"].as_u64().unwrap() > 0, "{check}");
+    assert_eq!(check["broker_ok"], check["records"], "{check}");
+    assert_eq!(check["consumer_ok"], check["records"], "{check}");
+
+    // Side B's JVM refuses the option it is given: the run stops naming side B's service.
+    let results = tempfile::tempdir().unwrap();
+    let out = paired(
+        results.path(),
+        &[
+            ("TEST", "01.*"),
+            ("PAIR_B_JAVA_OPTIONS", "-XX:+NoSuchOption"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("kroxylicious-pair-b") && stderr.contains("NoSuchOption"),
+        "{stderr}"
+    );
+    assert_eq!(leftovers(&common::run_id(&stderr)).await, (0, 0));
+}
