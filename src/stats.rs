@@ -168,14 +168,20 @@ fn t_975(df: usize) -> f64 {
         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
         2.052, 2.048, 2.045, 2.042,
     ];
+    tabulated(&TABLE, df, |n| {
+        let z = 1.959964_f64;
+        z + (z.powi(3) + z) / (4.0 * n)
+            + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
+    })
+}
+
+/// A quantile of Student's t from its `table` for 1 to 30 degrees of freedom, `beyond` them
+/// from the degrees of freedom; infinite with none.
+fn tabulated(table: &[f64; 30], df: usize, beyond: impl Fn(f64) -> f64) -> f64 {
     match df {
         0 => f64::INFINITY,
-        1..=30 => TABLE[df - 1],
-        _ => {
-            let (z, n) = (1.959964_f64, df as f64);
-            z + (z.powi(3) + z) / (4.0 * n)
-                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
-        }
+        1..=30 => table[df - 1],
+        _ => beyond(df as f64),
     }
 }
 
@@ -187,11 +193,7 @@ fn t_80(df: usize) -> f64 {
         0.868, 0.866, 0.865, 0.863, 0.862, 0.861, 0.860, 0.859, 0.858, 0.858, 0.857, 0.856, 0.856,
         0.855, 0.855, 0.854, 0.854,
     ];
-    match df {
-        0 => f64::INFINITY,
-        1..=30 => TABLE[df - 1],
-        _ => 0.8416,
-    }
+    tabulated(&TABLE, df, |_| 0.8416)
 }
 
 /// The smallest true mean of `n` values with standard deviation `sd` that a two-sided t-test
