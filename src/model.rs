@@ -298,6 +298,18 @@ pub struct Second {
 }
 
 impl Measurement {
+    /// This repetition of a paired scenario as a pair: side A's (this) and side B's (its
+    /// [`Measurement::pair`]) producers and the phase's cost; `Err` says what is missing.
+    pub fn pair_phase(&self, pair: &crate::pair::Pair) -> Result<crate::pair::PairPhase, String> {
+        let b = self.pair.as_deref().ok_or("side B has no measurement")?;
+        let side = |m: &Measurement| crate::pair::Side {
+            sent: m.producer.sent,
+            rate_rec_s: m.producer.rate_rec_s,
+            p99_ms: m.producer.intended.as_ref().map_or(0.0, |l| l.p99_ms),
+        };
+        crate::pair::PairPhase::of(pair, &self.cost, side(self), side(b))
+    }
+
     /// The median summary of repetitions: every rate, latency and time is the median over the
     /// repetitions; the counters come from the worst repetition (one whose counters disagree or
     /// whose sends failed, else the first), so a problem in any repetition stays visible.

@@ -13,8 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::PRODUCE_AND_CONSUME;
-use crate::model::Measurement;
+use crate::cost::{PhaseCost, PRODUCE_AND_CONSUME};
 
 /// A scenario's `pair:`: side B's endpoint and which services make each side.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,13 +54,21 @@ pub struct PairPhase {
     pub rate_b: f64,
 }
 
+/// What one side's producer did in a pair's phase, as far as the pair needs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Side {
+    /// Records it sent (and its consumer read) in the phase.
+    pub sent: u64,
+    pub rate_rec_s: f64,
+    /// Its 99th percentile from the intended send times; 0 when not measured.
+    pub p99_ms: f64,
+}
+
 impl PairPhase {
-    /// From a repetition of a paired scenario: side A's measurement with side B's in
-    /// [`Measurement::pair`]; `Err` says what is missing.
-    pub fn of(pair: &Pair, m: &Measurement) -> Result<PairPhase, String> {
-        let b = m.pair.as_deref().ok_or("side B has no measurement")?;
-        let phase = m
-            .cost
+    /// From a repetition's measured phases `cost` (both sides' services, in the
+    /// produce-and-consume phase) and what each side's producer did; `Err` says what is missing.
+    pub fn of(pair: &Pair, cost: &[PhaseCost], a: Side, b: Side) -> Result<PairPhase, String> {
+        let phase = cost
             .iter()
             .find(|p| p.phase == PRODUCE_AND_CONSUME)
             .ok_or("no cost of the produce-and-consume phase")?;
@@ -86,25 +93,24 @@ impl PairPhase {
         };
         // Produced and consumed at once: each side's records crossed its path twice.
         let mc = |cpu_s: f64, records: u64| cpu_s * 1000.0 / (2.0 * records as f64 * size / 1e6);
-        let (mc_a, mc_b) = (mc(cpu_a_s, m.producer.sent), mc(cpu_b_s, b.producer.sent));
+        let (mc_a, mc_b) = (mc(cpu_a_s, a.sent), mc(cpu_b_s, b.sent));
         if !(mc_a > 0.0 && mc_b.is_finite() && mc_b > 0.0) {
             return Err(format!(
                 "no CPU per MB to compare (A {cpu_a_s:.3} CPU s over {} records, B {cpu_b_s:.3} \
                  over {})",
-                m.producer.sent, b.producer.sent
+                a.sent, b.sent
             ));
         }
-        let p99 = |m: &Measurement| m.producer.intended.as_ref().map_or(0.0, |l| l.p99_ms);
         Ok(PairPhase {
             cpu_a_s,
             cpu_b_s,
             mc_per_mb_s_a: mc_a,
             mc_per_mb_s_b: mc_b,
             cpu_ratio: mc_b / mc_a,
-            p99_a_ms: p99(m),
-            p99_b_ms: p99(b),
-            rate_a: m.producer.rate_rec_s,
-            rate_b: b.producer.rate_rec_s,
+            p99_a_ms: a.p99_ms,
+            p99_b_ms: b.p99_ms,
+            rate_a: a.rate_rec_s,
+            rate_b: b.rate_rec_s,
         })
     }
 }
@@ -196,20 +202,13 @@ pub struct PairResult {
 }
 
 impl PairResult {
-    /// Over the repetitions `reps` of a scenario with `pair`; a repetition that cannot be
-    /// compared is left out, with a warning naming it; a pair whose side B fell short of its
-    /// rate is warned of too.
-    pub fn of(pair: &Pair, reps: &[Measurement]) -> (PairResult, Vec<String>) {
+    /// Over each repetition's pair of a scenario with `pair`, in the order run; a repetition
+    /// that cannot be compared is left out, with a warning naming it.
+    pub fn of(pair: &Pair, reps: Vec<Result<PairPhase, String>>) -> (PairResult, Vec<String>) {
         let mut warnings = Vec::new();
         let mut phases = Vec::new();
-        for (i, m) in reps.iter().enumerate() {
-            // Side A's rates are the scenario's own rows, checked there.
-            if let Some(b) = &m.pair {
-                for w in b.producer.saturation() {
-                    warnings.push(format!("side B, pair {}: {w}", i + 1));
-                }
-            }
-            match PairPhase::of(pair, m) {
+        for (i, rep) in reps.into_iter().enumerate() {
+            match rep {
                 Ok(p) => phases.push(p),
                 Err(why) => warnings.push(format!("pair {} left out: {why}", i + 1)),
             }
@@ -233,7 +232,7 @@ impl PairResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cost::{PhaseCost, Role, ServiceCost};
+    use crate::cost::{Role, ServiceCost};
 
     fn pair() -> Pair {
         Pair {
@@ -255,25 +254,9 @@ mod tests {
         }
     }
 
-    /// A repetition: each side sent `sent` records of 1000 bytes at once, p99s as given.
-    fn rep(cpu_a: f64, cpu_b: f64, sent: u64, p99: (f64, f64)) -> Measurement {
-        let mut a = crate::report::tests::sample()[0].measurement.clone();
-        a.producer.sent = sent;
-        // Throttled, at its target.
-        a.producer.target_rec_s = a.producer.rate_rec_s;
-        let mut b = a.clone();
-        let latency = |p99_ms| crate::model::LatencySummary {
-            avg_lat_ms: 1.0,
-            max_lat_ms: 9.0,
-            p50_ms: 1.0,
-            p95_ms: 2.0,
-            p99_ms,
-            p999_ms: 5.0,
-            p9999_ms: 6.0,
-        };
-        a.producer.intended = Some(latency(p99.0));
-        b.producer.intended = Some(latency(p99.1));
-        a.cost = vec![PhaseCost {
+    /// A repetition's phase: each side sent `sent` records of 1000 bytes at once.
+    fn cost(cpu_a: f64, cpu_b: f64, sent: u64) -> Vec<PhaseCost> {
+        vec![PhaseCost {
             phase: PRODUCE_AND_CONSUME.into(),
             records: 2 * sent,
             record_bytes: 2 * sent * 1000,
@@ -284,45 +267,46 @@ mod tests {
                 service("proxy-b", cpu_b),
             ],
             host_steal_percent: None,
-        }];
-        a.pair = Some(Box::new(b));
-        a
+        }]
+    }
+
+    fn side(sent: u64, p99_ms: f64) -> Side {
+        Side {
+            sent,
+            rate_rec_s: 1000.0,
+            p99_ms,
+        }
     }
 
     #[test]
     fn a_pair_is_each_sides_cpu_per_mb_and_their_ratio() {
         // 10^4 records of 1000 bytes each way: 20 MB of traffic per side.
-        let p = PairPhase::of(&pair(), &rep(2.0, 2.5, 10_000, (4.0, 6.0))).unwrap();
+        let (a, b) = (side(10_000, 4.0), side(10_000, 6.0));
+        let p = PairPhase::of(&pair(), &cost(2.0, 2.5, 10_000), a, b).unwrap();
         assert!((p.mc_per_mb_s_a - 100.0).abs() < 1e-9, "{p:?}");
         assert!((p.mc_per_mb_s_b - 125.0).abs() < 1e-9, "{p:?}");
         assert!((p.cpu_ratio - 1.25).abs() < 1e-12);
         assert_eq!((p.p99_a_ms, p.p99_b_ms), (4.0, 6.0));
+        let mut uncosted = cost(2.0, 2.0, 10_000);
+        uncosted[0].services.retain(|s| s.service != "proxy-b");
+        let err = PairPhase::of(&pair(), &uncosted, a, b).unwrap_err();
+        assert_eq!(err, "service proxy-b was not costed");
+        let err = PairPhase::of(&pair(), &[], a, b).unwrap_err();
+        assert_eq!(err, "no cost of the produce-and-consume phase");
     }
 
     #[test]
     fn a_repetition_that_cannot_be_compared_is_named_and_left_out() {
-        let mut unpaired = rep(2.0, 2.0, 10_000, (4.0, 4.0));
-        unpaired.pair = None;
-        let mut uncosted = rep(2.0, 2.0, 10_000, (4.0, 4.0));
-        uncosted.cost[0].services.retain(|s| s.service != "proxy-b");
-        let mut short = rep(2.0, 2.2, 10_000, (4.0, 4.0));
-        let b = short.pair.as_mut().unwrap();
-        b.producer.rate_rec_s = b.producer.target_rec_s / 2.0;
-        let reps = [rep(2.0, 2.2, 10_000, (4.0, 4.0)), unpaired, uncosted, short];
-        let (result, warnings) = PairResult::of(&pair(), &reps);
-        assert_eq!(result.phases.len(), 2);
-        assert_eq!(warnings.len(), 3, "{warnings:?}");
-        assert_eq!(warnings[0], "pair 2 left out: side B has no measurement");
-        assert_eq!(
-            warnings[1],
-            "pair 3 left out: service proxy-b was not costed"
+        let one = PairPhase::of(
+            &pair(),
+            &cost(2.0, 2.2, 10_000),
+            side(10_000, 4.0),
+            side(10_000, 4.0),
         );
-        // Still compared, but said: its side B did not carry the rate.
-        assert!(
-            warnings[2].starts_with("side B, pair 4: producer reached 24336 rec/s, 50%"),
-            "{warnings:?}"
-        );
-        let result = PairResult::of(&pair(), &reps[..3]).0;
+        let reps = vec![one, Err("side B has no measurement".to_string())];
+        let (result, warnings) = PairResult::of(&pair(), reps);
+        assert_eq!(result.phases.len(), 1);
+        assert_eq!(warnings, ["pair 2 left out: side B has no measurement"]);
         // One pair: its ratio, no interval and no verdict.
         let cpu = result.cpu.unwrap();
         assert!((cpu.ratio - 1.1).abs() < 1e-9);

@@ -295,7 +295,7 @@ pub const ADDED_LATENCY_COLUMNS: [&str; 9] = [
 /// One repetition of a paired scenario as it is measured: each side's CPU per MB/s and intended
 /// p99, and B over A (or why the pair cannot be compared).
 pub fn measured_pair(pair: &crate::pair::Pair, m: &Measurement) -> String {
-    match crate::pair::PairPhase::of(pair, m) {
+    match m.pair_phase(pair) {
         Ok(p) => format!(
             "    pair: A {:.3} mc per MB/s, p99 {:.2} ms; B {:.3} mc per MB/s, p99 {:.2} ms; \
              B/A {:.4}",

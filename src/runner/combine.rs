@@ -46,7 +46,15 @@ pub(super) fn combine(
     let mut warnings = measurement.producer.saturation();
     warnings.extend(resources::load_generator_saturation(&resources, cpus));
     let pair = sc.pair.as_ref().map(|p| {
-        let (result, left_out) = crate::pair::PairResult::of(p, &measurements);
+        // Side A's rate is the scenario's own rows', checked above; side B's is each pair's.
+        for (i, m) in measurements.iter().enumerate() {
+            let short = m.pair.as_deref().map(|b| b.producer.saturation());
+            for w in short.unwrap_or_default() {
+                warnings.push(format!("side B, pair {}: {w}", i + 1));
+            }
+        }
+        let phases = measurements.iter().map(|m| m.pair_phase(p)).collect();
+        let (result, left_out) = crate::pair::PairResult::of(p, phases);
         warnings.extend(left_out);
         result
     });
