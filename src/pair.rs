@@ -86,13 +86,12 @@ impl PairPhase {
                 .sum()
         };
         let (cpu_a_s, cpu_b_s) = (cpu(&pair.a)?, cpu(&pair.b)?);
-        let size = if phase.records == 0 {
-            0.0
-        } else {
-            phase.record_bytes as f64 / phase.records as f64
+        // Each side's share of the phase's traffic (counted as the sizing guide counts it, by
+        // the phase) is its share of the phase's records.
+        let mc = |cpu_s: f64, records: u64| {
+            let share = records as f64 / phase.records.max(1) as f64;
+            cpu_s * 1000.0 / (phase.traffic_bytes() as f64 * share / 1e6)
         };
-        // Produced and consumed at once: each side's records crossed its path twice.
-        let mc = |cpu_s: f64, records: u64| cpu_s * 1000.0 / (2.0 * records as f64 * size / 1e6);
         let (mc_a, mc_b) = (mc(cpu_a_s, a.sent), mc(cpu_b_s, b.sent));
         if !(mc_a > 0.0 && mc_b.is_finite() && mc_b > 0.0) {
             return Err(format!(
