@@ -92,12 +92,14 @@ async fn a_paired_scenario_measures_both_sides_in_one_phase_pair_by_pair() {
     let phases = result["pair"]["phases"].as_array().unwrap();
     assert_eq!(phases.len(), 2, "{}", result["pair"]);
     for (rep, phase) in reps.iter().zip(phases) {
-        // Each side moved its own records through its own proxy, at the rate.
+        // Each side moved its own records through its own proxy, held to the rate (never above
+        // it; the lower bound is loose because a stall near a phase's end on a busy host lowers
+        // the rate of a two-second phase without anything being wrong).
         for side in [&rep["producer"], &rep["pair"]["producer"]] {
             assert_eq!(side["sent"], RECORDS, "{side}");
             let rate = side["rate_rec_s"].as_f64().unwrap();
             assert!(
-                rate > 0.8 * RATE as f64 && rate < 1.2 * RATE as f64,
+                rate > 0.5 * RATE as f64 && rate < 1.05 * RATE as f64,
                 "{side}"
             );
         }
