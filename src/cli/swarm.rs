@@ -28,7 +28,8 @@ pub enum SwarmCommand {
         /// Also start a registry on the swarm's bridge (Debian's docker-registry), which every
         /// node trusts over plain HTTP, and print its REGISTRY; no image is copied (a run with
         /// that REGISTRY pushes and pulls its own)
-        #[arg(long)]
+        // Not `--registry`: that is the REGISTRY setting's flag, which every command takes.
+        #[arg(long = "with-registry")]
         registry: bool,
     },
     /// Remove the local swarm: its daemons and everything they ran, its namespaces, bridge and

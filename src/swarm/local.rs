@@ -38,7 +38,7 @@ const DAEMON_START: Duration = Duration::from_secs(60);
 const JOINED_WITHIN: Duration = Duration::from_secs(60);
 /// How long a daemon may take to stop (its containers get their own stop timeout of 10 s).
 const DAEMON_STOP: Duration = Duration::from_secs(30);
-/// The port of the registry `--registry` starts on the bridge.
+/// The port of the registry `--with-registry` starts on the bridge.
 const REGISTRY_PORT: u16 = 5000;
 /// How long that registry may take to answer the manager.
 const REGISTRY_START: Duration = Duration::from_secs(20);
@@ -104,7 +104,7 @@ pub fn manager_host() -> String {
     Node(1).host()
 }
 
-/// The registry a local swarm made with `--registry` serves, as `REGISTRY` names it: on the
+/// The registry a local swarm made with `--with-registry` serves, as `REGISTRY` names it: on the
 /// bridge, where every node reaches it.
 pub fn registry_address() -> String {
     format!("{UNDERLAY}.1:{REGISTRY_PORT}")
@@ -339,7 +339,7 @@ fn start_daemon(node: Node) -> Result<()> {
         .arg(node.pid_file())
         .arg("--host")
         .arg(node.host())
-        // A registry on the bridge (`--registry`'s) speaks plain HTTP: the nodes trust the
+        // A registry on the bridge (`--with-registry`'s) speaks plain HTTP: the nodes trust the
         // underlay as the private network it is.
         .arg("--insecure-registry")
         .arg(format!("{UNDERLAY}.0/24"))

@@ -1,7 +1,7 @@
 //! `perf-tests swarm local` and `down` for real: three Docker daemons in network namespaces of
 //! this machine made into a swarm, labelled by role, the images copied onto each with no
-//! registry or carried through the registry `--registry` serves, traffic between two nodes over
-//! an overlay network, runs across the nodes, every refusal, Ctrl-C while the swarm is being
+//! registry or carried through the registry `--with-registry` serves, traffic between two nodes
+//! over an overlay network, runs across the nodes, every refusal, Ctrl-C while the swarm is being
 //! made, and nothing of it left afterwards.
 
 use crate::common;
@@ -119,6 +119,15 @@ async fn a_local_swarm_of_three_nodes_carries_traffic_between_nodes_and_goes_awa
         text(&out.stderr).contains("--nodes 2"),
         "{}",
         text(&out.stderr)
+    );
+    // Copying images and serving them from a registry exclude each other; the registry flag is
+    // the subcommand's own, not the REGISTRY setting's `--registry`.
+    let out = swarm(&["local", "--with-registry", "--image", image]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("--with-registry") && said.contains("--image"),
+        "{said}"
     );
     let out = swarm(&["local", "--image", "perf-tests/no-such-image:1"]);
     assert_eq!(out.status.code(), Some(1));
@@ -549,7 +558,7 @@ async fn a_run_carries_its_images_to_the_nodes_through_a_registry_pushed_once_pu
     let (_locks, _host) = no_swarm_yet().await;
     let results = tempfile::tempdir().unwrap();
 
-    let out = swarm(&["local", "--nodes", "3", "--registry"]);
+    let out = swarm(&["local", "--nodes", "3", "--with-registry"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let registry = local::registry_address();
