@@ -6,10 +6,12 @@
 //! other differ by that much with nothing changed; in the ratio of two sides measured together
 //! the host's speed cancels.
 //!
-//! Each repetition brings both sides up fresh: one pair of JVMs, one observation. Two JVMs
-//! started alike keep an offset of a few percent for as long as they run (each compiles its own
-//! code), which more phases of one pair would not average out, so the verdict is over
-//! repetitions.
+//! Each bring-up of both sides is one pair of JVMs and one observation: the geometric mean of
+//! B/A over its measured phases (`PAIR_PHASES`, one after the other after one warm-up). More
+//! phases of one pair average out the phase-to-phase noise of both JVMs (JIT, GC, the
+//! neighbours' bursts), not the offset two JVMs started alike keep for as long as they run (each
+//! compiles its own code), so the verdict is over pairs; the spread within pairs is reported
+//! beside it, to show which of the two dominates.
 
 use serde::{Deserialize, Serialize};
 
@@ -34,9 +36,13 @@ impl Pair {
     }
 }
 
-/// One repetition's pair of sides, over its one measured phase.
+/// A pair of sides over one measured phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairPhase {
+    /// The pair (bring-up) it was measured in, from 1; 0 in results written before a pair could
+    /// have several phases (each phase its own pair).
+    #[serde(default)]
+    pub pair: usize,
     /// Each side's services' CPU seconds.
     pub cpu_a_s: f64,
     pub cpu_b_s: f64,
@@ -101,6 +107,7 @@ impl PairPhase {
             ));
         }
         Ok(PairPhase {
+            pair: 0,
             cpu_a_s,
             cpu_b_s,
             mc_per_mb_s_a: mc_a,
@@ -136,8 +143,9 @@ impl Verdict {
     }
 }
 
-/// B over A over every pair: the geometric mean of the pairs' ratios, with (from two pairs on)
-/// its 95% interval, the ratios' spread, the change the pairs could find and the verdict.
+/// B over A over every pair: the geometric mean of the pairs' ratios (each pair's the geometric
+/// mean of its phases'), with (from two pairs on) its 95% interval, the pairs' spread, the
+/// spread of phases within a pair, the change the pairs could find and the verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ratio {
     pub ratio: f64,
@@ -149,6 +157,10 @@ pub struct Ratio {
     /// The pairs' ratios' coefficient of variation, in percent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cv_percent: Option<f64>,
+    /// The phases' ratios' spread around their own pair's, pooled over the pairs with more than
+    /// one phase, in percent: the noise more phases per pair average out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_pair_cv_percent: Option<f64>,
     /// The smallest change of the ratio, in percent, these pairs find with 80% power (two-sided
     /// 5%) at their spread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,21 +170,34 @@ pub struct Ratio {
 }
 
 impl Ratio {
-    /// Over `ratios` (each > 0), in logarithms so that B/A and A/B are symmetric; `None`
-    /// without any.
-    pub fn of(ratios: &[f64]) -> Option<Ratio> {
-        if ratios.is_empty() {
+    /// Over `pairs`, each its phases' ratios (each > 0), in logarithms so that B/A and A/B are
+    /// symmetric; a pair without a phase is no pair; `None` without any.
+    pub fn of(pairs: &[Vec<f64>]) -> Option<Ratio> {
+        let logs: Vec<Vec<f64>> = pairs
+            .iter()
+            .filter(|p| !p.is_empty())
+            .map(|p| p.iter().map(|r| r.ln()).collect())
+            .collect();
+        if logs.is_empty() {
             return None;
         }
-        let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
-        let interval = crate::stats::Interval::of_mean(&logs);
-        let detectable = crate::stats::detectable_mean(crate::stats::std_dev(&logs), logs.len());
+        let means: Vec<f64> = logs.iter().map(|l| crate::stats::mean(l)).collect();
+        let ratios: Vec<f64> = means.iter().map(|m| m.exp()).collect();
+        let interval = crate::stats::Interval::of_mean(&means);
+        let detectable = crate::stats::detectable_mean(crate::stats::std_dev(&means), means.len());
+        // Pooled: each phase's deviation from its own pair's mean, over the degrees of freedom.
+        let (squares, freedom) = logs.iter().zip(&means).fold((0.0, 0), |(sq, df), (l, m)| {
+            let own: f64 = l.iter().map(|x| (x - m).powi(2)).sum();
+            (sq + own, df + l.len() - 1)
+        });
         Some(Ratio {
-            ratio: crate::stats::mean(&logs).exp(),
-            pairs: ratios.len(),
+            ratio: crate::stats::mean(&means).exp(),
+            pairs: means.len(),
             low: interval.map(|i| i.low.exp()),
             high: interval.map(|i| i.high.exp()),
-            cv_percent: (ratios.len() > 1).then(|| crate::stats::cv_percent(ratios)),
+            cv_percent: (ratios.len() > 1).then(|| crate::stats::cv_percent(&ratios)),
+            within_pair_cv_percent: (freedom > 0)
+                .then(|| ((squares / freedom as f64).sqrt().exp() - 1.0) * 100.0),
             detectable_percent: detectable.map(|d| (d.exp() - 1.0) * 100.0),
             verdict: interval.map(|i| {
                 if i.low > 0.0 {
@@ -187,12 +212,15 @@ impl Ratio {
     }
 }
 
-/// A paired scenario's result: its sides, every pair, and B over A of the path's CPU per MB/s
-/// and of the intended p99.
+/// A paired scenario's result: its sides, every pair's phases, and B over A of the path's CPU
+/// per MB/s and of the intended p99.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairResult {
     pub pair: Pair,
-    /// One per repetition whose phase could be compared, in the order run.
+    /// Measured phases of each pair (`PAIR_PHASES`).
+    #[serde(default = "one")]
+    pub phases_per_pair: usize,
+    /// Every phase that could be compared, in the order run, each naming its pair.
     pub phases: Vec<PairPhase>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<Ratio>,
@@ -200,29 +228,44 @@ pub struct PairResult {
     pub p99: Option<Ratio>,
 }
 
+fn one() -> usize {
+    1
+}
+
 impl PairResult {
-    /// Over each repetition's pair of a scenario with `pair`, in the order run; a repetition
-    /// that cannot be compared is left out, with a warning naming it.
-    pub fn of(pair: &Pair, reps: Vec<Result<PairPhase, String>>) -> (PairResult, Vec<String>) {
+    /// Over every measured phase of a scenario with `pair`, in the order run, `per_pair` phases
+    /// to a pair; a phase that cannot be compared is left out, with a warning naming it.
+    pub fn of(
+        pair: &Pair,
+        phases: Vec<Result<PairPhase, String>>,
+        per_pair: usize,
+    ) -> (PairResult, Vec<String>) {
+        let per_pair = per_pair.max(1);
         let mut warnings = Vec::new();
-        let mut phases = Vec::new();
-        for (i, rep) in reps.into_iter().enumerate() {
-            match rep {
-                Ok(p) => phases.push(p),
-                Err(why) => warnings.push(format!("pair {} left out: {why}", i + 1)),
+        let mut kept = Vec::new();
+        for (i, phase) in phases.into_iter().enumerate() {
+            let (n, j) = (i / per_pair + 1, i % per_pair + 1);
+            match phase {
+                Ok(p) => kept.push(PairPhase { pair: n, ..p }),
+                Err(why) if per_pair == 1 => warnings.push(format!("pair {n} left out: {why}")),
+                Err(why) => warnings.push(format!("pair {n}, phase {j} left out: {why}")),
             }
         }
-        let cpu: Vec<f64> = phases.iter().map(|p| p.cpu_ratio).collect();
-        let p99: Vec<f64> = phases
-            .iter()
-            .filter(|p| p.p99_a_ms > 0.0 && p.p99_b_ms > 0.0)
-            .map(|p| p.p99_b_ms / p.p99_a_ms)
-            .collect();
+        let pairs = kept.last().map_or(0, |p| p.pair);
+        let of_pairs = |f: &dyn Fn(&PairPhase) -> Option<f64>| -> Vec<Vec<f64>> {
+            (1..=pairs)
+                .map(|n| kept.iter().filter(|p| p.pair == n).filter_map(f).collect())
+                .collect()
+        };
+        let cpu = of_pairs(&|p| Some(p.cpu_ratio));
+        let p99 =
+            of_pairs(&|p| (p.p99_a_ms > 0.0 && p.p99_b_ms > 0.0).then(|| p.p99_b_ms / p.p99_a_ms));
         let result = PairResult {
             pair: pair.clone(),
+            phases_per_pair: per_pair,
             cpu: Ratio::of(&cpu),
             p99: Ratio::of(&p99),
-            phases,
+            phases: kept,
         };
         (result, warnings)
     }
@@ -303,7 +346,7 @@ mod tests {
             side(10_000, 4.0),
         );
         let reps = vec![one, Err("side B has no measurement".to_string())];
-        let (result, warnings) = PairResult::of(&pair(), reps);
+        let (result, warnings) = PairResult::of(&pair(), reps, 1);
         assert_eq!(result.phases.len(), 1);
         assert_eq!(warnings, ["pair 2 left out: side B has no measurement"]);
         // One pair: its ratio, no interval and no verdict.
@@ -314,23 +357,95 @@ mod tests {
 
     #[test]
     fn the_verdict_is_the_geometric_means_interval_over_pairs() {
-        let found = Ratio::of(&[1.08, 1.10, 1.12, 1.09, 1.11]).unwrap();
+        let found = Ratio::of(&singles(&[1.08, 1.10, 1.12, 1.09, 1.11])).unwrap();
         assert_eq!(found.verdict, Some(Verdict::Higher));
         assert!(
             found.low.unwrap() > 1.0 && found.high.unwrap() < 1.13,
             "{found:?}"
         );
-        let clean = Ratio::of(&[0.97, 1.03, 1.01, 0.99, 1.0]).unwrap();
+        let clean = Ratio::of(&singles(&[0.97, 1.03, 1.01, 0.99, 1.0])).unwrap();
         assert_eq!(clean.verdict, Some(Verdict::NoDifference));
         // Symmetric in B and A: the inverse ratios give the inverse mean and the other verdict.
-        let inverse =
-            Ratio::of(&[1.0 / 1.08, 1.0 / 1.10, 1.0 / 1.12, 1.0 / 1.09, 1.0 / 1.11]).unwrap();
+        let inverse = Ratio::of(&singles(&[
+            1.0 / 1.08,
+            1.0 / 1.10,
+            1.0 / 1.12,
+            1.0 / 1.09,
+            1.0 / 1.11,
+        ]))
+        .unwrap();
         assert!((inverse.ratio * found.ratio - 1.0).abs() < 1e-12);
         assert_eq!(inverse.verdict, Some(Verdict::Lower));
         // A spread of ~2% over 5 pairs finds about 3%; the same over 10 about 2%.
         let d5 = clean.detectable_percent.unwrap();
         assert!(d5 > 2.0 && d5 < 6.0, "{d5}");
         let ten: Vec<f64> = [0.97, 1.03, 1.01, 0.99, 1.0].repeat(2);
-        assert!(Ratio::of(&ten).unwrap().detectable_percent.unwrap() < d5);
+        assert!(
+            Ratio::of(&singles(&ten))
+                .unwrap()
+                .detectable_percent
+                .unwrap()
+                < d5
+        );
+        // One phase per pair: no spread within pairs.
+        assert_eq!(found.within_pair_cv_percent, None);
+    }
+
+    /// Each ratio its own pair's one phase.
+    fn singles(ratios: &[f64]) -> Vec<Vec<f64>> {
+        ratios.iter().map(|&r| vec![r]).collect()
+    }
+
+    #[test]
+    fn a_pair_of_several_phases_is_one_observation_their_geometric_mean() {
+        // Three pairs of two phases, each phase 10% above or below its pair's mean; the pairs'
+        // means 1.1, 1.2 and 1.3.
+        let pairs = vec![
+            vec![1.1 * 1.1, 1.1 / 1.1],
+            vec![1.2 * 1.1, 1.2 / 1.1],
+            vec![1.3 * 1.1, 1.3 / 1.1],
+        ];
+        let r = Ratio::of(&pairs).unwrap();
+        assert_eq!(r.pairs, 3);
+        let mean = (1.1f64 * 1.2 * 1.3).cbrt();
+        assert!((r.ratio - mean).abs() < 1e-12, "{r:?}");
+        // Each phase lies ln(1.1) from its pair's mean; two phases: one degree of freedom each.
+        let within = ((2.0 * 1.1f64.ln().powi(2)).sqrt().exp() - 1.0) * 100.0;
+        assert!(
+            (r.within_pair_cv_percent.unwrap() - within).abs() < 1e-9,
+            "{r:?}"
+        );
+        // The pairs' spread is of their means only.
+        let between = crate::stats::cv_percent(&[1.1, 1.2, 1.3]);
+        assert!((r.cv_percent.unwrap() - between).abs() < 1e-9, "{r:?}");
+
+        // Phases in the order run, two to a pair; one that cannot be compared is named by its
+        // pair and phase, and its pair is the other phase alone.
+        let phase = |a: f64, b: f64| {
+            PairPhase::of(
+                &pair(),
+                &cost(a, b, 10_000),
+                side(10_000, 4.0),
+                side(10_000, 4.0),
+            )
+        };
+        let run = vec![
+            phase(2.0, 2.2),
+            phase(2.0, 2.4),
+            Err("side B has no measurement".to_string()),
+            phase(2.0, 2.3),
+        ];
+        let (result, warnings) = PairResult::of(&pair(), run, 2);
+        assert_eq!(
+            warnings,
+            ["pair 2, phase 1 left out: side B has no measurement"]
+        );
+        assert_eq!(result.phases_per_pair, 2);
+        let owners: Vec<usize> = result.phases.iter().map(|p| p.pair).collect();
+        assert_eq!(owners, [1, 1, 2]);
+        let cpu = result.cpu.unwrap();
+        assert_eq!(cpu.pairs, 2);
+        let expected = ((1.1f64 * 1.2).sqrt() * 1.15).sqrt();
+        assert!((cpu.ratio - expected).abs() < 1e-9, "{cpu:?}");
     }
 }

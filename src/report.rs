@@ -306,7 +306,7 @@ pub fn measured_pair(pair: &crate::pair::Pair, m: &Measurement) -> String {
 }
 
 /// Columns of the paired table.
-pub const PAIR_COLUMNS: [&str; 10] = [
+pub const PAIR_COLUMNS: [&str; 11] = [
     "Name",
     "Metric",
     "A",
@@ -314,15 +314,17 @@ pub const PAIR_COLUMNS: [&str; 10] = [
     "B/A",
     "95% interval",
     "B/A ±CV%",
+    "Within-pair CV%",
     "Detectable change",
     "Verdict",
     "Pairs",
 ];
 
 /// A paired scenario's two sides measured in the same phases (`crate::pair`): each side's
-/// median, and B over A as the geometric mean over the pairs with its interval, the pairs'
-/// spread, the change they could find (80% power) and the verdict; `None` without a paired
-/// scenario.
+/// median over the phases, and B over A as the geometric mean over the pairs with its interval,
+/// the pairs' spread, the phases' spread within a pair (with `PAIR_PHASES` above 1), the change
+/// the pairs could find (80% power), the verdict and the pairs (times their phases); `None`
+/// without a paired scenario.
 pub fn pair_table(results: &[ScenarioResult]) -> Option<TableData> {
     type Side = fn(&crate::pair::PairPhase) -> f64;
     let mut rows = Vec::new();
@@ -355,7 +357,7 @@ pub fn pair_table(results: &[ScenarioResult]) -> Option<TableData> {
             };
             let mut row = vec![r.label(), metric.to_string(), median(a), median(b)];
             row.extend(match ratio {
-                None => vec!["n/a".to_string(); 5],
+                None => vec!["n/a".to_string(); 6],
                 Some(x) => vec![
                     format!("{:.4}", x.ratio),
                     match (x.low, x.high) {
@@ -363,6 +365,8 @@ pub fn pair_table(results: &[ScenarioResult]) -> Option<TableData> {
                         _ => "n/a".to_string(),
                     },
                     x.cv_percent.map_or("n/a".into(), |c| format!("{c:.1}")),
+                    x.within_pair_cv_percent
+                        .map_or("n/a".into(), |c| format!("{c:.1}")),
                     x.detectable_percent
                         .map_or("n/a".into(), |d| format!("{d:.1}%")),
                     x.verdict
@@ -370,7 +374,11 @@ pub fn pair_table(results: &[ScenarioResult]) -> Option<TableData> {
                         .to_string(),
                 ],
             });
-            row.push(ratio.map_or(0, |x| x.pairs).to_string());
+            let pairs = ratio.map_or(0, |x| x.pairs);
+            row.push(match pair.phases_per_pair {
+                1 => pairs.to_string(),
+                n => format!("{pairs} x {n} phases"),
+            });
             rows.push(row);
         }
     }

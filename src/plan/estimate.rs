@@ -61,5 +61,8 @@ fn measurement_s(settings: &Settings, planned: &PlannedScenario) -> f64 {
         Some(d) => d as f64,
         None => records / produce_rate + records / rate,
     };
-    services + warm + measured
+    // A paired bring-up's later phases each warm only their own topic.
+    let later = (planned.phases(settings) - 1) as f64
+        * (settings.warm_up_pre_test as f64 / produce_rate + measured);
+    services + warm + measured + later
 }

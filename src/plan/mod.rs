@@ -160,6 +160,17 @@ pub struct PlannedScenario {
     pub direct: String,
 }
 
+impl PlannedScenario {
+    /// Measured phases of each bring-up: `PAIR_PHASES` for a paired scenario, else one.
+    pub fn phases(&self, settings: &Settings) -> usize {
+        if self.scenario.pair.is_some() {
+            settings.pair_phases.max(1) as usize
+        } else {
+            1
+        }
+    }
+}
+
 /// An image the run needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedImage {
@@ -326,6 +337,13 @@ fn check_profiled(
 /// is costed with its warm-up).
 fn check_paired(settings: &Settings, scenarios: &[PlannedScenario]) -> Result<()> {
     let Some(paired) = scenarios.iter().find(|p| p.scenario.pair.is_some()) else {
+        if settings.pair_phases > 1 {
+            anyhow::bail!(
+                "PAIR_PHASES={}: none of the selected scenarios is paired (a scenario.yaml with \
+                 pair:), so none has phases to pair",
+                settings.pair_phases
+            );
+        }
         return Ok(());
     };
     let why = if settings.mode != crate::settings::Mode::EndToEnd {

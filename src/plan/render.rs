@@ -176,12 +176,14 @@ impl Plan {
             if let Some(pair) = &s.pair {
                 let _ = writeln!(
                     out,
-                    "    paired: side A {} at {}, side B {} at {} on {}, in the same phases",
+                    "    paired: side A {} at {}, side B {} at {} on {}, in the same phases, {} \
+                     to each bring-up (PAIR_PHASES)",
                     list(&pair.a),
                     s.bootstrap,
                     list(&pair.b),
                     pair.bootstrap,
-                    crate::pair::Pair::topic_b(&p.topic)
+                    crate::pair::Pair::topic_b(&p.topic),
+                    p.phases(settings)
                 );
             }
             if let Some(e) = &s.expect {

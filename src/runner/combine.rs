@@ -46,15 +46,22 @@ pub(super) fn combine(
     let mut warnings = measurement.producer.saturation();
     warnings.extend(resources::load_generator_saturation(&resources, cpus));
     let pair = sc.pair.as_ref().map(|p| {
-        // Side A's rate is the scenario's own rows', checked above; side B's is each pair's.
+        let per_pair = planned.phases(&cell.settings);
+        // Side A's rate is the scenario's own rows', checked above; side B's is each phase's.
         for (i, m) in measurements.iter().enumerate() {
             let short = m.pair.as_deref().map(|b| b.producer.saturation());
+            let (n, j) = (i / per_pair + 1, i % per_pair + 1);
+            let at = if per_pair > 1 {
+                format!("pair {n}, phase {j}")
+            } else {
+                format!("pair {n}")
+            };
             for w in short.unwrap_or_default() {
-                warnings.push(format!("side B, pair {}: {w}", i + 1));
+                warnings.push(format!("side B, {at}: {w}"));
             }
         }
         let phases = measurements.iter().map(|m| m.pair_phase(p)).collect();
-        let (result, left_out) = crate::pair::PairResult::of(p, phases);
+        let (result, left_out) = crate::pair::PairResult::of(p, phases, per_pair);
         warnings.extend(left_out);
         result
     });

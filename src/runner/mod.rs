@@ -253,15 +253,23 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
                 // Results are kept scenario by scenario, each scenario's combinations in order.
                 let k = i * cells.len() + c;
                 let first = reps[k].is_empty();
-                let rep = run_scenario(site, &*watcher, cell, planned, first).await?;
+                let measured = run_scenario(site, &*watcher, cell, planned, first).await?;
                 completed.measuring(None);
-                crate::progress::println(&crate::report::measured_rows(&label, &rep.measurement));
-                if let Some(pair) = &planned.scenario.pair {
-                    crate::progress::println(&crate::report::measured_pair(pair, &rep.measurement));
+                for rep in &measured {
+                    let m = &rep.measurement;
+                    crate::progress::println(&crate::report::measured_rows(&label, m));
+                    if let Some(pair) = &planned.scenario.pair {
+                        crate::progress::println(&crate::report::measured_pair(pair, m));
+                    }
                 }
                 if let Some(why) = run
                     .sweep
-                    .then(|| sweep::shortfall(&rep.measurement, cell.settings.p99_limit_ms))
+                    .then(|| {
+                        let limit = cell.settings.p99_limit_ms;
+                        measured
+                            .iter()
+                            .find_map(|r| sweep::shortfall(&r.measurement, limit))
+                    })
                     .flatten()
                 {
                     crate::progress::println(&format!(
@@ -271,8 +279,8 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
                     let max = ceiling.entry(line).or_insert(rate);
                     *max = (*max).min(rate);
                 }
-                reps[k].push(rep);
-                if reps[k].len() == repeat {
+                reps[k].extend(measured);
+                if reps[k].len() == repeat * planned.phases(&cell.settings) {
                     let all = std::mem::take(&mut reps[k]);
                     completed.push(k, combine(cell, planned, all, site.cpus()));
                 }
@@ -327,7 +335,7 @@ async fn run_scenario(
     cell: &Cell,
     planned: &PlannedScenario,
     first: bool,
-) -> Result<Repetition> {
+) -> Result<Vec<Repetition>> {
     let (settings, plan) = (&cell.settings, &cell.plan);
     let sc = &planned.scenario;
     let started = Instant::now();
@@ -391,7 +399,7 @@ async fn run_scenario(
     phases.down_s = t.elapsed().as_secs_f64();
     phases.total_s = started.elapsed().as_secs_f64();
 
-    let (measurement, used) = outcome.map_err(ctx)?;
+    let (measurements, used) = outcome.map_err(ctx)?;
     let path_check = path_check
         .transpose()
         .context("checking what the path does to records")
@@ -399,22 +407,32 @@ async fn run_scenario(
     closed.map_err(ctx)?;
     teardown.map_err(ctx)?;
     down.map_err(ctx)?;
-    report_checks(&sc.name, path_check.as_ref(), &measurement);
+    report_checks(&sc.name, path_check.as_ref(), &measurements);
     // The deployment knows every combination's images; this one used its plan's.
     let images: BTreeMap<String, String> = site
         .image_ids()
         .into_iter()
         .filter(|(image, _)| plan.images.iter().any(|i| i.image == *image))
         .collect();
-    Ok(Repetition {
-        measurement,
-        phases,
-        resources: used,
-        image_sources: site.image_sources(&images),
-        images,
-        path_check,
-        network,
-    })
+    let image_sources = site.image_sources(&images);
+    // A paired bring-up's later phases are repetitions of their own measurements; the
+    // bring-up's times, resources and checks are counted once, with the first.
+    let mut once = Some((phases, used, path_check, network));
+    Ok(measurements
+        .into_iter()
+        .map(|measurement| {
+            let (phases, resources, path_check, network) = once.take().unwrap_or_default();
+            Repetition {
+                measurement,
+                phases,
+                resources,
+                images: images.clone(),
+                image_sources: image_sources.clone(),
+                path_check,
+                network,
+            }
+        })
+        .collect())
 }
 
 /// The network's ceiling on each hop of `planned`'s path, once its services are up and before
@@ -500,7 +518,7 @@ async fn path_check(
 }
 
 /// Prints what the path check found and any disagreement of the record counters.
-fn report_checks(scenario: &str, path_check: Option<&PathCheck>, measurement: &Measurement) {
+fn report_checks(scenario: &str, path_check: Option<&PathCheck>, measurements: &[Measurement]) {
     if let Some(check) = path_check {
         let verdict = if check.holds() { "holds" } else { "FAILED" };
         crate::progress::println(&format!(
@@ -513,7 +531,7 @@ fn report_checks(scenario: &str, path_check: Option<&PathCheck>, measurement: &M
                 .unwrap_or_default()
         ));
     }
-    if let Some(problem) = measurement.integrity.problem() {
+    for problem in measurements.iter().filter_map(|m| m.integrity.problem()) {
         crate::progress::println(&format!(
             "warning: {scenario}: record counts disagree: {problem}"
         ));
@@ -573,8 +591,23 @@ async fn ready_and_warm(
     Ok(steps)
 }
 
+/// Side A's spec of a paired bring-up's `phase`th measured phase (from 1): the first is `spec`;
+/// a later one has its own topic (`<topic>-<phase>`) and warms only that topic, with `spec`'s
+/// warm-up records, the JVMs being warm from the first.
+fn paired_phase(spec: &MeasureSpec, phase: u32) -> MeasureSpec {
+    if phase <= 1 {
+        return spec.clone();
+    }
+    MeasureSpec {
+        topic: format!("{}-{phase}", spec.topic),
+        warm_up_for: Duration::ZERO,
+        warm_up_jit: None,
+        ..spec.clone()
+    }
+}
+
 /// A scenario whose services are up: readiness and its own broker's warm-up, setup, then the
-/// measurement with its resources sampled.
+/// measurement with its resources sampled (each measured phase's, for a paired scenario).
 async fn measure_scenario(
     site: &impl Site,
     watcher: &dyn Watcher,
@@ -582,7 +615,7 @@ async fn measure_scenario(
     planned: &PlannedScenario,
     session: &dyn Session,
     phases: &mut PhaseTimes,
-) -> Result<(Measurement, Vec<ServiceResources>)> {
+) -> Result<(Vec<Measurement>, Vec<ServiceResources>)> {
     let (settings, run_wide) = (&cell.settings, &cell.plan.run_wide);
     let sc = &planned.scenario;
     let warm = if sc.own_broker {
@@ -652,32 +685,45 @@ async fn measure_scenario(
         compiling: RefCell::new(std::collections::VecDeque::new()),
         stage: RefCell::new(PhaseMarks::WARM_UP.to_string()),
     };
+    // Each measured phase with the costs read at its edges.
     let measure = async {
-        match &sc.pair {
-            None => flow::measure_marked(session, &spec, &marks).await,
-            Some(pair) => {
-                let b = MeasureSpec {
-                    bootstrap: pair.bootstrap.clone(),
-                    topic: crate::pair::Pair::topic_b(&planned.topic),
-                    ..spec.clone()
-                };
-                flow::measure_pair(session, &spec, &b, &marks).await
+        let Some(pair) = &sc.pair else {
+            let m = flow::measure_marked(session, &spec, &marks).await?;
+            return Ok(vec![(m, marks.phases.take())]);
+        };
+        let count = settings.pair_phases.max(1);
+        let mut measured = Vec::new();
+        for i in 1..=count {
+            let a = paired_phase(&spec, i);
+            let b = MeasureSpec {
+                bootstrap: pair.bootstrap.clone(),
+                topic: crate::pair::Pair::topic_b(&a.topic),
+                ..a.clone()
+            };
+            if count > 1 {
+                crate::progress::detail(&format!("paired phase {i} of {count}"));
             }
+            let m = flow::measure_pair(session, &a, &b, &marks).await?;
+            measured.push((m, marks.phases.take()));
         }
+        Ok(measured)
     };
     let stage = || marks.stage.borrow().clone();
-    let measured = guarded_where(watcher, &stage, &workload, measure).await;
-    let costs = marks.phases.take();
+    let measured: Result<Vec<_>> = guarded_where(watcher, &stage, &workload, measure).await;
     // Only a run bounded by time keeps each sample's memory: a soak's growth over time.
     let used = sampler.finish(settings.duration.is_some()).await;
     phases.workload_s = t.elapsed().as_secs_f64();
-    let mut measurement = measured?;
+    let mut measurements: Vec<Measurement> = measured?
+        .into_iter()
+        .map(|(m, cost)| Measurement { cost, ..m })
+        .collect();
+    // The bring-up's own figures go with its first phase.
+    let first = &mut measurements[0];
     if let Some(p) = profiler {
-        measurement.profiles = p.finish().context("profiling the measured phases")?;
+        first.profiles = p.finish().context("profiling the measured phases")?;
     }
-    measurement.cost = costs;
-    measurement.steps_s.extend(before);
-    Ok((measurement, used))
+    first.steps_s.extend(before);
+    Ok((measurements, used))
 }
 
 #[cfg(test)]

@@ -31,6 +31,14 @@ pub const WARM_UP_JIT_LIMIT_SECONDS: u64 = 600;
 pub const WARM_UP_JIT_WINDOW_SECONDS: u64 = 10;
 /// Largest `REPEAT` accepted.
 pub const MAX_REPEAT: u32 = 1000;
+
+/// The most measured phases a paired bring-up may have (`PAIR_PHASES`).
+pub const MAX_PAIR_PHASES: u32 = 100;
+
+/// Results written before `PAIR_PHASES` existed measured one phase per bring-up.
+fn one() -> u32 {
+    1
+}
 /// Largest `PARTITIONS` accepted.
 pub const MAX_PARTITIONS: u32 = 10_000;
 /// Largest `TOPICS` accepted: each is created, produced to and deleted on its own.
@@ -184,6 +192,10 @@ pub struct Settings {
     pub pair_b_kroxylicious_image: String,
     /// Side B's proxy JVM options in a paired scenario.
     pub pair_b_java_options: String,
+    /// Measured phases of each bring-up of a paired scenario's sides (the first after the
+    /// warm-up, the others right after it).
+    #[serde(default = "one")]
+    pub pair_phases: u32,
     /// What produces and consumes the measured records: a name `crate::driver` registers.
     pub driver: String,
     /// Whether the producer and the consumer run one after the other or at once.
@@ -282,6 +294,7 @@ impl Settings {
             kms_image: String::new(),
             pair_b_kroxylicious_image: String::new(),
             pair_b_java_options: String::new(),
+            pair_phases: 1,
             vault_image: String::new(),
             driver: String::new(),
             mode: Mode::default(),

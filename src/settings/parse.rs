@@ -186,9 +186,14 @@ pub fn parse_clients(var: &str, s: &str) -> Result<u32> {
 
 /// Parses `REPEAT`: a count from 1 to [`MAX_REPEAT`].
 pub fn parse_repeat(s: &str) -> Result<u32> {
-    let n = parse_count("REPEAT", s, false)?;
-    if n > MAX_REPEAT as u64 {
-        bail!("REPEAT={s:?}: too large (the limit is {MAX_REPEAT})");
+    parse_bounded("REPEAT", s, MAX_REPEAT)
+}
+
+/// Parses `var`'s count of at least 1 and at most `max`.
+pub fn parse_bounded(var: &str, s: &str, max: u32) -> Result<u32> {
+    let n = parse_count(var, s, false)?;
+    if n > max as u64 {
+        bail!("{var}={s:?}: too large (the limit is {max})");
     }
     Ok(n as u32)
 }
@@ -461,6 +466,11 @@ mod tests {
             let err = parse_repeat(bad).unwrap_err().to_string();
             assert!(err.contains("REPEAT"), "{bad}: {err}");
         }
+        let err = parse_bounded("PAIR_PHASES", "101", 100).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "PAIR_PHASES=\"101\": too large (the limit is 100)"
+        );
     }
 
     #[test]

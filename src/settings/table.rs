@@ -230,6 +230,21 @@ pub static SETTINGS: &[Setting] = &[
         get: |s| s.pair_b_java_options.clone(),
     },
     Setting {
+        var: "PAIR_PHASES",
+        help: "Measured phases of each bring-up of a paired scenario's sides, one after the \
+               other after one warm-up; the pair's B/A is their geometric mean",
+        default: "1",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: false,
+        field: "pair_phases",
+        put: |s, var, v| {
+            s.pair_phases = parse_bounded(var, v, crate::settings::MAX_PAIR_PHASES)?;
+            Ok(())
+        },
+        get: |s| s.pair_phases.to_string(),
+    },
+    Setting {
         var: "NUM_RECORDS",
         help: "Records produced and consumed per scenario (10000000, 1_000_000 and 1e6 forms)",
         default: "10000000",

@@ -1,7 +1,7 @@
 //! Paired scenarios in the runner (`scenarios/kroxylicious-paired`): two Kroxylicious proxies in
 //! front of the one broker, each side with its own producer and end-to-end consumer at
-//! `THROUGHPUT`, measured in the same phase; each repetition a fresh pair, B over A compared
-//! pair by pair. On the real engine with small counts.
+//! `THROUGHPUT`, measured in the same phases; each repetition a fresh pair measured in
+//! `PAIR_PHASES` phases, B over A compared pair by pair. On the real engine with small counts.
 
 use crate::common;
 use common::{engine_lock, leftovers, only_run, perf_tests_run};
@@ -57,30 +57,55 @@ fn a_paired_scenario_refuses_settings_that_cannot_pair_its_sides() {
             "{env:?}: {stderr}"
         );
     }
+    // Phases to pair only where a scenario is paired; a count of at least one.
+    for (env, message) in [
+        (
+            &[
+                ("PAIR_PHASES", "2"),
+                ("SCENARIOS", "scenarios/kroxylicious"),
+            ][..],
+            "PAIR_PHASES=2: none of the selected scenarios is paired",
+        ),
+        (&[("PAIR_PHASES", "0")], "PAIR_PHASES=\"0\""),
+        (&[("PAIR_PHASES", "101")], "PAIR_PHASES=\"101\": too large"),
+    ] {
+        let out = paired(results.path(), env);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{env:?}: {stderr}");
+        assert!(stderr.contains(message), "{env:?}: {stderr}");
+    }
     assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0);
 }
 
-/// Side B applies the transform pair twice: both sides' proxies costed over the one phase, each
-/// side's own records and rate, B over A per pair and over the pairs with an interval, in the
-/// tables and the results; side B's JVM options reach its JVM (one it refuses stops the run,
-/// naming the service); nothing left on the engine either way.
+/// Side B applies the transform pair twice, two pairs of two phases each: both sides' proxies
+/// costed over each phase, each side's own records and rate, B over A per phase, per pair (its
+/// phases' geometric mean) and over the pairs with an interval, in the tables and the results;
+/// side B's JVM options reach its JVM (one it refuses stops the run, naming the service);
+/// nothing left on the engine either way.
 #[tokio::test]
 async fn a_paired_scenario_measures_both_sides_in_one_phase_pair_by_pair() {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
-    let out = paired(results.path(), &[("TEST", "02.*"), ("REPEAT", "2")]);
+    let env = [("TEST", "02.*"), ("REPEAT", "2"), ("PAIR_PHASES", "2")];
+    let out = paired(results.path(), &env);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     let run_id = common::run_id(&stderr);
     assert_eq!(leftovers(&run_id).await, (0, 0));
-    // Each pair is shown as it is measured.
+    // Each phase is shown as it is measured; each bring-up has its two.
     let shown = stderr
         .lines()
         .filter(|l| l.starts_with("    pair: A "))
         .count();
-    assert_eq!(shown, 2, "{stderr}");
-    for row in ["Paired Sides", "Path mc per MB/s", "Intended P99 ms"] {
+    assert_eq!(shown, 4, "{stderr}");
+    assert_eq!(stderr.matches("paired phase 2 of 2").count(), 2, "{stderr}");
+    for row in [
+        "Paired Sides",
+        "Path mc per MB/s",
+        "Intended P99 ms",
+        "2 x 2 phases",
+    ] {
         assert!(stdout.contains(row), "{row}: {stdout}");
     }
 
@@ -88,9 +113,22 @@ async fn a_paired_scenario_measures_both_sides_in_one_phase_pair_by_pair() {
     let json = std::fs::read(run.join("02-transform-filter-twice.json")).unwrap();
     let result: Value = serde_json::from_slice(&json).unwrap();
     let reps = result["repetitions"].as_array().unwrap();
-    assert_eq!(reps.len(), 2);
+    assert_eq!(reps.len(), 4);
+    assert_eq!(result["pair"]["phases_per_pair"], 2);
     let phases = result["pair"]["phases"].as_array().unwrap();
-    assert_eq!(phases.len(), 2, "{}", result["pair"]);
+    assert_eq!(phases.len(), 4, "{}", result["pair"]);
+    let owners: Vec<u64> = phases.iter().map(|p| p["pair"].as_u64().unwrap()).collect();
+    assert_eq!(owners, [1, 1, 2, 2]);
+    // A later phase warms only its own topic: the first phase of each bring-up has the timed
+    // warm-up's step, both have a measured phase of their own.
+    for (i, rep) in reps.iter().enumerate() {
+        let steps = &rep["steps_s"];
+        assert!(
+            steps["produce_and_consume"].as_f64().unwrap() > 0.0,
+            "{steps}"
+        );
+        assert_eq!(steps["ready"].is_number(), i % 2 == 0, "phase {i}: {steps}");
+    }
     for (rep, phase) in reps.iter().zip(phases) {
         // Each side moved its own records through its own proxy, held to the rate (never above
         // it; the lower bound is loose because a stall near a phase's end on a busy host lowers
@@ -133,14 +171,24 @@ async fn a_paired_scenario_measures_both_sides_in_one_phase_pair_by_pair() {
         assert!((get("cpu_ratio") - ratio).abs() < 1e-9 * ratio, "{phase}");
         assert!(get("p99_a_ms") > 0.0 && get("p99_b_ms") > 0.0, "{phase}");
     }
-    // Over the two pairs: the geometric mean of their ratios, inside its interval.
+    // Each pair is the geometric mean of its two phases; over the two pairs, the geometric mean
+    // of theirs, inside its interval; the phases' spread within their pairs beside it.
     let cpu = &result["pair"]["cpu"];
     assert_eq!(cpu["pairs"], 2, "{cpu}");
-    let ratios: Vec<f64> = phases
+    let logs: Vec<f64> = phases
         .iter()
-        .map(|p| p["cpu_ratio"].as_f64().unwrap())
+        .map(|p| p["cpu_ratio"].as_f64().unwrap().ln())
         .collect();
-    let mean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / 2.0).exp();
+    let pairs = [(logs[0] + logs[1]) / 2.0, (logs[2] + logs[3]) / 2.0];
+    let mean = ((pairs[0] + pairs[1]) / 2.0).exp();
+    let within = ((logs[0] - pairs[0]).powi(2)
+        + (logs[1] - pairs[0]).powi(2)
+        + (logs[2] - pairs[1]).powi(2)
+        + (logs[3] - pairs[1]).powi(2))
+        / 2.0;
+    let within = (within.sqrt().exp() - 1.0) * 100.0;
+    let got = cpu["within_pair_cv_percent"].as_f64().unwrap();
+    assert!((got - within).abs() < 1e-9 * within.max(1.0), "{cpu}");
     let (low, high) = (cpu["low"].as_f64().unwrap(), cpu["high"].as_f64().unwrap());
     assert!(
         (cpu["ratio"].as_f64().unwrap() - mean).abs() < 1e-9 * mean,
