@@ -56,10 +56,19 @@ impl RunPlan {
             );
         }
         let minutes = self.estimate_s() / 60.0;
+        let phases = first
+            .plan
+            .scenarios
+            .iter()
+            .map(|p| p.phases(&first.settings));
+        let paired_phases = match phases.max() {
+            Some(n) if n > 1 => format!(", each paired one's in PAIR_PHASES={n} phases"),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
             "Estimated run time: about {} ({} measurements: {} scenarios x {} combinations x \
-             REPEAT={}; assuming {} rec/s and {} MiB/s each way, {} s to start and stop a \
+             REPEAT={}{}; assuming {} rec/s and {} MiB/s each way, {} s to start and stop a \
              scenario's services, image builds not included; a previous run's tables show this \
              machine's rates)",
             if minutes < 1.5 {
@@ -71,6 +80,7 @@ impl RunPlan {
             first.plan.scenarios.len(),
             self.cells.len(),
             first.settings.repeat,
+            paired_phases,
             ASSUMED_REC_S,
             ASSUMED_MIB_S,
             ASSUMED_SERVICES_S

@@ -77,6 +77,50 @@ fn a_paired_scenario_refuses_settings_that_cannot_pair_its_sides() {
     assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0);
 }
 
+/// The dry run shows each bring-up's phases and counts them in its estimate.
+#[test]
+fn a_paired_dry_run_shows_its_phases_and_counts_them_in_the_estimate() {
+    let results = tempfile::tempdir().unwrap();
+    let plan = |phases: &str| {
+        let out = perf_tests_run(results.path())
+            .arg("--dry-run")
+            .env("SCENARIOS", "scenarios/kroxylicious-paired")
+            .env("MODE", "end-to-end")
+            .env("THROUGHPUT", "15000")
+            .env("NUM_RECORDS", "3e5")
+            .env("PAIR_PHASES", phases)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{stdout}");
+        stdout
+    };
+    let minutes = |plan: &str| -> f64 {
+        let line = plan.lines().find(|l| l.starts_with("Estimated")).unwrap();
+        let about = line.split("about ").nth(1).unwrap();
+        about.split(' ').next().unwrap().parse().unwrap()
+    };
+    let (one, four) = (plan("1"), plan("4"));
+    assert!(
+        one.contains("in the same phases, 1 to each bring-up"),
+        "{one}"
+    );
+    assert!(!one.contains("each paired one's"), "{one}");
+    assert!(
+        four.contains("in the same phases, 4 to each bring-up"),
+        "{four}"
+    );
+    assert!(
+        four.contains("REPEAT=1, each paired one's in PAIR_PHASES=4 phases;"),
+        "{four}"
+    );
+    // Three more phases of 20 s for each of the two scenarios: over two minutes more (both
+    // estimates are in minutes, rounded).
+    assert!(four.contains(" min ("), "{four}");
+    assert!(minutes(&four) > minutes(&one) + 1.0, "{one}\n{four}");
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0);
+}
+
 /// Side B applies the transform pair twice, two pairs of two phases each: both sides' proxies
 /// costed over each phase, each side's own records and rate, B over A per phase, per pair (its
 /// phases' geometric mean) and over the pairs with an interval, in the tables and the results;
