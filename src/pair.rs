@@ -232,6 +232,18 @@ fn one() -> usize {
     1
 }
 
+/// How warnings name the `index`th phase run (from 0) with `per_pair` phases to a pair:
+/// `pair n`, or `pair n, phase j` when pairs have several phases.
+pub fn phase_label(index: usize, per_pair: usize) -> String {
+    let per_pair = per_pair.max(1);
+    let (n, j) = (index / per_pair + 1, index % per_pair + 1);
+    if per_pair > 1 {
+        format!("pair {n}, phase {j}")
+    } else {
+        format!("pair {n}")
+    }
+}
+
 impl PairResult {
     /// Over every measured phase of a scenario with `pair`, in the order run, `per_pair` phases
     /// to a pair; a phase that cannot be compared is left out, with a warning naming it.
@@ -244,11 +256,12 @@ impl PairResult {
         let mut warnings = Vec::new();
         let mut kept = Vec::new();
         for (i, phase) in phases.into_iter().enumerate() {
-            let (n, j) = (i / per_pair + 1, i % per_pair + 1);
             match phase {
-                Ok(p) => kept.push(PairPhase { pair: n, ..p }),
-                Err(why) if per_pair == 1 => warnings.push(format!("pair {n} left out: {why}")),
-                Err(why) => warnings.push(format!("pair {n}, phase {j} left out: {why}")),
+                Ok(p) => kept.push(PairPhase {
+                    pair: i / per_pair + 1,
+                    ..p
+                }),
+                Err(why) => warnings.push(format!("{} left out: {why}", phase_label(i, per_pair))),
             }
         }
         let pairs = kept.last().map_or(0, |p| p.pair);

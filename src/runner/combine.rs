@@ -50,13 +50,8 @@ pub(super) fn combine(
         // Side A's rate is the scenario's own rows', checked above; side B's is each phase's.
         for (i, m) in measurements.iter().enumerate() {
             let short = m.pair.as_deref().map(|b| b.producer.saturation());
-            let (n, j) = (i / per_pair + 1, i % per_pair + 1);
-            let at = if per_pair > 1 {
-                format!("pair {n}, phase {j}")
-            } else {
-                format!("pair {n}")
-            };
             for w in short.unwrap_or_default() {
+                let at = crate::pair::phase_label(i, per_pair);
                 warnings.push(format!("side B, {at}: {w}"));
             }
         }

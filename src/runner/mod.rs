@@ -594,7 +594,7 @@ async fn ready_and_warm(
 /// Side A's spec of a paired bring-up's `phase`th measured phase (from 1): the first is `spec`;
 /// a later one has its own topic (`<topic>-<phase>`) and warms only that topic, with `spec`'s
 /// warm-up records, the JVMs being warm from the first.
-fn paired_phase(spec: &MeasureSpec, phase: u32) -> MeasureSpec {
+fn paired_phase(spec: &MeasureSpec, phase: usize) -> MeasureSpec {
     if phase <= 1 {
         return spec.clone();
     }
@@ -691,7 +691,7 @@ async fn measure_scenario(
             let m = flow::measure_marked(session, &spec, &marks).await?;
             return Ok(vec![(m, marks.phases.take())]);
         };
-        let count = settings.pair_phases.max(1);
+        let count = planned.phases(settings);
         let mut measured = Vec::new();
         for i in 1..=count {
             let a = paired_phase(&spec, i);
