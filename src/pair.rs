@@ -232,11 +232,16 @@ fn one() -> usize {
     1
 }
 
+/// The pair (from 1) and its phase (from 1) of the `index`th phase run (from 0).
+fn position(index: usize, per_pair: usize) -> (usize, usize) {
+    let per_pair = per_pair.max(1);
+    (index / per_pair + 1, index % per_pair + 1)
+}
+
 /// How warnings name the `index`th phase run (from 0) with `per_pair` phases to a pair:
 /// `pair n`, or `pair n, phase j` when pairs have several phases.
 pub fn phase_label(index: usize, per_pair: usize) -> String {
-    let per_pair = per_pair.max(1);
-    let (n, j) = (index / per_pair + 1, index % per_pair + 1);
+    let (n, j) = position(index, per_pair);
     if per_pair > 1 {
         format!("pair {n}, phase {j}")
     } else {
@@ -258,7 +263,7 @@ impl PairResult {
         for (i, phase) in phases.into_iter().enumerate() {
             match phase {
                 Ok(p) => kept.push(PairPhase {
-                    pair: i / per_pair + 1,
+                    pair: position(i, per_pair).0,
                     ..p
                 }),
                 Err(why) => warnings.push(format!("{} left out: {why}", phase_label(i, per_pair))),
