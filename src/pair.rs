@@ -131,6 +131,9 @@ pub enum Verdict {
     Lower,
     /// The interval holds 1.
     NoDifference,
+    /// The interval is clear of 1, but B/A lies within the smallest change that counts
+    /// (`PAIR_THRESHOLD`).
+    WithinThreshold,
 }
 
 impl Verdict {
@@ -139,13 +142,18 @@ impl Verdict {
             Verdict::Higher => "B higher",
             Verdict::Lower => "B lower",
             Verdict::NoDifference => "no difference found",
+            Verdict::WithinThreshold => "within PAIR_THRESHOLD",
         }
     }
 }
 
 /// B over A over every pair: the geometric mean of the pairs' ratios (each pair's the geometric
 /// mean of its phases'), with (from two pairs on) its 95% interval, the pairs' spread, the
-/// spread of phases within a pair, the change the pairs could find and the verdict.
+/// spread of phases within a pair, the change the pairs could find and the verdict: a
+/// difference only when the interval is clear of 1 and the ratio beyond the smallest change that
+/// counts (as `compare` calls a change only when significant and beyond its threshold: with
+/// four pairs of equal means the interval is narrow enough to call a 0.5% difference no pair
+/// could find again).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ratio {
     pub ratio: f64,
@@ -171,8 +179,9 @@ pub struct Ratio {
 
 impl Ratio {
     /// Over `pairs`, each its phases' ratios (each > 0), in logarithms so that B/A and A/B are
-    /// symmetric; a pair without a phase is no pair; `None` without any.
-    pub fn of(pairs: &[Vec<f64>]) -> Option<Ratio> {
+    /// symmetric; a pair without a phase is no pair; `None` without any. A difference is a ratio
+    /// above `1 + threshold_percent / 100` or below its inverse.
+    pub fn of(pairs: &[Vec<f64>], threshold_percent: f64) -> Option<Ratio> {
         let logs: Vec<Vec<f64>> = pairs
             .iter()
             .filter(|p| !p.is_empty())
@@ -190,8 +199,10 @@ impl Ratio {
             let own: f64 = l.iter().map(|x| (x - m).powi(2)).sum();
             (sq + own, df + l.len() - 1)
         });
+        let mean = crate::stats::mean(&means);
+        let smallest = (1.0 + threshold_percent / 100.0).ln();
         Some(Ratio {
-            ratio: crate::stats::mean(&means).exp(),
+            ratio: mean.exp(),
             pairs: means.len(),
             low: interval.map(|i| i.low.exp()),
             high: interval.map(|i| i.high.exp()),
@@ -200,12 +211,14 @@ impl Ratio {
                 .then(|| ((squares / freedom as f64).sqrt().exp() - 1.0) * 100.0),
             detectable_percent: detectable.map(|d| (d.exp() - 1.0) * 100.0),
             verdict: interval.map(|i| {
-                if i.low > 0.0 {
-                    Verdict::Higher
-                } else if i.high < 0.0 {
-                    Verdict::Lower
-                } else {
+                if i.low <= 0.0 && i.high >= 0.0 {
                     Verdict::NoDifference
+                } else if mean.abs() <= smallest {
+                    Verdict::WithinThreshold
+                } else if mean > 0.0 {
+                    Verdict::Higher
+                } else {
+                    Verdict::Lower
                 }
             }),
         })
@@ -220,6 +233,10 @@ pub struct PairResult {
     /// Measured phases of each pair (`PAIR_PHASES`).
     #[serde(default = "one")]
     pub phases_per_pair: usize,
+    /// The smallest change, in percent, the verdicts call a difference (`PAIR_THRESHOLD`); 0 in
+    /// results written before it existed.
+    #[serde(default)]
+    pub threshold_percent: u64,
     /// Every phase that could be compared, in the order run, each naming its pair.
     pub phases: Vec<PairPhase>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -251,11 +268,13 @@ pub fn phase_label(index: usize, per_pair: usize) -> String {
 
 impl PairResult {
     /// Over every measured phase of a scenario with `pair`, in the order run, `per_pair` phases
-    /// to a pair; a phase that cannot be compared is left out, with a warning naming it.
+    /// to a pair, with verdicts beyond `threshold_percent`; a phase that cannot be compared is
+    /// left out, with a warning naming it.
     pub fn of(
         pair: &Pair,
         phases: Vec<Result<PairPhase, String>>,
         per_pair: usize,
+        threshold_percent: u64,
     ) -> (PairResult, Vec<String>) {
         let per_pair = per_pair.max(1);
         let mut warnings = Vec::new();
@@ -281,8 +300,9 @@ impl PairResult {
         let result = PairResult {
             pair: pair.clone(),
             phases_per_pair: per_pair,
-            cpu: Ratio::of(&cpu),
-            p99: Ratio::of(&p99),
+            threshold_percent,
+            cpu: Ratio::of(&cpu, threshold_percent as f64),
+            p99: Ratio::of(&p99, threshold_percent as f64),
             phases: kept,
         };
         (result, warnings)
@@ -364,7 +384,7 @@ mod tests {
             side(10_000, 4.0),
         );
         let reps = vec![one, Err("side B has no measurement".to_string())];
-        let (result, warnings) = PairResult::of(&pair(), reps, 1);
+        let (result, warnings) = PairResult::of(&pair(), reps, 1, 5);
         assert_eq!(result.phases.len(), 1);
         assert_eq!(warnings, ["pair 2 left out: side B has no measurement"]);
         // One pair: its ratio, no interval and no verdict.
@@ -375,22 +395,19 @@ mod tests {
 
     #[test]
     fn the_verdict_is_the_geometric_means_interval_over_pairs() {
-        let found = Ratio::of(&singles(&[1.08, 1.10, 1.12, 1.09, 1.11])).unwrap();
+        let found = Ratio::of(&singles(&[1.08, 1.10, 1.12, 1.09, 1.11]), 5.0).unwrap();
         assert_eq!(found.verdict, Some(Verdict::Higher));
         assert!(
             found.low.unwrap() > 1.0 && found.high.unwrap() < 1.13,
             "{found:?}"
         );
-        let clean = Ratio::of(&singles(&[0.97, 1.03, 1.01, 0.99, 1.0])).unwrap();
+        let clean = Ratio::of(&singles(&[0.97, 1.03, 1.01, 0.99, 1.0]), 5.0).unwrap();
         assert_eq!(clean.verdict, Some(Verdict::NoDifference));
         // Symmetric in B and A: the inverse ratios give the inverse mean and the other verdict.
-        let inverse = Ratio::of(&singles(&[
-            1.0 / 1.08,
-            1.0 / 1.10,
-            1.0 / 1.12,
-            1.0 / 1.09,
-            1.0 / 1.11,
-        ]))
+        let inverse = Ratio::of(
+            &singles(&[1.0 / 1.08, 1.0 / 1.10, 1.0 / 1.12, 1.0 / 1.09, 1.0 / 1.11]),
+            5.0,
+        )
         .unwrap();
         assert!((inverse.ratio * found.ratio - 1.0).abs() < 1e-12);
         assert_eq!(inverse.verdict, Some(Verdict::Lower));
@@ -399,7 +416,7 @@ mod tests {
         assert!(d5 > 2.0 && d5 < 6.0, "{d5}");
         let ten: Vec<f64> = [0.97, 1.03, 1.01, 0.99, 1.0].repeat(2);
         assert!(
-            Ratio::of(&singles(&ten))
+            Ratio::of(&singles(&ten), 5.0)
                 .unwrap()
                 .detectable_percent
                 .unwrap()
@@ -407,6 +424,42 @@ mod tests {
         );
         // One phase per pair: no spread within pairs.
         assert_eq!(found.within_pair_cv_percent, None);
+    }
+
+    #[test]
+    fn a_difference_clear_of_one_but_within_the_threshold_is_named_so() {
+        // Four pairs' means within 0.1% of each other, B 0.6% below A: the interval is clear of
+        // 1, the change too small to count at 5%, and counted with no threshold.
+        let tight = singles(&[0.9935, 0.9940, 0.9945, 0.9940]);
+        let r = Ratio::of(&tight, 5.0).unwrap();
+        assert!(r.high.unwrap() < 1.0, "{r:?}");
+        assert_eq!(r.verdict, Some(Verdict::WithinThreshold));
+        assert_eq!(Verdict::WithinThreshold.text(), "within PAIR_THRESHOLD");
+        assert_eq!(
+            Ratio::of(&tight, 0.0).unwrap().verdict,
+            Some(Verdict::Lower)
+        );
+        // Beyond the threshold either way (symmetric: 1/1.06 is as far below as 1.06 above).
+        let above = singles(&[1.059, 1.061, 1.060, 1.060]);
+        assert_eq!(
+            Ratio::of(&above, 5.0).unwrap().verdict,
+            Some(Verdict::Higher)
+        );
+        assert_eq!(
+            Ratio::of(&above, 7.0).unwrap().verdict,
+            Some(Verdict::WithinThreshold)
+        );
+        let below: Vec<Vec<f64>> = above.iter().map(|p| vec![1.0 / p[0]]).collect();
+        assert_eq!(
+            Ratio::of(&below, 5.0).unwrap().verdict,
+            Some(Verdict::Lower)
+        );
+        // A wide interval holding 1 is no difference, whatever the threshold.
+        let wide = singles(&[0.9, 1.2, 1.0, 1.1]);
+        assert_eq!(
+            Ratio::of(&wide, 0.0).unwrap().verdict,
+            Some(Verdict::NoDifference)
+        );
     }
 
     /// Each ratio its own pair's one phase.
@@ -423,7 +476,7 @@ mod tests {
             vec![1.2 * 1.1, 1.2 / 1.1],
             vec![1.3 * 1.1, 1.3 / 1.1],
         ];
-        let r = Ratio::of(&pairs).unwrap();
+        let r = Ratio::of(&pairs, 5.0).unwrap();
         assert_eq!(r.pairs, 3);
         let mean = (1.1f64 * 1.2 * 1.3).cbrt();
         assert!((r.ratio - mean).abs() < 1e-12, "{r:?}");
@@ -453,7 +506,7 @@ mod tests {
             Err("side B has no measurement".to_string()),
             phase(2.0, 2.3),
         ];
-        let (result, warnings) = PairResult::of(&pair(), run, 2);
+        let (result, warnings) = PairResult::of(&pair(), run, 2, 5);
         assert_eq!(
             warnings,
             ["pair 2, phase 1 left out: side B has no measurement"]

@@ -344,6 +344,13 @@ fn check_paired(settings: &Settings, scenarios: &[PlannedScenario]) -> Result<()
                 settings.pair_phases
             );
         }
+        if settings.pair_threshold != Settings::without_commit().pair_threshold {
+            anyhow::bail!(
+                "PAIR_THRESHOLD={}: none of the selected scenarios is paired (a scenario.yaml \
+                 with pair:), so none has a verdict to judge",
+                settings.pair_threshold
+            );
+        }
         return Ok(());
     };
     let why = if settings.mode != crate::settings::Mode::EndToEnd {

@@ -56,7 +56,8 @@ pub(super) fn combine(
             }
         }
         let phases = measurements.iter().map(|m| m.pair_phase(p)).collect();
-        let (result, left_out) = crate::pair::PairResult::of(p, phases, per_pair);
+        let (result, left_out) =
+            crate::pair::PairResult::of(p, phases, per_pair, cell.settings.pair_threshold);
         warnings.extend(left_out);
         result
     });

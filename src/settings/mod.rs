@@ -196,6 +196,10 @@ pub struct Settings {
     /// warm-up, the others right after it).
     #[serde(default = "one")]
     pub pair_phases: u32,
+    /// The smallest change of a paired scenario's B/A, in percent, its verdict calls a
+    /// difference; 0 in results written before it existed (any change clear of 1 was one).
+    #[serde(default)]
+    pub pair_threshold: u64,
     /// What produces and consumes the measured records: a name `crate::driver` registers.
     pub driver: String,
     /// Whether the producer and the consumer run one after the other or at once.
@@ -295,6 +299,7 @@ impl Settings {
             pair_b_kroxylicious_image: String::new(),
             pair_b_java_options: String::new(),
             pair_phases: 1,
+            pair_threshold: 0,
             vault_image: String::new(),
             driver: String::new(),
             mode: Mode::default(),

@@ -245,6 +245,22 @@ pub static SETTINGS: &[Setting] = &[
         get: |s| s.pair_phases.to_string(),
     },
     Setting {
+        var: "PAIR_THRESHOLD",
+        help: "Smallest change of a paired scenario's B/A, in percent, that its verdict calls \
+               a difference (when the 95% interval is also clear of 1), as compare's \
+               --threshold",
+        default: "5",
+        default_help: None,
+        lists: Lists::Refused,
+        measured: false,
+        field: "pair_threshold",
+        put: |s, var, v| {
+            s.pair_threshold = parse_percent(var, v)?;
+            Ok(())
+        },
+        get: |s| s.pair_threshold.to_string(),
+    },
+    Setting {
         var: "NUM_RECORDS",
         help: "Records produced and consumed per scenario (10000000, 1_000_000 and 1e6 forms)",
         default: "10000000",
@@ -820,6 +836,13 @@ mod tests {
                 .collect();
             assert_eq!(differ, [e.var], "setting {} wrote another field", e.var);
         }
+    }
+
+    #[test]
+    fn a_paired_verdict_counts_the_change_compare_counts() {
+        // The two verdicts on one path's change agree on the smallest that matters.
+        let paired = Settings::without_commit().pair_threshold as f64;
+        assert_eq!(paired, crate::compare::DEFAULT_THRESHOLD_PCT);
     }
 
     #[test]

@@ -57,7 +57,8 @@ fn a_paired_scenario_refuses_settings_that_cannot_pair_its_sides() {
             "{env:?}: {stderr}"
         );
     }
-    // Phases to pair only where a scenario is paired; a count of at least one.
+    // Phases to pair and a threshold to judge only where a scenario is paired; a count of at
+    // least one, a percent of at most 100.
     for (env, message) in [
         (
             &[
@@ -65,6 +66,17 @@ fn a_paired_scenario_refuses_settings_that_cannot_pair_its_sides() {
                 ("SCENARIOS", "scenarios/kroxylicious"),
             ][..],
             "PAIR_PHASES=2: none of the selected scenarios is paired",
+        ),
+        (
+            &[
+                ("PAIR_THRESHOLD", "3"),
+                ("SCENARIOS", "scenarios/kroxylicious"),
+            ],
+            "PAIR_THRESHOLD=3: none of the selected scenarios is paired",
+        ),
+        (
+            &[("PAIR_THRESHOLD", "101")],
+            "PAIR_THRESHOLD=\"101\": a percent is at most 100",
         ),
         (&[("PAIR_PHASES", "0")], "PAIR_PHASES=\"0\""),
         (&[("PAIR_PHASES", "101")], "PAIR_PHASES=\"101\": too large"),
@@ -159,6 +171,7 @@ async fn a_paired_scenario_measures_both_sides_in_one_phase_pair_by_pair() {
     let reps = result["repetitions"].as_array().unwrap();
     assert_eq!(reps.len(), 4);
     assert_eq!(result["pair"]["phases_per_pair"], 2);
+    assert_eq!(result["pair"]["threshold_percent"], 5);
     let phases = result["pair"]["phases"].as_array().unwrap();
     assert_eq!(phases.len(), 4, "{}", result["pair"]);
     let owners: Vec<u64> = phases.iter().map(|p| p["pair"].as_u64().unwrap()).collect();
