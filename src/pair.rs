@@ -431,35 +431,21 @@ mod tests {
         // Four pairs' means within 0.1% of each other, B 0.6% below A: the interval is clear of
         // 1, the change too small to count at 5%, and counted with no threshold.
         let tight = singles(&[0.9935, 0.9940, 0.9945, 0.9940]);
+        let verdict = |pairs: &[Vec<f64>], threshold| Ratio::of(pairs, threshold)?.verdict;
         let r = Ratio::of(&tight, 5.0).unwrap();
         assert!(r.high.unwrap() < 1.0, "{r:?}");
         assert_eq!(r.verdict, Some(Verdict::WithinThreshold));
         assert_eq!(Verdict::WithinThreshold.text(), "within PAIR_THRESHOLD");
-        assert_eq!(
-            Ratio::of(&tight, 0.0).unwrap().verdict,
-            Some(Verdict::Lower)
-        );
+        assert_eq!(verdict(&tight, 0.0), Some(Verdict::Lower));
         // Beyond the threshold either way (symmetric: 1/1.06 is as far below as 1.06 above).
         let above = singles(&[1.059, 1.061, 1.060, 1.060]);
-        assert_eq!(
-            Ratio::of(&above, 5.0).unwrap().verdict,
-            Some(Verdict::Higher)
-        );
-        assert_eq!(
-            Ratio::of(&above, 7.0).unwrap().verdict,
-            Some(Verdict::WithinThreshold)
-        );
         let below: Vec<Vec<f64>> = above.iter().map(|p| vec![1.0 / p[0]]).collect();
-        assert_eq!(
-            Ratio::of(&below, 5.0).unwrap().verdict,
-            Some(Verdict::Lower)
-        );
+        assert_eq!(verdict(&above, 5.0), Some(Verdict::Higher));
+        assert_eq!(verdict(&above, 7.0), Some(Verdict::WithinThreshold));
+        assert_eq!(verdict(&below, 5.0), Some(Verdict::Lower));
         // A wide interval holding 1 is no difference, whatever the threshold.
         let wide = singles(&[0.9, 1.2, 1.0, 1.1]);
-        assert_eq!(
-            Ratio::of(&wide, 0.0).unwrap().verdict,
-            Some(Verdict::NoDifference)
-        );
+        assert_eq!(verdict(&wide, 0.0), Some(Verdict::NoDifference));
     }
 
     /// Each ratio its own pair's one phase.
