@@ -294,6 +294,7 @@ impl PairResult {
                 .map(|n| kept.iter().filter(|p| p.pair == n).filter_map(f).collect())
                 .collect()
         };
+        let threshold = threshold_percent as f64;
         let cpu = of_pairs(&|p| Some(p.cpu_ratio));
         let p99 =
             of_pairs(&|p| (p.p99_a_ms > 0.0 && p.p99_b_ms > 0.0).then(|| p.p99_b_ms / p.p99_a_ms));
@@ -301,8 +302,8 @@ impl PairResult {
             pair: pair.clone(),
             phases_per_pair: per_pair,
             threshold_percent,
-            cpu: Ratio::of(&cpu, threshold_percent as f64),
-            p99: Ratio::of(&p99, threshold_percent as f64),
+            cpu: Ratio::of(&cpu, threshold),
+            p99: Ratio::of(&p99, threshold),
             phases: kept,
         };
         (result, warnings)

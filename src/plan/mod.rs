@@ -331,25 +331,25 @@ fn check_profiled(
     Ok(())
 }
 
+/// Settings only a paired scenario uses: given other than their default with none selected,
+/// they are refused rather than ignored.
+const PAIRED_ONLY: [&str; 2] = ["PAIR_PHASES", "PAIR_THRESHOLD"];
+
 /// Refuses a paired scenario (`pair:`) in a run whose settings cannot run its two sides in one
 /// phase at one rate: both sides' producers and consumers at once (`MODE=end-to-end`), at a
 /// `THROUGHPUT` (CPU per MB compares only at one rate), bounded by records (a `DURATION` run
 /// is costed with its warm-up).
 fn check_paired(settings: &Settings, scenarios: &[PlannedScenario]) -> Result<()> {
     let Some(paired) = scenarios.iter().find(|p| p.scenario.pair.is_some()) else {
-        if settings.pair_phases > 1 {
-            anyhow::bail!(
-                "PAIR_PHASES={}: none of the selected scenarios is paired (a scenario.yaml with \
-                 pair:), so none has phases to pair",
-                settings.pair_phases
-            );
-        }
-        if settings.pair_threshold != Settings::without_commit().pair_threshold {
-            anyhow::bail!(
-                "PAIR_THRESHOLD={}: none of the selected scenarios is paired (a scenario.yaml \
-                 with pair:), so none has a verdict to judge",
-                settings.pair_threshold
-            );
+        for var in PAIRED_ONLY {
+            let setting = crate::settings::table::find(var).expect("a declared setting");
+            let value = setting.value(settings);
+            if value != setting.default {
+                anyhow::bail!(
+                    "{var}={value}: none of the selected scenarios is paired (a scenario.yaml \
+                     with pair:), so none has a use for it"
+                );
+            }
         }
         return Ok(());
     };
