@@ -50,13 +50,23 @@ pub(super) trait Watcher {
         phase: &'a str,
         workload: &'a [(String, String)],
     ) -> LocalBoxFuture<'a, Option<Fault>>;
+
+    /// The fault that caused work of phase `phase` to fail just now, if any; by default what
+    /// [`Watcher::check`] finds at once.
+    fn explain<'a>(
+        &'a self,
+        phase: &'a str,
+        workload: &'a [(String, String)],
+    ) -> LocalBoxFuture<'a, Option<Fault>> {
+        self.check(phase, workload)
+    }
 }
 
 /// Runs `work`, phase `phase` of the run, and ends it as soon as the watcher finds a fault
 /// (checked at once, then every [`WATCH_EVERY`]), so a dead broker, proxy or load generator, or
 /// a gone engine, stops the phase at once instead of leaving a client retrying until its
-/// timeout. When `work` fails first, a fault found right then is reported instead: it is the
-/// cause, and what the client saw (a closed connection, a timeout) only its consequence.
+/// timeout. When `work` fails first, a fault the watcher finds to explain it is reported instead:
+/// it is the cause, and what the client saw (a closed connection, a timeout) only its consequence.
 pub(super) async fn guarded<T>(
     watcher: &dyn Watcher,
     phase: &str,
@@ -92,13 +102,20 @@ pub(super) async fn guarded_where<T>(
     };
     match outcome {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => match watcher.check(&phase(), workload).await {
+        Ok(Err(e)) => match watcher.explain(&phase(), workload).await {
             Some(fault) => Err(fault.into_error(&phase())),
             None => Err(e),
         },
         Err(fault) => Err(fault.into_error(&phase())),
     }
 }
+
+/// How long a failure is given to show as a dead container: a killed container's processes end
+/// first (an exec in it fails at once), and the engine records the container as exited a moment
+/// later, tens of ms on a quiet machine, longer on a busy one.
+const SETTLES_WITHIN: Duration = Duration::from_secs(3);
+/// How often the engine is asked while a failure settles.
+const SETTLE_EVERY: Duration = Duration::from_millis(100);
 
 /// The engine's watcher: the deployment's services by their label, and the engine's answer.
 pub(super) struct EngineWatcher {
@@ -123,6 +140,25 @@ impl Watcher for EngineWatcher {
                 // A slow or failed listing alone is not a verdict: the ping is.
                 _ if self.engine.answers().await => None,
                 _ => Some(Fault::EngineGone(self.engine.host().to_string())),
+            }
+        })
+    }
+
+    /// Asks again until the engine has had [`SETTLES_WITHIN`] to record a death the failure
+    /// came from, so the cause is named rather than what the client saw of it.
+    fn explain<'a>(
+        &'a self,
+        phase: &'a str,
+        workload: &'a [(String, String)],
+    ) -> LocalBoxFuture<'a, Option<Fault>> {
+        Box::pin(async move {
+            let until = tokio::time::Instant::now() + SETTLES_WITHIN;
+            loop {
+                let fault = self.check(phase, workload).await;
+                if fault.is_some() || tokio::time::Instant::now() >= until {
+                    return fault;
+                }
+                tokio::time::sleep(SETTLE_EVERY).await;
             }
         })
     }
