@@ -51,14 +51,30 @@ pub(super) trait Watcher {
         workload: &'a [(String, String)],
     ) -> LocalBoxFuture<'a, Option<Fault>>;
 
-    /// The fault that caused work of phase `phase` to fail just now, if any; by default what
-    /// [`Watcher::check`] finds at once.
-    fn explain<'a>(
-        &'a self,
-        phase: &'a str,
-        workload: &'a [(String, String)],
-    ) -> LocalBoxFuture<'a, Option<Fault>> {
-        self.check(phase, workload)
+    /// How long after a phase's work failed a fault that caused it may take to show: the
+    /// failure is explained by a fault found within it (checked every [`SETTLE_EVERY`]).
+    fn settles_within(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+/// How often a failure that has not yet shown its cause is checked again.
+const SETTLE_EVERY: Duration = Duration::from_millis(100);
+
+/// The fault that caused work of phase `phase` to fail just now, if one shows within the
+/// watcher's [`Watcher::settles_within`].
+async fn explain(
+    watcher: &dyn Watcher,
+    phase: &str,
+    workload: &[(String, String)],
+) -> Option<Fault> {
+    let until = tokio::time::Instant::now() + watcher.settles_within();
+    loop {
+        let fault = watcher.check(phase, workload).await;
+        if fault.is_some() || tokio::time::Instant::now() >= until {
+            return fault;
+        }
+        tokio::time::sleep(SETTLE_EVERY).await;
     }
 }
 
@@ -102,20 +118,13 @@ pub(super) async fn guarded_where<T>(
     };
     match outcome {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => match watcher.explain(&phase(), workload).await {
+        Ok(Err(e)) => match explain(watcher, &phase(), workload).await {
             Some(fault) => Err(fault.into_error(&phase())),
             None => Err(e),
         },
         Err(fault) => Err(fault.into_error(&phase())),
     }
 }
-
-/// How long a failure is given to show as a dead container: a killed container's processes end
-/// first (an exec in it fails at once), and the engine records the container as exited a moment
-/// later, tens of ms on a quiet machine, longer on a busy one.
-const SETTLES_WITHIN: Duration = Duration::from_secs(3);
-/// How often the engine is asked while a failure settles.
-const SETTLE_EVERY: Duration = Duration::from_millis(100);
 
 /// The engine's watcher: the deployment's services by their label, and the engine's answer.
 pub(super) struct EngineWatcher {
@@ -144,22 +153,74 @@ impl Watcher for EngineWatcher {
         })
     }
 
-    /// Asks again until the engine has had [`SETTLES_WITHIN`] to record a death the failure
-    /// came from, so the cause is named rather than what the client saw of it.
-    fn explain<'a>(
-        &'a self,
-        phase: &'a str,
-        workload: &'a [(String, String)],
-    ) -> LocalBoxFuture<'a, Option<Fault>> {
-        Box::pin(async move {
-            let until = tokio::time::Instant::now() + SETTLES_WITHIN;
-            loop {
-                let fault = self.check(phase, workload).await;
-                if fault.is_some() || tokio::time::Instant::now() >= until {
-                    return fault;
-                }
-                tokio::time::sleep(SETTLE_EVERY).await;
-            }
-        })
+    /// A killed container's processes end first (an exec in it fails at once), and the engine
+    /// records the container as exited a moment later: tens of ms on a quiet machine, longer on
+    /// a busy one.
+    fn settles_within(&self) -> Duration {
+        Duration::from_secs(3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// Finds a death from its `from`th check on (1-based), and gives failures `settle` to show one.
+    struct LateDeath {
+        checks: Cell<usize>,
+        from: usize,
+        settle: Duration,
+    }
+
+    impl Watcher for LateDeath {
+        fn check<'a>(
+            &'a self,
+            _phase: &'a str,
+            _workload: &'a [(String, String)],
+        ) -> LocalBoxFuture<'a, Option<Fault>> {
+            self.checks.set(self.checks.get() + 1);
+            let dead = self.checks.get() >= self.from;
+            Box::pin(async move { dead.then(|| Fault::Died("service \"proxy\" exited".into())) })
+        }
+        fn settles_within(&self) -> Duration {
+            self.settle
+        }
+    }
+
+    /// What `guarded` reports of work that fails at once, the death showing on check `from`.
+    async fn failed_work(from: usize, settle: Duration) -> (String, usize) {
+        let watcher = LateDeath {
+            checks: Cell::new(0),
+            from,
+            settle,
+        };
+        let failed = async { Err::<(), _>(anyhow::anyhow!("workload `produce` exited with 137")) };
+        let e = guarded(&watcher, "the produce", &[], failed)
+            .await
+            .unwrap_err();
+        (format!("{e:#}"), watcher.checks.get())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failure_is_explained_by_a_death_that_shows_after_it() {
+        // The watch's first check finds nothing, the work fails, the death shows two checks on.
+        let (error, checks) = failed_work(4, Duration::from_secs(3)).await;
+        assert_eq!(
+            error,
+            "a container of the run stopped during the produce: service \"proxy\" exited"
+        );
+        assert_eq!(checks, 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failure_with_no_death_within_the_settling_time_is_reported_as_it_is() {
+        let (error, checks) = failed_work(usize::MAX, Duration::from_millis(250)).await;
+        assert_eq!(error, "workload `produce` exited with 137");
+        // The watch's check, then the failure's at 0, 100, 200 and 300 ms (the first past 250).
+        assert_eq!(checks, 1 + 4);
+        let (error, checks) = failed_work(3, Duration::ZERO).await;
+        assert_eq!(error, "workload `produce` exited with 137");
+        assert_eq!(checks, 2);
     }
 }
