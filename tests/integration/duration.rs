@@ -51,23 +51,19 @@ async fn every_second_is_recorded_and_a_stall_shows_where_it_happened() {
     // The stall (1.5 s, two seconds in): no acknowledgement came through the paused proxy
     // for a second or more, and the end-to-end latency of that time's records jumped, in the
     // seconds it happened; the path was calm again after.
-    let e2e = |seconds: std::ops::Range<usize>| {
-        series[seconds]
-            .iter()
-            .map(|s| get(s, "e2e_p99_ms"))
-            .collect::<Vec<f64>>()
+    let over = |key: &'static str, seconds: std::ops::Range<usize>| {
+        series[seconds].iter().map(move |s| get(s, key))
     };
-    let peak = e2e(1..6).into_iter().fold(0.0, f64::max);
+    let peak = over("e2e_p99_ms", 1..6).fold(0.0, f64::max);
     assert!(peak >= 700.0, "{series:?}");
-    let trough = series[1..6]
-        .iter()
-        .map(|s| get(s, "produced"))
-        .fold(f64::MAX, f64::min);
+    let trough = over("produced", 1..6).fold(f64::MAX, f64::min);
     assert!(trough < 1000.0, "{series:?}");
     // Calm: the stall's lateness is gone from the seconds after it, all but one of seconds 7 to
     // 10 (a machine busy with other tests may stall one later second of its own: seen, 1.3 s
     // in second 9).
-    let calm = e2e(6..10).into_iter().filter(|&p| p < peak / 2.0).count();
+    let calm = over("e2e_p99_ms", 6..10)
+        .filter(|&p| p < peak / 2.0)
+        .count();
     assert!(calm >= 3, "{series:?}");
     // The figures cover the 9 s after the warm-up: the rate is what those seconds acknowledged,
     // never above the target (a loaded machine may sustain less, so no lower bound is assumed).
