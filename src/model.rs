@@ -267,7 +267,7 @@ pub struct Measurement {
     /// The profiles recorded over each measured phase (`PROFILE`, see `crate::profile`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<crate::profile::Recording>,
-    /// In a paired scenario, side B's measurement, made in the same phase as this one (side A's);
+    /// In a paired run, side B's measurement, made in the same phase as this one (side A's);
     /// its cost is in this one's (see `crate::pair`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pair: Option<Box<Measurement>>,
@@ -305,6 +305,7 @@ impl Measurement {
         let side = |m: &Measurement| crate::pair::Side {
             sent: m.producer.sent,
             rate_rec_s: m.producer.rate_rec_s,
+            p50_ms: m.producer.intended.as_ref().map_or(0.0, |l| l.p50_ms),
             p99_ms: m.producer.intended.as_ref().map_or(0.0, |l| l.p99_ms),
         };
         crate::pair::PairPhase::of(pair, &self.cost, side(self), side(b))
@@ -582,7 +583,8 @@ impl ScenarioResult {
 
     /// The path check failed: the row measures a path that does not do what it claims.
     pub fn path_check_failed(&self) -> bool {
-        self.path_check.as_ref().is_some_and(|c| !c.holds())
+        let side_b = self.pair.as_ref().and_then(|p| p.path_check_b.as_ref());
+        self.path_check.iter().chain(side_b).any(|c| !c.holds())
     }
 
     /// The measurements of every repetition: `repetitions`, or `measurement` when that is empty.

@@ -1,7 +1,7 @@
-//! Two sides of a path measured in the same phase. A paired scenario runs side A (the
-//! scenario's endpoint) and side B (`pair.bootstrap`), each with its own producer and
-//! end-to-end consumer at `THROUGHPUT`, at once in front of the one broker, and reads their
-//! services' CPU at the same phase edges. On a shared VM the CPU time any process spends on fixed
+//! Two sides of a path measured in the same phase. A paired run (`perf-tests ab`) runs side A
+//! (the scenario's services) and side B (the same services again, derived by
+//! `crate::plan::sides`), each with its own producer and end-to-end consumer at `THROUGHPUT`,
+//! at once in front of the one broker, and reads their services' CPU at the same phase edges. On a shared VM the CPU time any process spends on fixed
 //! work moves with the host by about 10% between phases, so two sides measured one after the
 //! other differ by that much with nothing changed; in the ratio of two sides measured together
 //! the host's speed cancels.
@@ -17,23 +17,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::cost::{PhaseCost, PRODUCE_AND_CONSUME};
 
-/// A scenario's `pair:`: side B's endpoint and which services make each side.
+/// A scenario's two sides: which services make each, and where side B is reached.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Pair {
-    /// Side B's endpoint; side A's is the scenario's `bootstrap`.
+    /// Side B's endpoint, reached on side B's `network`.
     pub bootstrap: String,
+    /// The Compose network side B's clients join (side A's join `default`); empty in results
+    /// written when both sides' clients shared one network.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub network: String,
     /// The services whose CPU is side A's cost (its proxy, say).
     pub a: Vec<String>,
     /// The services whose CPU is side B's cost.
     pub b: Vec<String>,
-}
-
-impl Pair {
-    /// Side B's topic beside side A's `topic`: each side moves its own records.
-    pub fn topic_b(topic: &str) -> String {
-        format!("{topic}-b")
-    }
 }
 
 /// A pair of sides over one measured phase.
@@ -52,7 +48,12 @@ pub struct PairPhase {
     pub mc_per_mb_s_b: f64,
     /// B's CPU per MB over A's.
     pub cpu_ratio: f64,
-    /// Each side's producer's 99th percentile from the intended send times.
+    /// Each side's producer's median and 99th percentile from the intended send times; the
+    /// median is 0 in results written before it was compared.
+    #[serde(default)]
+    pub p50_a_ms: f64,
+    #[serde(default)]
+    pub p50_b_ms: f64,
     pub p99_a_ms: f64,
     pub p99_b_ms: f64,
     /// Each side's producer's rate, records/s.
@@ -66,7 +67,8 @@ pub struct Side {
     /// Records it sent (and its consumer read) in the phase.
     pub sent: u64,
     pub rate_rec_s: f64,
-    /// Its 99th percentile from the intended send times; 0 when not measured.
+    /// Its median and 99th percentile from the intended send times; 0 when not measured.
+    pub p50_ms: f64,
     pub p99_ms: f64,
 }
 
@@ -113,6 +115,8 @@ impl PairPhase {
             mc_per_mb_s_a: mc_a,
             mc_per_mb_s_b: mc_b,
             cpu_ratio: mc_b / mc_a,
+            p50_a_ms: a.p50_ms,
+            p50_b_ms: b.p50_ms,
             p99_a_ms: a.p99_ms,
             p99_b_ms: b.p99_ms,
             rate_a: a.rate_rec_s,
@@ -226,10 +230,16 @@ impl Ratio {
 }
 
 /// A paired scenario's result: its sides, every pair's phases, and B over A of the path's CPU
-/// per MB/s and of the intended p99.
+/// per MB/s and of the intended p50 and p99.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairResult {
     pub pair: Pair,
+    /// Side B's services were side A's: an A/A comparison.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub alike: bool,
+    /// The check of the scenario's `expect:` through side B's endpoint (the worst bring-up's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_check_b: Option<crate::model::PathCheck>,
     /// Measured phases of each pair (`PAIR_PHASES`).
     #[serde(default = "one")]
     pub phases_per_pair: usize,
@@ -242,7 +252,69 @@ pub struct PairResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<Ratio>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50: Option<Ratio>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99: Option<Ratio>,
+}
+
+/// A primary metric of a pair: what the verdict table shows and the exit code judges. Higher
+/// is worse for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// The side's services' millicores per MB/s of its records produced and consumed.
+    Cpu,
+    /// The producer's median latency from the intended send times.
+    P50,
+    /// Its 99th percentile.
+    P99,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 3] = [Metric::Cpu, Metric::P50, Metric::P99];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Cpu => "Path mc per MB/s",
+            Metric::P50 => "Intended P50 ms",
+            Metric::P99 => "Intended P99 ms",
+        }
+    }
+
+    /// Each side's figure in a phase.
+    pub fn sides(self, p: &PairPhase) -> (f64, f64) {
+        match self {
+            Metric::Cpu => (p.mc_per_mb_s_a, p.mc_per_mb_s_b),
+            Metric::P50 => (p.p50_a_ms, p.p50_b_ms),
+            Metric::P99 => (p.p99_a_ms, p.p99_b_ms),
+        }
+    }
+
+    /// Decimals its figures are shown with.
+    pub fn decimals(self) -> usize {
+        match self {
+            Metric::Cpu => 1,
+            Metric::P50 | Metric::P99 => 2,
+        }
+    }
+}
+
+impl PairResult {
+    /// B over A of `metric`, when any pair compared it.
+    pub fn ratio(&self, metric: Metric) -> Option<&Ratio> {
+        match metric {
+            Metric::Cpu => self.cpu.as_ref(),
+            Metric::P50 => self.p50.as_ref(),
+            Metric::P99 => self.p99.as_ref(),
+        }
+    }
+
+    /// The primary metrics on which side B is worse than side A beyond the threshold.
+    pub fn worse(&self) -> Vec<Metric> {
+        Metric::ALL
+            .into_iter()
+            .filter(|m| self.ratio(*m).and_then(|r| r.verdict) == Some(Verdict::Higher))
+            .collect()
+    }
 }
 
 fn one() -> usize {
@@ -295,15 +367,22 @@ impl PairResult {
                 .collect()
         };
         let threshold = threshold_percent as f64;
-        let cpu = of_pairs(&|p| Some(p.cpu_ratio));
-        let p99 =
-            of_pairs(&|p| (p.p99_a_ms > 0.0 && p.p99_b_ms > 0.0).then(|| p.p99_b_ms / p.p99_a_ms));
+        let ratio = |metric: Metric| {
+            let pairs = of_pairs(&|p| {
+                let (a, b) = metric.sides(p);
+                (a > 0.0 && b > 0.0).then(|| b / a)
+            });
+            Ratio::of(&pairs, threshold)
+        };
         let result = PairResult {
             pair: pair.clone(),
+            alike: false,
+            path_check_b: None,
             phases_per_pair: per_pair,
             threshold_percent,
-            cpu: Ratio::of(&cpu, threshold),
-            p99: Ratio::of(&p99, threshold),
+            cpu: ratio(Metric::Cpu),
+            p50: ratio(Metric::P50),
+            p99: ratio(Metric::P99),
             phases: kept,
         };
         (result, warnings)
@@ -317,7 +396,8 @@ mod tests {
 
     fn pair() -> Pair {
         Pair {
-            bootstrap: "proxy-b:9092".into(),
+            bootstrap: "proxy:9092".into(),
+            network: "default-b".into(),
             a: vec!["proxy-a".into()],
             b: vec!["proxy-b".into()],
         }
@@ -355,6 +435,7 @@ mod tests {
         Side {
             sent,
             rate_rec_s: 1000.0,
+            p50_ms: p99_ms / 4.0,
             p99_ms,
         }
     }

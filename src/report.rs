@@ -292,18 +292,27 @@ pub const ADDED_LATENCY_COLUMNS: [&str; 9] = [
     "+P99.9 ms",
 ];
 
-/// One repetition of a paired scenario as it is measured: each side's CPU per MB/s and intended
-/// p99, and B over A (or why the pair cannot be compared).
+/// One repetition of a paired run as it is measured: each side's CPU per MB/s and intended
+/// p50 and p99, and B over A of the CPU (or why the pair cannot be compared).
 pub fn measured_pair(pair: &crate::pair::Pair, m: &Measurement) -> String {
     match m.pair_phase(pair) {
         Ok(p) => format!(
-            "    pair: A {:.3} mc per MB/s, p99 {:.2} ms; B {:.3} mc per MB/s, p99 {:.2} ms; \
-             B/A {:.4}",
-            p.mc_per_mb_s_a, p.p99_a_ms, p.mc_per_mb_s_b, p.p99_b_ms, p.cpu_ratio
+            "    pair: A {:.3} mc per MB/s, p50 {:.2} ms, p99 {:.2} ms; B {:.3} mc per MB/s, \
+             p50 {:.2} ms, p99 {:.2} ms; B/A {:.4}",
+            p.mc_per_mb_s_a,
+            p.p50_a_ms,
+            p.p99_a_ms,
+            p.mc_per_mb_s_b,
+            p.p50_b_ms,
+            p.p99_b_ms,
+            p.cpu_ratio
         ),
         Err(why) => format!("    pair: not compared: {why}"),
     }
 }
+
+/// Title of the paired table.
+pub const PAIR_TITLE: &str = "A/B Verdicts";
 
 /// Columns of the paired table.
 pub const PAIR_COLUMNS: [&str; 11] = [
@@ -313,77 +322,76 @@ pub const PAIR_COLUMNS: [&str; 11] = [
     "B",
     "B/A",
     "95% interval",
-    "B/A ±CV%",
-    "Within-pair CV%",
     "Detectable change",
     "Verdict",
     "Pairs",
+    "B/A ±CV%",
+    "Within-pair CV%",
 ];
 
-/// A paired scenario's two sides measured in the same phases (`crate::pair`): each side's
-/// median over the phases, and B over A as the geometric mean over the pairs with its interval,
-/// the pairs' spread, the phases' spread within a pair (with `PAIR_PHASES` above 1), the change
-/// the pairs could find (80% power), the verdict and the pairs (times their phases); `None`
-/// without a paired scenario.
+/// A paired run's two sides measured in the same phases (`crate::pair`), one row per path and
+/// primary metric: each side's median over the phases, and B over A as the geometric mean over
+/// the pairs with its interval, the change the pairs could find (80% power), the verdict, the
+/// pairs (times their phases), the pairs' spread and the phases' spread within a pair (with
+/// `PAIR_PHASES` above 1); `None` without a paired scenario.
 pub fn pair_table(results: &[ScenarioResult]) -> Option<TableData> {
-    type Side = fn(&crate::pair::PairPhase) -> f64;
     let mut rows = Vec::new();
     for r in results {
         let Some(pair) = &r.pair else { continue };
-        let metrics: [(&str, Side, Side, Option<&crate::pair::Ratio>, usize); 2] = [
-            (
-                "Path mc per MB/s",
-                |p| p.mc_per_mb_s_a,
-                |p| p.mc_per_mb_s_b,
-                pair.cpu.as_ref(),
-                1,
-            ),
-            (
-                "Intended P99 ms",
-                |p| p.p99_a_ms,
-                |p| p.p99_b_ms,
-                pair.p99.as_ref(),
-                2,
-            ),
-        ];
-        for (metric, a, b, ratio, decimals) in metrics {
-            let median = |f: Side| {
-                let values: Vec<f64> = pair.phases.iter().map(f).collect();
+        let name = match pair.alike {
+            true => format!("{} (A/A)", r.label()),
+            false => r.label(),
+        };
+        for metric in crate::pair::Metric::ALL {
+            let ratio = pair.ratio(metric);
+            let decimals = metric.decimals();
+            let median = |side: fn((f64, f64)) -> f64| {
+                let values: Vec<f64> = pair.phases.iter().map(|p| side(metric.sides(p))).collect();
                 if values.is_empty() {
                     "n/a".to_string()
                 } else {
                     format!("{:.decimals$}", stats::median(&values))
                 }
             };
-            let mut row = vec![r.label(), metric.to_string(), median(a), median(b)];
+            let mut row = vec![
+                name.clone(),
+                metric.name().to_string(),
+                median(|(a, _)| a),
+                median(|(_, b)| b),
+            ];
+            let pairs = ratio.map_or(0, |x| x.pairs);
+            let pairs = match pair.phases_per_pair {
+                1 => pairs.to_string(),
+                n => format!("{pairs} x {n} phases"),
+            };
             row.extend(match ratio {
-                None => vec!["n/a".to_string(); 6],
+                None => {
+                    let mut none = vec!["n/a".to_string(); 7];
+                    none[4] = pairs;
+                    none
+                }
                 Some(x) => vec![
                     format!("{:.4}", x.ratio),
                     match (x.low, x.high) {
                         (Some(l), Some(h)) => format!("{l:.4} .. {h:.4}"),
                         _ => "n/a".to_string(),
                     },
-                    x.cv_percent.map_or("n/a".into(), |c| format!("{c:.1}")),
-                    x.within_pair_cv_percent
-                        .map_or("n/a".into(), |c| format!("{c:.1}")),
                     x.detectable_percent
                         .map_or("n/a".into(), |d| format!("{d:.1}%")),
                     x.verdict
                         .map_or("REPEAT=2 or more", crate::pair::Verdict::text)
                         .to_string(),
+                    pairs,
+                    x.cv_percent.map_or("n/a".into(), |c| format!("{c:.1}")),
+                    x.within_pair_cv_percent
+                        .map_or("n/a".into(), |c| format!("{c:.1}")),
                 ],
-            });
-            let pairs = ratio.map_or(0, |x| x.pairs);
-            row.push(match pair.phases_per_pair {
-                1 => pairs.to_string(),
-                n => format!("{pairs} x {n} phases"),
             });
             rows.push(row);
         }
     }
     (!rows.is_empty()).then(|| TableData {
-        title: "Paired Sides",
+        title: PAIR_TITLE,
         columns: strings(&PAIR_COLUMNS),
         rows,
     })

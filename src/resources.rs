@@ -45,7 +45,7 @@ impl Target {
     pub fn role(&self) -> Role {
         if self.run_wide {
             Role::RunWide
-        } else if self.service == LOAD_GENERATOR {
+        } else if self.service.starts_with(LOAD_GENERATOR) {
             Role::LoadGenerator
         } else {
             Role::Path
@@ -193,10 +193,18 @@ pub fn combine(reps: &[Vec<ServiceResources>]) -> Vec<ServiceResources> {
 ///   90% of `cpus` cores: the machine's cores are all busy, the client competes for them.
 pub fn load_generator_saturation(resources: &[ServiceResources], cpus: usize) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(w) = resources.iter().find(|r| r.service == LOAD_GENERATOR) {
+    // A paired run has one load generator a side (side B's named after side A's).
+    for w in resources
+        .iter()
+        .filter(|r| r.service.starts_with(LOAD_GENERATOR))
+    {
+        let who = match w.service == LOAD_GENERATOR {
+            true => "the load generator",
+            false => "side B's load generator",
+        };
         if w.cpu_pct_mean >= SATURATED_SHARE * 100.0 {
             out.push(format!(
-                "the load generator is saturated: its container used {:.0}% CPU on average \
+                "{who} is saturated: its container used {:.0}% CPU on average \
                  (peak {:.0}%), at least {:.0}% of the one core its produce loop can use; the \
                  rates may measure the client, not the path",
                 w.cpu_pct_mean,

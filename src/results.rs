@@ -102,6 +102,10 @@ pub struct RunInfo {
     /// A sizing run's request (`perf-tests sizing`); absent for any other run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sizing: Option<crate::sizing::Request>,
+    /// A paired run's sides (`perf-tests ab`): what made each differ from the scenarios;
+    /// absent for any other run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sides: Option<crate::plan::sides::Sides>,
 }
 
 /// Where run `run_id`'s profile recordings are kept (inside `results_dir`, hidden) until its
@@ -165,6 +169,7 @@ impl RunInfo {
             suite: suite.display().to_string(),
             incomplete: None,
             sizing: None,
+            sides: None,
         }
     }
 }

@@ -94,9 +94,6 @@ pub struct Scenario {
     pub reference: bool,
     /// The KMS the path's record encryption uses, kept in the results.
     pub kms: Option<crate::model::Kms>,
-    /// A paired scenario's side B (`crate::pair`): measured at once with the scenario's own
-    /// endpoint, side A.
-    pub pair: Option<crate::pair::Pair>,
 }
 
 /// Host names a per-run CA and server certificate are generated for.
@@ -218,8 +215,6 @@ struct ScenarioFile {
     reference: bool,
     #[serde(default)]
     kms: Option<crate::model::Kms>,
-    #[serde(default)]
-    pair: Option<crate::pair::Pair>,
 }
 
 /// `images:` of a suite file: the recipes themselves, or a file holding them, so that suites
@@ -501,9 +496,6 @@ impl Scenario {
                 );
             }
         }
-        if let Some(pair) = &raw.pair {
-            check_pair(&file, pair, &raw.bootstrap, &raw.services)?;
-        }
         let compose = match &raw.compose {
             Some(paths) => resolve_compose(&file, paths)?,
             None => suite.compose.clone(),
@@ -525,50 +517,8 @@ impl Scenario {
             expect: raw.expect,
             reference: raw.reference,
             kms: raw.kms,
-            pair: raw.pair,
         })
     }
-}
-
-/// `pair:` of `file`: side B's endpoint, apart from side A's, and two sides of the scenario's
-/// own services, each named, neither sharing one with the other.
-fn check_pair(
-    file: &Path,
-    pair: &crate::pair::Pair,
-    bootstrap: &str,
-    services: &[String],
-) -> Result<()> {
-    check_endpoint(file, "pair.bootstrap", &pair.bootstrap)?;
-    if pair.bootstrap == bootstrap {
-        bail!(
-            "{}: pair.bootstrap: {:?} is side A's endpoint (bootstrap) too; side B needs its own",
-            file.display(),
-            pair.bootstrap
-        );
-    }
-    for (key, side) in [("pair.a", &pair.a), ("pair.b", &pair.b)] {
-        if side.is_empty() {
-            bail!(
-                "{}: {key} must name the services whose CPU is that side's cost",
-                file.display()
-            );
-        }
-        if let Some(other) = side.iter().find(|s| !services.contains(s)) {
-            bail!(
-                "{}: {key}: {other:?} is not one of the scenario's services ({})",
-                file.display(),
-                services.join(", ")
-            );
-        }
-    }
-    if let Some(both) = pair.a.iter().find(|s| pair.b.contains(s)) {
-        bail!(
-            "{}: pair: {both:?} is in both pair.a and pair.b; each side's cost is its own \
-             services'",
-            file.display()
-        );
-    }
-    Ok(())
 }
 
 /// True for a scenario directory name: two digits, a dash, and a non-empty rest.
@@ -962,51 +912,5 @@ teardown:
             err.contains("suite.yaml") && err.contains("images") && err.contains("none.yaml"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn a_pair_names_its_own_endpoint_and_two_sides_of_the_scenarios_services() {
-        let head = "description: d\nbootstrap: a:9092\nservices: [proxy-a, proxy-b, kms]\n";
-        let good =
-            format!("{head}pair: {{ bootstrap: b:9092, a: [proxy-a, kms], b: [proxy-b] }}\n");
-        let root = suite(&[("01-pair", &good)]);
-        let s = Suite::load(&root.path().join("suite")).unwrap();
-        let found = discover(&s.dir).unwrap();
-        let pair = Scenario::load(&s, &found[0]).unwrap().pair.unwrap();
-        assert_eq!(
-            (pair.bootstrap.as_str(), pair.b.as_slice()),
-            ("b:9092", &["proxy-b".to_string()][..])
-        );
-
-        let cases = [
-            (
-                "{ bootstrap: b, a: [proxy-a], b: [proxy-b] }",
-                "pair.bootstrap: \"b\" is not a host:port",
-            ),
-            (
-                "{ bootstrap: a:9092, a: [proxy-a], b: [proxy-b] }",
-                "side A's endpoint",
-            ),
-            (
-                "{ bootstrap: b:9092, a: [], b: [proxy-b] }",
-                "pair.a must name",
-            ),
-            (
-                "{ bootstrap: b:9092, a: [proxy-a], b: [proxy-c] }",
-                "pair.b: \"proxy-c\" is not one of",
-            ),
-            (
-                "{ bootstrap: b:9092, a: [proxy-a, kms], b: [proxy-b, kms] }",
-                "\"kms\" is in both",
-            ),
-            ("{ bootstrap: b:9092, a: [proxy-a] }", "missing field `b`"),
-        ];
-        for (pair, expected) in cases {
-            let err = load_err(&format!("{head}pair: {pair}\n"));
-            assert!(
-                err.contains("01-bad/scenario.yaml") && err.contains(expected),
-                "{pair}: {err}"
-            );
-        }
     }
 }

@@ -30,6 +30,12 @@ pub struct Cli {
 pub enum Command {
     /// Run the scenarios TEST selects (the default command)
     Run(RunArgs),
+    /// Measure side B of every selected path against side A in the same phases: each scenario's
+    /// services are side A, side B the same services started again beside them with B's
+    /// overrides; each repetition a fresh pair, the verdict over pairs (CPU per MB/s, intended
+    /// p50 and p99). With no TEST, every scenario with services of its own. Exit 1 when side B
+    /// is worse beyond PAIR_THRESHOLD on any of them
+    Ab(AbArgs),
     /// Raise each scenario's producer rate (THROUGHPUT) step by step until the path no longer
     /// sustains it, and report the highest rate each sustained
     Sweep(SweepArgs),
@@ -77,6 +83,66 @@ pub struct RunArgs {
     /// Print the plan (scenarios, settings, compose files, endpoints, steps) and start nothing
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Options of `ab`: what makes each side differ from the scenarios as written.
+#[derive(Debug, Default, Args)]
+pub struct AbArgs {
+    /// A Compose variable of side A's services, usually a setting, e.g.
+    /// KROXYLICIOUS_IMAGE=my/kroxylicious:main (repeat for more)
+    #[arg(long = "a", value_name = "VAR=VALUE", value_parser = assignment)]
+    pub a: Vec<(String, String)>,
+    /// An environment variable set in each of side A's services, e.g.
+    /// JAVA_OPTIONS=-XX:MaxInlineLevel=6 (a proxy image's start script passes JAVA_OPTIONS to
+    /// its JVM; repeat for more)
+    #[arg(long = "a-env", value_name = "VAR=VALUE", value_parser = assignment)]
+    pub a_env: Vec<(String, String)>,
+    /// A YAML file merged into each YAML file side A's services mount (the proxy's
+    /// configuration): maps merge key by key, anything else replaces
+    #[arg(long = "a-config", value_name = "FILE")]
+    pub a_config: Option<std::path::PathBuf>,
+    /// A Compose variable of side B's services, e.g. KROXYLICIOUS_IMAGE=my/kroxylicious:dev
+    /// (repeat for more)
+    #[arg(long = "b", value_name = "VAR=VALUE", value_parser = assignment)]
+    pub b: Vec<(String, String)>,
+    /// An environment variable set in each of side B's services (repeat for more)
+    #[arg(long = "b-env", value_name = "VAR=VALUE", value_parser = assignment)]
+    pub b_env: Vec<(String, String)>,
+    /// A YAML file merged into each YAML file side B's services mount
+    #[arg(long = "b-config", value_name = "FILE")]
+    pub b_config: Option<std::path::PathBuf>,
+    /// Print the plan (both sides' services, topics, steps) and start nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl AbArgs {
+    /// Both sides' overrides.
+    pub fn sides(&self) -> crate::plan::sides::Sides {
+        use crate::plan::sides::{Overrides, Sides};
+        Sides {
+            a: Overrides {
+                variables: self.a.clone(),
+                environment: self.a_env.clone(),
+                config: self.a_config.clone(),
+            },
+            b: Overrides {
+                variables: self.b.clone(),
+                environment: self.b_env.clone(),
+                config: self.b_config.clone(),
+            },
+        }
+    }
+}
+
+/// `VAR=VALUE`, split at the first `=`.
+fn assignment(s: &str) -> anyhow::Result<(String, String)> {
+    match s.split_once('=') {
+        Some((var, value)) if !var.trim().is_empty() => {
+            Ok((var.trim().to_string(), value.to_string()))
+        }
+        _ => anyhow::bail!("{s:?}: expected VAR=VALUE"),
+    }
 }
 
 /// Options of `sweep`.
@@ -215,6 +281,11 @@ fn flag(setting: &'static Setting) -> Arg {
     if let Some(default) = setting.default_help {
         help.push_str(&format!(" [default: {default}]"));
     }
+    match setting.ab_default {
+        Some("") => help.push_str(" [ab: unset]"),
+        Some(ab) => help.push_str(&format!(" [ab: {ab}]")),
+        None => {}
+    }
     match setting.lists {
         Lists::Commas => help.push_str(" [a list measures each]"),
         Lists::Repeated => help.push_str(
@@ -247,6 +318,12 @@ impl SettingsArgs {
     /// the suite's matrix varies) are its `matrix`; a missing commit id is detected from the
     /// suite directory. Errors name the setting and the value.
     pub fn into_settings(self) -> anyhow::Result<Settings> {
+        self.into_settings_for(false)
+    }
+
+    /// [`Self::into_settings`]; for a paired run (`paired`), a setting not given takes its
+    /// paired default ([`Setting::ab_default`]) where it has one.
+    pub fn into_settings_for(self, paired: bool) -> anyhow::Result<Settings> {
         let given = |var: &str| self.given.iter().any(|(s, _)| s.var == var);
         if given("DURATION") && given("NUM_RECORDS") {
             anyhow::bail!(
@@ -255,6 +332,13 @@ impl SettingsArgs {
             );
         }
         let mut settings = Settings::without_commit();
+        if paired {
+            for setting in SETTINGS.iter().filter(|s| !given(s.var)) {
+                if let Some(value) = setting.ab_default {
+                    setting.set(&mut settings, value)?;
+                }
+            }
+        }
         for (setting, values) in &self.given {
             if setting.varies() {
                 let axis: Axis = matrix::axis(setting.var, values)?;

@@ -20,7 +20,7 @@ use std::path::Path;
 use clap::Parser;
 
 pub use args::{
-    Cli, Command, CompareArgs, FormatArg, RunArgs, SettingsArgs, SizingArgs, SweepArgs,
+    AbArgs, Cli, Command, CompareArgs, FormatArg, RunArgs, SettingsArgs, SizingArgs, SweepArgs,
 };
 
 use crate::engine::Engine;
@@ -54,7 +54,8 @@ pub fn main() -> i32 {
             return e.exit_code();
         }
     };
-    let settings = match cli.settings.into_settings() {
+    let paired = matches!(cli.command, Some(Command::Ab(_)));
+    let settings = match cli.settings.into_settings_for(paired) {
         Ok(settings) => settings,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -63,6 +64,7 @@ pub fn main() -> i32 {
     };
     match cli.command.unwrap_or(Command::Run(RunArgs::default())) {
         Command::Run(args) => run(&settings, args.dry_run, How::Run),
+        Command::Ab(args) => ab(&settings, &args),
         Command::Sweep(args) => sweep(&settings, &args, None),
         Command::Sizing(args) => sizing(&settings, &args),
         Command::List => list(&settings),
@@ -165,6 +167,23 @@ enum How {
     Run,
     Sweep,
     Sizing(crate::sizing::Request),
+    /// A paired run (`ab`) with its sides' overrides.
+    Ab(crate::plan::sides::Sides),
+}
+
+/// `ab`: a run whose scenarios are paired, side B derived from each; exit 1 when side B is worse
+/// beyond PAIR_THRESHOLD on a primary metric of any path.
+fn ab(settings: &Settings, args: &AbArgs) -> i32 {
+    if let Some(axis) = settings.matrix.iter().find(|a| a.values.len() > 1) {
+        eprintln!(
+            "error: {}={}: a paired run measures one configuration of each side, not a list; \
+             give side B what differs with --b, --b-env or --b-config",
+            axis.var,
+            axis.values.join(",")
+        );
+        return EXIT_USAGE;
+    }
+    run(settings, args.dry_run, How::Ab(args.sides()))
 }
 
 /// `sizing`: a sweep, repeated, whose results are also sized (see `crate::sizing`).
@@ -237,8 +256,13 @@ fn sweep(settings: &Settings, args: &SweepArgs, sizing: Option<crate::sizing::Re
 }
 
 fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
-    let planned = plan::plan_run(settings, &crate::engine::new_run_id()).and_then(|mut plan| {
-        plan.sweep = !matches!(how, How::Run);
+    let sides = match &how {
+        How::Ab(sides) => Some(sides),
+        _ => None,
+    };
+    let run_id = crate::engine::new_run_id();
+    let planned = plan::plan_run_with(settings, &run_id, sides).and_then(|mut plan| {
+        plan.sweep = matches!(how, How::Sweep | How::Sizing(_));
         Ok((plan, crate::driver::for_settings(settings)?.describe()))
     });
     let (plan, driver) = match planned {
@@ -252,6 +276,20 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
         How::Sizing(request) => Some(request),
         _ => None,
     };
+    let alike: Vec<&str> = plan
+        .first()
+        .scenarios
+        .iter()
+        .filter(|p| p.pair.as_ref().is_some_and(|p| p.alike))
+        .map(|p| p.scenario.name.as_str())
+        .collect();
+    if !alike.is_empty() {
+        eprintln!(
+            "note: side B is side A as it is in {}: an A/A comparison (no difference is expected; \
+             give side B what differs with --b, --b-env or --b-config)",
+            alike.join(", ")
+        );
+    }
     if dry_run {
         print!("{}", plan.render());
         if let Some(s) = &sizing {
@@ -309,6 +347,7 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
         ended,
     );
     info.sizing = sizing;
+    info.sides = plan.first().sides.clone();
     let Some(failure) = output.failure else {
         return finish(
             &settings.results_dir,
@@ -369,6 +408,10 @@ fn finish(
     match crate::export::write_run(results_dir, info, scenario_results) {
         Ok(dir) => {
             let _ = writeln!(out, "Results: {}", dir.display());
+            if scenario_results.iter().any(|r| r.pair.is_some()) {
+                let comment = dir.join(crate::export::ab::FILE);
+                let _ = writeln!(out, "Pull-request comment: {}", comment.display());
+            }
         }
         Err(e) => {
             eprintln!("error: cannot write results: {e:#}");
@@ -403,6 +446,22 @@ fn finish(
         eprintln!(
             "error: the path does not do what the scenario declares (path check failed) in: {}",
             unproven.join(", ")
+        );
+        return EXIT_FAILURE;
+    }
+    let worse: Vec<String> = scenario_results
+        .iter()
+        .filter_map(|r| {
+            let metrics = r.pair.as_ref()?.worse();
+            let names: Vec<&str> = metrics.iter().map(|m| m.name()).collect();
+            (!names.is_empty()).then(|| format!("{} ({})", r.label(), names.join(", ")))
+        })
+        .collect();
+    if !worse.is_empty() {
+        eprintln!(
+            "side B is worse than side A beyond PAIR_THRESHOLD={}% in: {}",
+            info.settings.pair_threshold,
+            worse.join("; ")
         );
         return EXIT_FAILURE;
     }

@@ -143,17 +143,19 @@ pub async fn measure_marked(
     Ok(m)
 }
 
-/// Two measurements through `session` at once, `a` and `b` (a paired scenario's sides, each on
-/// its own endpoint and topic), whose measured phases share their edges: each side waits at a
-/// phase's start and end for the other, and `marks` is told once, with both sides' records. So
-/// the counters read there cover both sides' whole phases and nothing of either's warm-up.
-/// Returns `a`'s measurement holding `b`'s as its pair.
-pub async fn measure_pair(
-    session: &dyn Session,
-    a: &MeasureSpec,
-    b: &MeasureSpec,
-    marks: &dyn Marks,
-) -> Result<Measurement> {
+/// A paired run's two sides in one phase: each side's session (on the side's own network) and
+/// its measurement (its endpoint and topic).
+pub struct Sides<'a> {
+    pub a: (&'a dyn Session, &'a MeasureSpec),
+    pub b: (&'a dyn Session, &'a MeasureSpec),
+}
+
+/// Two measurements at once, side A's and side B's, whose measured phases share their edges:
+/// each side waits at a phase's start and end for the other, and `marks` is told once, with
+/// both sides' records. So the counters read there cover both sides' whole phases and nothing
+/// of either's warm-up. Returns side A's measurement holding side B's as its pair.
+pub async fn measure_pair(sides: &Sides<'_>, marks: &dyn Marks) -> Result<Measurement> {
+    let ((session_a, a), (session_b, b)) = (sides.a, sides.b);
     let joint = Joint {
         marks,
         barrier: tokio::sync::Barrier::new(2),
@@ -161,8 +163,8 @@ pub async fn measure_pair(
     };
     // A side that fails ends both: the other's wait at an edge is dropped with it.
     let (mut ma, mb) = futures_util::future::try_join(
-        async { measure_marked(session, a, &joint).await.context("side A") },
-        async { measure_marked(session, b, &joint).await.context("side B") },
+        async { measure_marked(session_a, a, &joint).await.context("side A") },
+        async { measure_marked(session_b, b, &joint).await.context("side B") },
     )
     .await?;
     ma.pair = Some(Box::new(mb));
@@ -1009,7 +1011,12 @@ pub(crate) mod tests {
             topic: "t-b".into(),
             ..a.clone()
         };
-        let m = measure_pair(&fake, &a, &b, &Logged(fake.calls.clone()))
+        // Both sides on one fake session: the calls of both in one log.
+        let sides = Sides {
+            a: (&fake, &a),
+            b: (&fake, &b),
+        };
+        let m = measure_pair(&sides, &Logged(fake.calls.clone()))
             .await
             .unwrap();
         let asked = calls(&fake).await;
@@ -1043,7 +1050,11 @@ pub(crate) mod tests {
             fail: vec!["produce"],
             ..Fake::default()
         };
-        let err = measure_pair(&fake, &a, &b, &NoMarks).await.unwrap_err();
+        let sides = Sides {
+            a: (&fake, &a),
+            b: (&fake, &b),
+        };
+        let err = measure_pair(&sides, &NoMarks).await.unwrap_err();
         let text = format!("{err:#}");
         assert!(
             text.starts_with("side ") && text.contains("produce failed"),

@@ -5,6 +5,7 @@
 //! renamed into place, so a results directory is either complete or absent. A run never replaces
 //! another: when the name is taken, `-2`, `-3`, ... is appended.
 
+pub mod ab;
 pub mod histograms;
 pub mod html;
 pub mod json;
@@ -39,6 +40,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(sizing::SizingFiles),
         Box::new(histograms::Histograms),
         Box::new(html::Html),
+        Box::new(ab::Ab),
     ]
 }
 

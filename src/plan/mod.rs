@@ -11,12 +11,14 @@ use anyhow::{bail, Context, Result};
 
 mod estimate;
 mod render;
+pub mod sides;
 
 use crate::compose::{self, Project};
 use crate::images::recipe::{self, ImageRecipe};
 use crate::matrix::{self, Axis, Combination};
 use crate::scenario::{self, Scenario, Step, Suite};
 use crate::settings::Settings;
+use sides::{GeneratedFile, Sides};
 
 /// Topic names are this prefix plus the scenario name.
 pub const TOPIC_PREFIX: &str = "perf-tests-";
@@ -48,14 +50,20 @@ pub struct Cell {
 /// Plans a run: the suite's matrix merged with the settings given as lists
 /// ([`matrix::merge`]), then a [`plan`] of every combination. An error names the combination.
 pub fn plan_run(settings: &Settings, run_id: &str) -> Result<RunPlan> {
+    plan_run_with(settings, run_id, None)
+}
+
+/// [`plan_run`] of a paired run (`perf-tests ab`) when `sides` are given: every selected
+/// scenario's services make side A, and side B is derived from them ([`sides`]).
+pub fn plan_run_with(settings: &Settings, run_id: &str, sides: Option<&Sides>) -> Result<RunPlan> {
     // The files are read once; only what the settings substitute differs between combinations.
-    let sources = Sources::read(settings)?;
+    let sources = Sources::read(settings, sides.is_some())?;
     let axes = matrix::merge(&sources.suite.matrix, &settings.matrix);
     let cells = matrix::combinations(&axes)?
         .into_iter()
         .map(|combination| {
             let settings = matrix::apply(settings, &combination)?;
-            let planned = plan_from(&sources, &settings, run_id);
+            let planned = plan_from(&sources, &settings, run_id, sides);
             let plan = if combination.is_empty() {
                 planned?
             } else {
@@ -136,6 +144,11 @@ pub struct Plan {
     pub recipes: Vec<ImageRecipe>,
     /// CPUs the load generator's containers may run on (`WORKLOAD_CPUSET`); all when unset.
     pub workload_cpuset: Option<String>,
+    /// A paired run's sides (`perf-tests ab`); `None` for any other run.
+    pub sides: Option<Sides>,
+    /// Files the run writes before its first container starts (a side's merged
+    /// configuration), removed with the run's scratch space.
+    pub files: Vec<GeneratedFile>,
 }
 
 impl Plan {
@@ -158,16 +171,38 @@ pub struct PlannedScenario {
     pub closure: Vec<String>,
     /// Where the path check reads records straight from: the suite's broker (`bootstrap`).
     pub direct: String,
+    /// In a paired run, the scenario's two sides (its `setup` and `teardown` are then side
+    /// A's, for every phase's topic).
+    pub pair: Option<PlannedPair>,
+}
+
+/// A scenario's two sides in a paired run, as derived from it ([`sides`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedPair {
+    /// Which services are each side's, and side B's network.
+    pub pair: crate::pair::Pair,
+    /// Each measured phase of a bring-up (`PAIR_PHASES`): side A's topic and side B's.
+    pub topics: Vec<(String, String)>,
+    /// Side B's setup and teardown steps: side A's in side B's services, for side B's topics.
+    pub setup: Vec<Step>,
+    pub teardown: Vec<Step>,
+    /// Side B's services came out as side A's: an A/A comparison.
+    pub alike: bool,
 }
 
 impl PlannedScenario {
     /// Measured phases of each bring-up: `PAIR_PHASES` for a paired scenario, else one.
-    pub fn phases(&self, settings: &Settings) -> usize {
-        if self.scenario.pair.is_some() {
-            settings.pair_phases.max(1) as usize
-        } else {
-            1
+    pub fn phases(&self, _settings: &Settings) -> usize {
+        self.pair.as_ref().map_or(1, |p| p.topics.len())
+    }
+
+    /// The services a bring-up starts and stops: the scenario's, and side B's in a paired run.
+    pub fn started(&self) -> Vec<String> {
+        let mut all = self.scenario.services.clone();
+        if let Some(p) = &self.pair {
+            all.extend(p.pair.b.iter().cloned());
         }
+        all
     }
 }
 
@@ -196,14 +231,30 @@ struct Sources {
 }
 
 impl Sources {
-    /// Discovers the suite and loads the scenarios `TEST` selects.
-    fn read(settings: &Settings) -> Result<Sources> {
+    /// Discovers the suite and loads the scenarios `TEST` selects; for a paired run given no
+    /// `TEST`, every scenario with services of its own (a path to pair).
+    fn read(settings: &Settings, paired: bool) -> Result<Sources> {
         let suite = Suite::load(&settings.scenarios)?;
         let found = scenario::discover(&suite.dir)?;
-        let scenarios = scenario::select(&found, &settings.test)?
+        // A paired run's TEST is empty unless given: every scenario with a path.
+        let every = paired && settings.test.is_empty();
+        let test = match every {
+            true => crate::settings::table::find("TEST").map_or("", |s| s.default),
+            false => &settings.test,
+        };
+        let mut scenarios = scenario::select(&found, test)?
             .iter()
             .map(|dir| Scenario::load(&suite, dir))
             .collect::<Result<Vec<_>>>()?;
+        if every {
+            scenarios.retain(|s| !s.services.is_empty() && !s.reference);
+            if scenarios.is_empty() {
+                bail!(
+                    "suite {} (SCENARIOS) has no scenario with services of its own: there is no                      path to pair",
+                    suite.dir.display()
+                );
+            }
+        }
         let recipes = recipe::parse_recipes(&suite.images_file, &suite.images)?;
         Ok(Sources {
             suite,
@@ -215,11 +266,16 @@ impl Sources {
 
 /// Discovers the suite, selects scenarios by `TEST` and resolves everything run `run_id` needs.
 pub fn plan(settings: &Settings, run_id: &str) -> Result<Plan> {
-    plan_from(&Sources::read(settings)?, settings, run_id)
+    plan_from(&Sources::read(settings, false)?, settings, run_id, None)
 }
 
-/// [`plan`] from sources already read.
-fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Plan> {
+/// [`plan`] from sources already read, with a paired run's `sides`.
+fn plan_from(
+    sources: &Sources,
+    settings: &Settings,
+    run_id: &str,
+    sides: Option<&Sides>,
+) -> Result<Plan> {
     // Every check across settings, then the suite's own bound on them.
     settings.validate()?;
     let suite = &sources.suite;
@@ -246,7 +302,8 @@ fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Pla
         .collect();
     let mut variables = base_vars;
     variables.insert("TLS_DIR".into(), tls_dir.display().to_string());
-    let mut project = compose::load(&compose_files(suite, &scenarios), &variables)?;
+    let files = compose_files(suite, &scenarios);
+    let mut project = compose::load(&files, &variables)?;
     // SERVICES_CPUSET pins every service a Compose file leaves unpinned.
     if !settings.services_cpuset.is_empty() {
         for service in project.services.values_mut() {
@@ -266,11 +323,92 @@ fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Pla
         p.closure = project.service_closure(&p.scenario.services)?;
         all.extend(p.scenario.services.iter().cloned());
     }
-    let services = project.service_closure(&all)?;
+    let mut services = project.service_closure(&all)?;
     check_profiled(settings, &scenarios, &run_wide)?;
-    check_paired(settings, &scenarios)?;
+    check_paired(settings, sides)?;
+    let mut generated = Vec::new();
+    if let Some(sides) = sides {
+        let load = |more: &[(String, String)]| {
+            let mut vars = variables.clone();
+            vars.extend(more.iter().cloned());
+            compose::load(&files, &vars)
+        };
+        let run_dir = tls_dir.parent().unwrap_or(&tls_dir).to_path_buf();
+        let derived = {
+            let views: Vec<sides::Scenario> = scenarios
+                .iter()
+                .map(|p| sides::Scenario {
+                    name: &p.scenario.name,
+                    file: &p.scenario.file,
+                    bootstrap: &p.scenario.bootstrap,
+                    closure: &p.closure,
+                })
+                .collect();
+            sides::derive(sides, &mut project, &load, &run_wide, &views, &run_dir)?
+        };
+        let phases = settings.pair_phases.max(1) as usize;
+        for ((p, raw), (pair, alike)) in scenarios
+            .iter_mut()
+            .zip(&sources.scenarios)
+            .zip(derived.pairs)
+        {
+            let topics = sides::phase_topics(&p.topic, phases);
+            let (a, b): (Vec<String>, Vec<String>) = topics.iter().cloned().unzip();
+            let file = &raw.file;
+            p.scenario.setup = steps_for_topics(file, "setup", &raw.setup, &variables, &a)?;
+            p.scenario.teardown =
+                steps_for_topics(file, "teardown", &raw.teardown, &variables, &a)?;
+            let on_b = |steps: Vec<Step>| -> Vec<Step> {
+                steps
+                    .into_iter()
+                    .map(|Step::Exec { service, command }| Step::Exec {
+                        service: if pair.a.contains(&service) {
+                            sides::b_name(&service)
+                        } else {
+                            service
+                        },
+                        command,
+                    })
+                    .collect()
+            };
+            let setup = on_b(steps_for_topics(file, "setup", &raw.setup, &variables, &b)?);
+            let teardown = on_b(steps_for_topics(
+                file,
+                "teardown",
+                &raw.teardown,
+                &variables,
+                &b,
+            )?);
+            p.closure.extend(
+                derived
+                    .services_b
+                    .iter()
+                    .filter(|s| pair.b.contains(s))
+                    .cloned(),
+            );
+            p.pair = Some(PlannedPair {
+                pair,
+                topics,
+                setup,
+                teardown,
+                alike,
+            });
+        }
+        services.extend(derived.services_b);
+        generated = derived.files;
+    }
     let mut recipes = sources.recipes.clone();
     let mut images = images_of(&recipes, &project, &services, &variables);
+    // An image a side's variable chose is named by it.
+    for (side, overrides) in sides.iter().flat_map(|s| [("A", &s.a), ("B", &s.b)]) {
+        for (var, value) in &overrides.variables {
+            for i in images.iter_mut().filter(|i| i.image == *value) {
+                if let ImageSource::Pull { chosen_by } = &mut i.source {
+                    *chosen_by = format!("chosen by side {side}'s {var}");
+                }
+            }
+        }
+    }
     // The ceiling's iperf3 image is the runner's, whatever the suite (like the workload's).
     if settings.network_ceiling && !recipes.iter().any(|r| r.image == crate::ceiling::IMAGE) {
         let r = crate::ceiling::recipe();
@@ -293,6 +431,8 @@ fn plan_from(sources: &Sources, settings: &Settings, run_id: &str) -> Result<Pla
         images,
         recipes,
         workload_cpuset: Some(settings.workload_cpuset.clone()).filter(|c| !c.is_empty()),
+        sides: sides.cloned(),
+        files: generated,
     })
 }
 
@@ -331,49 +471,78 @@ fn check_profiled(
     Ok(())
 }
 
-/// Settings only a paired scenario uses: given other than their default with none selected,
-/// they are refused rather than ignored.
+/// Settings only a paired run (`perf-tests ab`) uses: given other than their default to any
+/// other run, they are refused rather than ignored.
 const PAIRED_ONLY: [&str; 2] = ["PAIR_PHASES", "PAIR_THRESHOLD"];
 
-/// Refuses a paired scenario (`pair:`) in a run whose settings cannot run its two sides in one
-/// phase at one rate: both sides' producers and consumers at once (`MODE=end-to-end`), at a
-/// `THROUGHPUT` (CPU per MB compares only at one rate), bounded by records (a `DURATION` run
-/// is costed with its warm-up).
-fn check_paired(settings: &Settings, scenarios: &[PlannedScenario]) -> Result<()> {
-    let Some(paired) = scenarios.iter().find(|p| p.scenario.pair.is_some()) else {
+/// Refuses a paired run whose settings cannot run its two sides in one phase at one rate:
+/// both sides' producers and consumers at once (`MODE=end-to-end`), at a `THROUGHPUT` (CPU per
+/// MB compares only at one rate), bounded by records (a `DURATION` run is costed with its
+/// warm-up), each side's clients the native workload's sessions; and the paired settings given
+/// to any other run.
+fn check_paired(settings: &Settings, sides: Option<&Sides>) -> Result<()> {
+    if sides.is_none() {
         for var in PAIRED_ONLY {
             let setting = crate::settings::table::find(var).expect("a declared setting");
             let value = setting.value(settings);
             if value != setting.default {
                 anyhow::bail!(
-                    "{var}={value}: none of the selected scenarios is paired (a scenario.yaml \
-                     with pair:), so none has a use for it"
+                    "{var}={value}: only a paired run (`perf-tests ab`) has a use for it"
                 );
             }
         }
         return Ok(());
-    };
+    }
     let why = if settings.mode != crate::settings::Mode::EndToEnd {
         format!(
-            "MODE={}: its sides run at once, in MODE=end-to-end",
+            "MODE={}: both sides run at once, in MODE=end-to-end",
             settings.mode
         )
     } else if settings.throughput <= 0 {
         format!(
-            "THROUGHPUT={}: its sides' CPU per MB compares only at one rate; set THROUGHPUT \
+            "THROUGHPUT={}: the sides' CPU per MB compares only at one rate; set THROUGHPUT \
              to a rate both sides sustain",
             settings.throughput
         )
     } else if let Some(d) = settings.duration {
         format!("DURATION={d}: a run bounded by time is costed with its warm-up; set NUM_RECORDS")
+    } else if settings.driver != "native" {
+        format!(
+            "DRIVER={}: each side's clients are a session of the native workload on the side's \
+             own network",
+            settings.driver
+        )
     } else {
         return Ok(());
     };
-    anyhow::bail!(
-        "scenario {} is paired ({}: pair): {why}",
-        paired.scenario.name,
-        paired.scenario.file.display()
-    )
+    anyhow::bail!("a paired run cannot pair its sides at {why}")
+}
+
+/// `steps` resolved for each of `topics` (`${TOPIC}`), in order: a step that names the topic
+/// once per topic, any other once (a key per topic, the engine it lives in enabled once).
+fn steps_for_topics(
+    file: &Path,
+    key: &str,
+    steps: &[Step],
+    vars: &BTreeMap<String, String>,
+    topics: &[String],
+) -> Result<Vec<Step>> {
+    let mut out = Vec::new();
+    for step in steps {
+        let mut own: Vec<Step> = Vec::new();
+        for topic in topics {
+            let mut vars = vars.clone();
+            vars.insert("TOPIC".to_string(), topic.clone());
+            let resolved = resolve_steps(file, key, std::slice::from_ref(step), &vars)?;
+            for s in resolved {
+                if !own.contains(&s) {
+                    own.push(s);
+                }
+            }
+        }
+        out.extend(own);
+    }
+    Ok(out)
 }
 
 /// A selected scenario with its topic and its steps' variables substituted.
@@ -400,6 +569,7 @@ fn resolve_scenario(
         topic,
         closure: Vec::new(),
         direct: suite.bootstrap.clone(),
+        pair: None,
     })
 }
 

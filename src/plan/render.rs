@@ -135,12 +135,21 @@ impl Plan {
             self.suite.dir.display(),
             self.suite.description
         );
-        let _ = writeln!(
-            out,
-            "Selected scenarios (TEST={}): {}",
-            settings.test,
-            list(&names)
-        );
+        let test = match (settings.test.is_empty(), &self.sides) {
+            (true, Some(_)) => "TEST unset: every scenario with services of its own".to_string(),
+            _ => format!("TEST={}", settings.test),
+        };
+        let _ = writeln!(out, "Selected scenarios ({test}): {}", list(&names));
+        if let Some(sides) = &self.sides {
+            let _ = writeln!(
+                out,
+                "Paired (perf-tests ab): each scenario's services are side A ({}); side B is them \
+                 again, named <service>-b on twin networks (<network>-b) where they answer to \
+                 side A's names ({})",
+                sides.a.describe(),
+                sides.b.describe()
+            );
+        }
         let _ = writeln!(out, "Settings:");
         for (k, v) in settings.variables() {
             let _ = writeln!(out, "  {k}={v}");
@@ -183,18 +192,34 @@ impl Plan {
             }
             steps(&mut out, "setup", &s.setup);
             steps(&mut out, "teardown", &s.teardown);
-            if let Some(pair) = &s.pair {
+            if let Some(planned) = &p.pair {
+                let pair = &planned.pair;
+                let topics: Vec<String> = planned
+                    .topics
+                    .iter()
+                    .map(|(a, b)| format!("{a} / {b}"))
+                    .collect();
                 let _ = writeln!(
                     out,
-                    "    paired: side A {} at {}, side B {} at {} on {}, in the same phases, {} \
-                     to each bring-up (PAIR_PHASES)",
+                    "    paired: side A {} at {}, side B {} at {} on network {}, in the same \
+                     phases, {} to each bring-up (PAIR_PHASES), on topics {}",
                     list(&pair.a),
                     s.bootstrap,
                     list(&pair.b),
                     pair.bootstrap,
-                    crate::pair::Pair::topic_b(&p.topic),
-                    p.phases(settings)
+                    pair.network,
+                    p.phases(settings),
+                    topics.join(", ")
                 );
+                if planned.alike {
+                    let _ = writeln!(
+                        out,
+                        "    side B is side A as it is: an A/A comparison (no difference is \
+                         expected)"
+                    );
+                }
+                steps(&mut out, "side B's setup", &planned.setup);
+                steps(&mut out, "side B's teardown", &planned.teardown);
             }
             if let Some(e) = &s.expect {
                 let _ = writeln!(

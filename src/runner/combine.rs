@@ -17,6 +17,8 @@ pub(super) struct Repetition {
     pub(super) images: BTreeMap<String, String>,
     pub(super) image_sources: BTreeMap<String, String>,
     pub(super) path_check: Option<PathCheck>,
+    /// In a paired run, the path check through side B's endpoint.
+    pub(super) path_check_b: Option<PathCheck>,
     /// The network's ceiling on each hop, measured before the scenario's first repetition.
     pub(super) network: Vec<NetworkCeiling>,
 }
@@ -45,7 +47,8 @@ pub(super) fn combine(
         crate::resources::combine(&reps.iter().map(|r| r.resources.clone()).collect::<Vec<_>>());
     let mut warnings = measurement.producer.saturation();
     warnings.extend(resources::load_generator_saturation(&resources, cpus));
-    let pair = sc.pair.as_ref().map(|p| {
+    let pair = planned.pair.as_ref().map(|planned_pair| {
+        let p = &planned_pair.pair;
         let per_pair = planned.phases(&cell.settings);
         // Side A's rate is the scenario's own rows', checked above; side B's is each phase's.
         for (i, m) in measurements.iter().enumerate() {
@@ -56,9 +59,11 @@ pub(super) fn combine(
             }
         }
         let phases = measurements.iter().map(|m| m.pair_phase(p)).collect();
-        let (result, left_out) =
+        let (mut result, left_out) =
             crate::pair::PairResult::of(p, phases, per_pair, cell.settings.pair_threshold);
         warnings.extend(left_out);
+        result.alike = planned_pair.alike;
+        result.path_check_b = worst_check(reps.iter().filter_map(|r| r.path_check_b.clone()));
         result
     });
     let combination = cell.combination.clone();
@@ -84,12 +89,7 @@ pub(super) fn combine(
             .last()
             .map(|r| r.image_sources.clone())
             .unwrap_or_default(),
-        // A failure in any repetition stays visible.
-        path_check: reps
-            .iter()
-            .filter_map(|r| r.path_check.clone())
-            .find(|c| !c.holds())
-            .or_else(|| reps.iter().rev().find_map(|r| r.path_check.clone())),
+        path_check: worst_check(reps.iter().filter_map(|r| r.path_check.clone())),
         reference: sc.reference,
         kms: sc.kms.clone(),
         pair,
@@ -99,4 +99,15 @@ pub(super) fn combine(
             .map(|r| r.network.clone())
             .unwrap_or_default(),
     }
+}
+
+/// Of the repetitions' path checks, in the order run: a failure in any stays visible, else the
+/// last.
+fn worst_check(checks: impl Iterator<Item = PathCheck>) -> Option<PathCheck> {
+    let checks: Vec<PathCheck> = checks.collect();
+    checks
+        .iter()
+        .find(|c| !c.holds())
+        .or(checks.last())
+        .cloned()
 }

@@ -258,8 +258,8 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
                 for rep in &measured {
                     let m = &rep.measurement;
                     crate::progress::println(&crate::report::measured_rows(&label, m));
-                    if let Some(pair) = &planned.scenario.pair {
-                        crate::progress::println(&crate::report::measured_pair(pair, m));
+                    if let Some(pair) = &planned.pair {
+                        crate::progress::println(&crate::report::measured_pair(&pair.pair, m));
                     }
                 }
                 if let Some(why) = run
@@ -301,7 +301,8 @@ async fn start_run_wide(site: &mut impl Site, watcher: &dyn Watcher, cell: &Cell
     let up = "bringing up the run-wide services";
     guarded(watcher, up, &[], site.up(&plan.run_wide)).await?;
     let open = "opening a workload session";
-    let session = guarded(watcher, open, &[], site.open(&suite.client, false)).await?;
+    let opened = site.open(&suite.client, false, DEFAULT_NETWORK);
+    let session = guarded(watcher, open, &[], opened).await?;
     let warmed = guarded(
         watcher,
         "the run-wide services' readiness check and warm-up",
@@ -345,16 +346,32 @@ async fn run_scenario(
 
     let t = Instant::now();
     let ctx = |e: anyhow::Error| e.context(format!("scenario {name}"));
-    if !sc.services.is_empty() {
+    let started_services = planned.started();
+    if !started_services.is_empty() {
         let up = "bringing up the scenario's services";
-        guarded(watcher, up, &[], site.up(&sc.services))
+        guarded(watcher, up, &[], site.up(&started_services))
             .await
             .map_err(ctx)?;
     }
+    let tls = sc.tls.is_some();
     let open = "opening a workload session";
-    let session = guarded(watcher, open, &[], site.open(&sc.client, sc.tls.is_some()))
-        .await
-        .map_err(ctx)?;
+    let session = guarded(
+        watcher,
+        open,
+        &[],
+        site.open(&sc.client, tls, DEFAULT_NETWORK),
+    )
+    .await
+    .map_err(ctx)?;
+    // Side B's clients run on side B's network, where its services answer to side A's names.
+    let session_b = match &planned.pair {
+        Some(p) => {
+            let open = "opening side B's workload session";
+            let opened = site.open(&sc.client, tls, &p.pair.network);
+            Some(guarded(watcher, open, &[], opened).await.map_err(ctx)?)
+        }
+        None => None,
+    };
     phases.up_s = t.elapsed().as_secs_f64();
     let network = if settings.network_ceiling && first {
         network_ceiling(&*site, watcher, planned, plan, &name)
@@ -363,51 +380,85 @@ async fn run_scenario(
     } else {
         Vec::new()
     };
-    let outcome = measure_scenario(
-        &*site,
-        watcher,
-        cell,
-        planned,
-        session.as_ref(),
-        &mut phases,
-    )
-    .await;
+    let sessions = Sessions {
+        a: session.as_ref(),
+        b: session_b.as_deref(),
+    };
+    let outcome = measure_scenario(&*site, watcher, cell, planned, &sessions, &mut phases).await;
     // Nothing can be closed or taken down on an engine that does not answer.
     let outcome = match outcome {
         Err(e) if is_engine_gone(&e) => return Err(ctx(e)),
         other => other,
     };
     let closed = session.close().await;
+    let closed_b = match &session_b {
+        Some(s) => s.close().await,
+        None => Ok(()),
+    };
     // The path check runs after the measurement (not sampled, not timed with it), on the same
-    // topic name so that topic-selected behaviour (the encryption key) applies to it too.
-    let path_check = match (&outcome, sc.expect) {
-        (Ok(_), Some(expect)) => Some(path_check(&*site, watcher, settings, planned, expect).await),
-        _ => None,
-    };
-    let path_check = match path_check {
-        Some(Err(e)) if is_engine_gone(&e) => return Err(ctx(e)),
-        other => other,
-    };
+    // topic name so that topic-selected behaviour (the encryption key) applies to it too. In a
+    // paired run through each side's endpoint, on its last phase's topic: the first is the
+    // scenario's own, set up as in any run, while a later one's holds only if every phase's
+    // topic was.
+    let mut checks = Vec::new();
+    if let (Ok(_), Some(expect)) = (&outcome, sc.expect) {
+        let last = planned.pair.as_ref().and_then(|p| p.topics.last());
+        let a = (
+            DEFAULT_NETWORK,
+            last.map_or(planned.topic.as_str(), |(a, _)| a.as_str()),
+        );
+        let b = planned
+            .pair
+            .as_ref()
+            .zip(last)
+            .map(|(p, (_, b))| (p.pair.network.as_str(), b.as_str()));
+        let sides = std::iter::once(a).chain(b);
+        for (network, topic) in sides {
+            let check =
+                path_check(&*site, watcher, settings, planned, expect, network, topic).await;
+            if let Err(e) = &check {
+                if is_engine_gone(e) {
+                    return Err(ctx(check.unwrap_err()));
+                }
+            }
+            checks.push(check);
+        }
+    }
+    let mut checks = checks.into_iter();
+    let path_check = checks.next();
+    let path_check_b = checks.next();
 
     let t = Instant::now();
-    let teardown = run_steps(&*site, "teardown", &sc.teardown).await;
-    let down = if sc.services.is_empty() {
+    let mut teardown = run_steps(&*site, "teardown", &sc.teardown).await;
+    if let Some(p) = &planned.pair {
+        let b = run_steps(&*site, "side B's teardown", &p.teardown).await;
+        teardown = teardown.and(b);
+    }
+    let down = if started_services.is_empty() {
         Ok(())
     } else {
-        site.down(&sc.services).await
+        site.down(&started_services).await
     };
     phases.down_s = t.elapsed().as_secs_f64();
     phases.total_s = started.elapsed().as_secs_f64();
 
     let (measurements, used) = outcome.map_err(ctx)?;
-    let path_check = path_check
-        .transpose()
-        .context("checking what the path does to records")
-        .map_err(ctx)?;
+    let checked = |check: Option<Result<PathCheck>>| {
+        check
+            .transpose()
+            .context("checking what the path does to records")
+            .map_err(ctx)
+    };
+    let path_check = checked(path_check)?;
+    let path_check_b = checked(path_check_b)?;
     closed.map_err(ctx)?;
+    closed_b.map_err(ctx)?;
     teardown.map_err(ctx)?;
     down.map_err(ctx)?;
     report_checks(&sc.name, path_check.as_ref(), &measurements);
+    if let Some(check) = &path_check_b {
+        report_check("side B's path check", check);
+    }
     // The deployment knows every combination's images; this one used its plan's.
     let images: BTreeMap<String, String> = site
         .image_ids()
@@ -417,11 +468,12 @@ async fn run_scenario(
     let image_sources = site.image_sources(&images);
     // A paired bring-up's later phases are repetitions of their own measurements; the
     // bring-up's times, resources and checks are counted once, with the first.
-    let mut once = Some((phases, used, path_check, network));
+    let mut once = Some((phases, used, path_check, path_check_b, network));
     Ok(measurements
         .into_iter()
         .map(|measurement| {
-            let (phases, resources, path_check, network) = once.take().unwrap_or_default();
+            let (phases, resources, path_check, path_check_b, network) =
+                once.take().unwrap_or_default();
             Repetition {
                 measurement,
                 phases,
@@ -429,10 +481,35 @@ async fn run_scenario(
                 images: images.clone(),
                 image_sources: image_sources.clone(),
                 path_check,
+                path_check_b,
                 network,
             }
         })
         .collect())
+}
+
+/// The Compose network side A's clients (and any unpaired scenario's) join.
+const DEFAULT_NETWORK: &str = "default";
+
+/// The workload sessions of a bring-up: side A's (the scenario's), and side B's in a paired run.
+struct Sessions<'a> {
+    a: &'a dyn Session,
+    b: Option<&'a dyn Session>,
+}
+
+impl Sessions<'_> {
+    /// Every session's own containers, side B's named as its.
+    fn measured_containers(&self) -> Vec<(String, String)> {
+        let mut all = self.a.measured_containers();
+        if let Some(b) = self.b {
+            all.extend(
+                b.measured_containers()
+                    .into_iter()
+                    .map(|(name, id)| (format!("{name} B"), id)),
+            );
+        }
+        all
+    }
 }
 
 /// The network's ceiling on each hop of `planned`'s path, once its services are up and before
@@ -493,6 +570,8 @@ async fn path_check(
     settings: &Settings,
     planned: &PlannedScenario,
     expect: Expect,
+    network: &str,
+    topic: &str,
 ) -> Result<PathCheck> {
     let sc = &planned.scenario;
     let client: Vec<(String, String)> = sc
@@ -503,7 +582,7 @@ async fn path_check(
     let spec = VerifySpec {
         endpoint: Endpoint::new(&sc.bootstrap, &client),
         direct: planned.direct.clone(),
-        topic: planned.topic.clone(),
+        topic: topic.to_string(),
         expect,
         records: SAMPLE_RECORDS,
         record_size: settings.record_size as usize,
@@ -512,7 +591,7 @@ async fn path_check(
         watcher,
         "the path check",
         &[],
-        site.verify(&spec, sc.tls.is_some()),
+        site.verify(&spec, sc.tls.is_some(), network),
     )
     .await
 }
@@ -520,22 +599,27 @@ async fn path_check(
 /// Prints what the path check found and any disagreement of the record counters.
 fn report_checks(scenario: &str, path_check: Option<&PathCheck>, measurements: &[Measurement]) {
     if let Some(check) = path_check {
-        let verdict = if check.holds() { "holds" } else { "FAILED" };
-        crate::progress::println(&format!(
-            "    path check {verdict}: {}{}",
-            check.summary(),
-            check
-                .first_mismatch
-                .as_ref()
-                .map(|m| format!("; {m}"))
-                .unwrap_or_default()
-        ));
+        report_check("path check", check);
     }
     for problem in measurements.iter().filter_map(|m| m.integrity.problem()) {
         crate::progress::println(&format!(
             "warning: {scenario}: record counts disagree: {problem}"
         ));
     }
+}
+
+/// Prints what one path check found.
+fn report_check(what: &str, check: &PathCheck) {
+    let verdict = if check.holds() { "holds" } else { "FAILED" };
+    crate::progress::println(&format!(
+        "    {what} {verdict}: {}{}",
+        check.summary(),
+        check
+            .first_mismatch
+            .as_ref()
+            .map(|m| format!("; {m}"))
+            .unwrap_or_default()
+    ));
 }
 
 async fn run_steps(site: &impl Site, what: &str, steps: &[Step]) -> Result<()> {
@@ -591,18 +675,21 @@ async fn ready_and_warm(
     Ok(steps)
 }
 
-/// Side A's spec of a paired bring-up's `phase`th measured phase (from 1): the first is `spec`;
-/// a later one has its own topic (`<topic>-<phase>`) and warms only that topic, with `spec`'s
-/// warm-up records, the JVMs being warm from the first.
-fn paired_phase(spec: &MeasureSpec, phase: usize) -> MeasureSpec {
+/// A side's spec of a paired bring-up's `phase`th measured phase (from 1) on `topic`: the
+/// first is `spec` itself; a later one warms only its own topic, with `spec`'s warm-up records,
+/// the JVMs being warm from the first.
+fn paired_phase(spec: &MeasureSpec, phase: usize, topic: &str) -> MeasureSpec {
+    let spec = MeasureSpec {
+        topic: topic.to_string(),
+        ..spec.clone()
+    };
     if phase <= 1 {
-        return spec.clone();
+        return spec;
     }
     MeasureSpec {
-        topic: format!("{}-{phase}", spec.topic),
         warm_up_for: Duration::ZERO,
         warm_up_jit: None,
-        ..spec.clone()
+        ..spec
     }
 }
 
@@ -613,17 +700,18 @@ async fn measure_scenario(
     watcher: &dyn Watcher,
     cell: &Cell,
     planned: &PlannedScenario,
-    session: &dyn Session,
+    sessions: &Sessions<'_>,
     phases: &mut PhaseTimes,
 ) -> Result<(Vec<Measurement>, Vec<ServiceResources>)> {
     let (settings, run_wide) = (&cell.settings, &cell.plan.run_wide);
     let sc = &planned.scenario;
+    let session = sessions.a;
     let warm = if sc.own_broker {
         settings.warm_up_post_broker_start
     } else {
         0
     };
-    let workload = session.measured_containers();
+    let workload = sessions.measured_containers();
     let before = guarded(
         watcher,
         "the readiness check and warm-up",
@@ -632,10 +720,21 @@ async fn measure_scenario(
     )
     .await?;
     phases.up_s += before.values().sum::<f64>();
+    if let Some(b) = sessions.b {
+        // Side B's services answer on its network to the names side A's do on theirs.
+        let t = Instant::now();
+        let ready = ready_and_warm(b, &sc.ready, &sc.bootstrap, warm);
+        guarded(watcher, "side B's readiness check", &workload, ready).await?;
+        phases.up_s += t.elapsed().as_secs_f64();
+    }
 
     let t = Instant::now();
     let setup = run_steps(site, "setup", &sc.setup);
     guarded(watcher, "the setup steps", &workload, setup).await?;
+    if let Some(p) = &planned.pair {
+        let setup = run_steps(site, "side B's setup", &p.setup);
+        guarded(watcher, "side B's setup steps", &workload, setup).await?;
+    }
     phases.setup_s = t.elapsed().as_secs_f64();
 
     // Loaded before the warm-up, recording only in the measured phases.
@@ -655,7 +754,7 @@ async fn measure_scenario(
     };
 
     let t = Instant::now();
-    let sampler = site.sample(run_wide, sc.own_broker, &session.measured_containers());
+    let sampler = site.sample(run_wide, sc.own_broker, &workload);
     let mut spec = MeasureSpec::new(&sc.bootstrap, &planned.topic, settings.num_records);
     spec.record_size = settings.record_size as usize;
     spec.throughput = settings.throughput;
@@ -687,23 +786,26 @@ async fn measure_scenario(
     };
     // Each measured phase with the costs read at its edges.
     let measure = async {
-        let Some(pair) = &sc.pair else {
+        let (Some(pair), Some(session_b)) = (&planned.pair, sessions.b) else {
             let m = flow::measure_marked(session, &spec, &marks).await?;
             return Ok(vec![(m, marks.phases.take())]);
         };
-        let count = planned.phases(settings);
+        let count = pair.topics.len();
         let mut measured = Vec::new();
-        for i in 1..=count {
-            let a = paired_phase(&spec, i);
+        for (i, (topic_a, topic_b)) in pair.topics.iter().enumerate() {
+            let a = paired_phase(&spec, i + 1, topic_a);
             let b = MeasureSpec {
-                bootstrap: pair.bootstrap.clone(),
-                topic: crate::pair::Pair::topic_b(&a.topic),
-                ..a.clone()
+                bootstrap: pair.pair.bootstrap.clone(),
+                ..paired_phase(&spec, i + 1, topic_b)
             };
             if count > 1 {
-                crate::progress::detail(&format!("paired phase {i} of {count}"));
+                crate::progress::detail(&format!("paired phase {} of {count}", i + 1));
             }
-            let m = flow::measure_pair(session, &a, &b, &marks).await?;
+            let sides = flow::Sides {
+                a: (session, &a),
+                b: (session_b, &b),
+            };
+            let m = flow::measure_pair(&sides, &marks).await?;
             measured.push((m, marks.phases.take()));
         }
         Ok(measured)
@@ -783,6 +885,14 @@ mod tests {
         }
     }
 
+    /// A network other than the default one, as the fake site's log names it.
+    fn on(network: &str) -> String {
+        match network {
+            DEFAULT_NETWORK => String::new(),
+            other => format!(" network={other}"),
+        }
+    }
+
     impl FakeSite {
         fn note(&self, what: String) {
             self.log.lock().unwrap().push(what);
@@ -853,8 +963,9 @@ mod tests {
             &'a self,
             client: &'a BTreeMap<String, String>,
             tls: bool,
+            network: &'a str,
         ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>> {
-            self.note(format!("open client={client:?} tls={tls}"));
+            self.note(format!("open client={client:?} tls={tls}{}", on(network)));
             self.sessions.set(self.sessions.get() + 1);
             let failing = self.sessions.get() >= self.fail_from_session;
             let session: Box<dyn Session> = Box::new(Fake {
@@ -906,10 +1017,14 @@ mod tests {
             &'a self,
             spec: &'a VerifySpec,
             tls: bool,
+            network: &'a str,
         ) -> LocalBoxFuture<'a, Result<PathCheck>> {
             self.note(format!(
-                "verify {} via {} direct {} tls={tls}",
-                spec.topic, spec.endpoint.bootstrap, spec.direct
+                "verify {} via {} direct {} tls={tls}{}",
+                spec.topic,
+                spec.endpoint.bootstrap,
+                spec.direct,
+                on(network)
             ));
             let broker_ok = if self.path_unchanged { 0 } else { spec.records };
             let check = PathCheck {

@@ -66,6 +66,14 @@ pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> 
     if !plan.tls_hosts.is_empty() {
         crate::tls::generate(tls_dir, &plan.tls_hosts)?;
     }
+    // The sides' merged configurations, in the run's scratch space beside the TLS material.
+    for f in run.cells.iter().flat_map(|c| &c.plan.files) {
+        if let Some(dir) = f.path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        std::fs::write(&f.path, &f.contents)
+            .with_context(|| format!("writing {}", f.path.display()))?;
+    }
     // The services' images, then those the driver runs besides them, each had the same way.
     let mut images: Vec<(String, ImageSource)> = Vec::new();
     for i in run.cells.iter().flat_map(|c| &c.plan.images) {

@@ -42,12 +42,13 @@ pub(super) trait Site {
         service: &'a str,
         command: &'a [String],
     ) -> LocalBoxFuture<'a, Result<ExecOutput>>;
-    /// Opens a driver session on the services' network with these client properties and, with
-    /// `tls`, the run's TLS material.
+    /// Opens a driver session on the services' Compose network `network` with these client
+    /// properties and, with `tls`, the run's TLS material.
     fn open<'a>(
         &'a self,
         client: &'a BTreeMap<String, String>,
         tls: bool,
+        network: &'a str,
     ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>>;
     /// Starts sampling every container that is up (not the run-wide ones when `own_broker`) and
     /// the session's own containers `workload` (`(name, container id)`, the load generator).
@@ -74,12 +75,13 @@ pub(super) trait Site {
     fn image_ids(&self) -> BTreeMap<String, String>;
     /// How each of `images` was made, for images built here (recipe, artifacts, JDK).
     fn image_sources(&self, images: &BTreeMap<String, String>) -> BTreeMap<String, String>;
-    /// The path check: sample records through the endpoint, read back both ways, compared.
-    /// Always the native workload's, whatever the driver.
+    /// The path check: sample records through the endpoint, read back both ways, compared, on
+    /// Compose network `network`. Always the native workload's, whatever the driver.
     fn verify<'a>(
         &'a self,
         spec: &'a VerifySpec,
         tls: bool,
+        network: &'a str,
     ) -> LocalBoxFuture<'a, Result<PathCheck>>;
     /// With `PROFILE` (`mode`): the profiler loaded into `services` (those that are JVMs,
     /// unless `explicit`ly named), ready for the measured phases of `scenario`; `None` when
@@ -315,8 +317,9 @@ impl Site for EngineSite<'_> {
         &'a self,
         client: &'a BTreeMap<String, String>,
         tls: bool,
+        network: &'a str,
     ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>> {
-        self.prepared.driver.open(self.place(client, tls))
+        self.prepared.driver.open(self.place(client, tls, network))
     }
 
     fn sample(
@@ -394,8 +397,9 @@ impl Site for EngineSite<'_> {
         &'a self,
         spec: &'a VerifySpec,
         tls: bool,
+        network: &'a str,
     ) -> LocalBoxFuture<'a, Result<PathCheck>> {
-        let place = self.place(&BTreeMap::new(), tls);
+        let place = self.place(&BTreeMap::new(), tls, network);
         Box::pin(async move { driver::path_check(&place, spec).await })
     }
 
@@ -430,9 +434,14 @@ impl Site for EngineSite<'_> {
 }
 
 impl EngineSite<'_> {
-    /// Where driver sessions and the path check run: the services' network, the run's TLS
-    /// material when `tls`.
-    fn place<'a>(&'a self, client: &BTreeMap<String, String>, tls: bool) -> Place<'a> {
+    /// Where driver sessions and the path check run: the services' Compose network `network`,
+    /// the run's TLS material when `tls`.
+    fn place<'a>(
+        &'a self,
+        client: &BTreeMap<String, String>,
+        tls: bool,
+        network: &str,
+    ) -> Place<'a> {
         let binds = if tls {
             vec![format!("{}:{TLS_MOUNT}:ro", self.plan.tls_dir.display())]
         } else {
@@ -441,7 +450,7 @@ impl EngineSite<'_> {
         Place {
             engine: &self.workload_engine,
             workload_image: &self.prepared.workload_image,
-            network: self.deployment.network_name("default"),
+            network: self.deployment.network_name(network),
             client: client.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             binds,
             cpuset: self.plan.workload_cpuset.clone(),

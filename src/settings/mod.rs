@@ -188,15 +188,11 @@ pub struct Settings {
     pub kms_image: String,
     /// HashiCorp Vault image.
     pub vault_image: String,
-    /// Side B's proxy image in a paired scenario.
-    pub pair_b_kroxylicious_image: String,
-    /// Side B's proxy JVM options in a paired scenario.
-    pub pair_b_java_options: String,
-    /// Measured phases of each bring-up of a paired scenario's sides (the first after the
+    /// Measured phases of each bring-up of a paired run's sides (the first after the
     /// warm-up, the others right after it).
     #[serde(default = "one")]
     pub pair_phases: u32,
-    /// The smallest change of a paired scenario's B/A, in percent, its verdict calls a
+    /// The smallest change of a paired run's B/A, in percent, its verdict calls a
     /// difference; 0 in results written before it existed (any change clear of 1 was one).
     #[serde(default)]
     pub pair_threshold: u64,
@@ -296,8 +292,6 @@ impl Settings {
             kroxylicious_image: String::new(),
             kafka_tool_image: String::new(),
             kms_image: String::new(),
-            pair_b_kroxylicious_image: String::new(),
-            pair_b_java_options: String::new(),
             pair_phases: 1,
             pair_threshold: 0,
             vault_image: String::new(),

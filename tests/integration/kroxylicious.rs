@@ -29,8 +29,6 @@ const SUITE: &str = "scenarios/kroxylicious";
 const INMEMORY_SUITE: &str = "scenarios/kroxylicious-inmemory-kms";
 /// 04 and 05 with HashiCorp Vault as the KMS.
 const VAULT_SUITE: &str = "scenarios/kroxylicious-vault";
-/// Two proxies measured in the same phases.
-const PAIRED_SUITE: &str = "scenarios/kroxylicious-paired";
 
 /// Images no engine has and no registry serves (`.invalid` never resolves), under the settings
 /// that choose them. None has a recipe in the suites, so each must be pulled.
@@ -174,17 +172,11 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fn settings(suite: &str) -> Settings {
-    let mut settings = Settings {
+    Settings {
         scenarios: repo().join(suite),
         commit_id: "test".into(),
         ..Settings::default()
-    };
-    // A paired suite plans only with its sides at once, at one rate.
-    if suite == PAIRED_SUITE {
-        settings.mode = perf_tests::settings::Mode::EndToEnd;
-        settings.throughput = 15000;
     }
-    settings
 }
 
 fn load_plan(suite: &str) -> Plan {
@@ -572,7 +564,7 @@ fn scenarios_declare_what_their_path_does_to_records() {
 fn compose_file_knows_every_service_the_suites_name() {
     // The suites share the Compose file; together they use every service in it.
     let project = load_project(SUITE);
-    for other in [INMEMORY_SUITE, VAULT_SUITE, PAIRED_SUITE] {
+    for other in [INMEMORY_SUITE, VAULT_SUITE] {
         assert_eq!(
             project.files,
             load_project(other).files,
@@ -580,11 +572,7 @@ fn compose_file_knows_every_service_the_suites_name() {
         );
     }
     let mut named: Vec<String> = Vec::new();
-    for suite in SUITES
-        .map(|(suite, _)| suite)
-        .into_iter()
-        .chain([PAIRED_SUITE])
-    {
+    for suite in SUITES.map(|(suite, _)| suite) {
         let plan = load_plan(suite);
         named.extend(plan.suite.services.iter().cloned());
         named.extend(plan.suite.ready.keys().cloned());

@@ -6,6 +6,7 @@
 mod common;
 mod support;
 
+mod ab;
 mod backlog;
 mod ceiling;
 mod cli;
@@ -24,7 +25,6 @@ mod latency;
 mod matrix;
 mod offline_suite;
 mod paired;
-mod paired_run;
 mod profiles;
 mod report;
 mod swarm;
