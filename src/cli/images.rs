@@ -24,7 +24,9 @@ pub enum ImagesCommand {
 /// Runs an image command for the suite `settings.scenarios` names.
 pub async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
     let suite = Suite::load(&settings.scenarios)?;
-    let recipes = recipe::parse_recipes(&suite.images_file, &suite.images)?;
+    let mut recipes = recipe::parse_recipes(&suite.images_file, &suite.images)?;
+    // A proxy the settings give as a build is made like the suite's own images.
+    recipes.extend(crate::plan::build_of_settings(settings)?);
     let engine = Engine::connect(&engine::new_run_id()).await?;
     match cmd {
         ImagesCommand::Build { force } => {

@@ -179,6 +179,33 @@ impl Engine {
         Ok((name, created))
     }
 
+    /// Which of `paths` the filesystem of `image` holds, looked up in a labelled container made
+    /// from it and never started (removed in every case).
+    pub async fn image_holds(&self, image: &str, paths: &[String]) -> Result<Vec<bool>> {
+        let spec = OneOff {
+            image: image.to_string(),
+            // Never run: any command makes the container.
+            entrypoint: Some(vec!["/".to_string()]),
+            name_hint: "image-check".to_string(),
+            ..OneOff::default()
+        };
+        let (_, created) = self.create_oneoff(&spec).await?;
+        let mut guard = RemoveOnDrop {
+            engine: self.clone(),
+            id: Some(created.id.clone()),
+        };
+        let mut found = Vec::new();
+        for p in paths {
+            match self.exists(&created.id, p).await {
+                Ok(f) => found.push(f),
+                Err(e) => return Err(e),
+            }
+        }
+        guard.id = None;
+        self.remove_container(&created.id).await?;
+        Ok(found)
+    }
+
     /// Creates and starts a labelled container that keeps running (its command waits) until
     /// [`Engine::remove_container`] removes it; returns its id. Commands run in it with
     /// [`Engine::exec_streaming`]. The run's label lets teardown, Ctrl-C and `clean` find it.

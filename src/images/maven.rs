@@ -149,8 +149,7 @@ impl MavenRecipe {
     pub fn fingerprint(&self) -> Result<String> {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (&self.artifacts, &self.modules, &self.entrypoint).hash(&mut h);
-        // How the runtime is made is part of what the image is made from.
-        (DEFAULT_MODULES, DESKTOP_NATIVE, LIBS, JAVA_HOME).hash(&mut h);
+        hash_runtime(&mut h);
         let read = |f: &Path| std::fs::read(f).with_context(|| format!("reading {}", f.display()));
         for f in &self.sources {
             (f.file_name(), read(f)?).hash(&mut h);
@@ -162,10 +161,7 @@ impl MavenRecipe {
         std::fs::read(jdk.home.join("release"))
             .unwrap_or_default()
             .hash(&mut h);
-        if let Ok(meta) = std::fs::metadata(BUSYBOX) {
-            meta.len().hash(&mut h);
-            meta.modified().ok().hash(&mut h);
-        }
+        hash_busybox(&mut h);
         Ok(format!("{:016x}", h.finish()))
     }
 
@@ -175,6 +171,20 @@ impl MavenRecipe {
             "apt-get install busybox-static maven && mvn dependency:get -Dartifact={}",
             self.artifacts[0]
         )
+    }
+}
+
+/// How a runtime image is made, part of what any Java image is made from: the runtime's default
+/// modules and what it leaves out, where it puts the runtime and the jars.
+pub(super) fn hash_runtime(h: &mut impl Hasher) {
+    (DEFAULT_MODULES, DESKTOP_NATIVE, LIBS, JAVA_HOME).hash(h);
+}
+
+/// The busybox every Java image holds (its size and time: the package's file).
+pub(super) fn hash_busybox(h: &mut impl Hasher) {
+    if let Ok(meta) = std::fs::metadata(BUSYBOX) {
+        meta.len().hash(h);
+        meta.modified().ok().hash(h);
     }
 }
 
@@ -230,7 +240,7 @@ fn read_jdk(home: &Path) -> Option<Jdk> {
 }
 
 /// Every JDK (with `jlink`) in `JAVA_HOME` and under `/usr/lib/jvm`.
-fn installed_jdks() -> Vec<Jdk> {
+pub(super) fn installed_jdks() -> Vec<Jdk> {
     let mut homes: Vec<PathBuf> = std::env::var_os("JAVA_HOME")
         .map(PathBuf::from)
         .into_iter()
@@ -404,7 +414,7 @@ fn pom(artifacts: &[String]) -> Result<String> {
 }
 
 /// The class-file major version of the first class in `jar` (61 is Java 17, 65 Java 21).
-fn class_version(jdk: &Jdk, jar: &Path, scratch_dir: &Path) -> Result<Option<u32>> {
+pub(super) fn class_version(jdk: &Jdk, jar: &Path, scratch_dir: &Path) -> Result<Option<u32>> {
     let list = run_tool(
         "listing a jar",
         Command::new(jdk.home.join("bin/jar")).arg("tf").arg(jar),
@@ -524,11 +534,17 @@ fn compile_sources(recipe: &MavenRecipe, jdk: &Jdk, libs: &Path, work: &Path) ->
 
 /// Makes the Java runtime with the JDK's `jlink` in `work/runtime`.
 fn make_runtime(recipe: &MavenRecipe, jdk: &Jdk, work: &Path) -> Result<PathBuf> {
+    runtime(&recipe.modules, jdk, work)
+}
+
+/// Makes a Java runtime of `modules` (none: the default set) with the JDK's `jlink` in
+/// `work/runtime`.
+pub(super) fn runtime(modules: &[String], jdk: &Jdk, work: &Path) -> Result<PathBuf> {
     let runtime = work.join("runtime");
-    let modules: Vec<String> = if recipe.modules.is_empty() {
+    let modules: Vec<String> = if modules.is_empty() {
         DEFAULT_MODULES.iter().map(|m| m.to_string()).collect()
     } else {
-        recipe.modules.clone()
+        modules.to_vec()
     };
     let compress = if jdk.major() >= 21 { "zip-6" } else { "2" };
     // The JVM runs headless: the desktop module's native graphics, font and sound libraries are
@@ -554,6 +570,37 @@ fn make_runtime(recipe: &MavenRecipe, jdk: &Jdk, work: &Path) -> Result<PathBuf>
 /// Every file of the image: the runtime with its host libraries, the jars, busybox and the
 /// recipe's files.
 fn image_files(recipe: &MavenRecipe, runtime: &Path, libs: &Path) -> Result<Vec<ScratchFile>> {
+    let mut files = runtime_files(runtime)?;
+    let mut jars: Vec<PathBuf> = std::fs::read_dir(libs)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jar"))
+        .collect();
+    jars.sort();
+    files.extend(jars_in_libs(&jars));
+    for (target, source) in &recipe.files {
+        files.push(ScratchFile {
+            host_path: source.clone(),
+            image_path: target.clone(),
+            mode: Some(0o755),
+        });
+    }
+    Ok(files)
+}
+
+/// `jars` at their place on the image's class path.
+pub(super) fn jars_in_libs(jars: &[PathBuf]) -> Vec<ScratchFile> {
+    jars.iter()
+        .map(|j| {
+            let name = j.file_name().expect("a jar name").to_string_lossy();
+            ScratchFile::new(j, &format!("{LIBS}/{name}"))
+        })
+        .collect()
+}
+
+/// The files of a Java image but its jars and own files: the runtime with the host libraries its
+/// native code needs, and busybox.
+pub(super) fn runtime_files(runtime: &Path) -> Result<Vec<ScratchFile>> {
     let mut files = Vec::new();
     let runtime_files = tree(runtime)?;
     for f in &runtime_files {
@@ -564,28 +611,7 @@ fn image_files(recipe: &MavenRecipe, runtime: &Path, libs: &Path) -> Result<Vec<
         ));
     }
     files.extend(runtime_libraries(runtime, &runtime_files)?);
-    let mut jars: Vec<PathBuf> = std::fs::read_dir(libs)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jar"))
-        .collect();
-    jars.sort();
-    for j in jars {
-        let name = j
-            .file_name()
-            .expect("a jar name")
-            .to_string_lossy()
-            .into_owned();
-        files.push(ScratchFile::new(&j, &format!("{LIBS}/{name}")));
-    }
     files.push(ScratchFile::new(BUSYBOX, BUSYBOX));
-    for (target, source) in &recipe.files {
-        files.push(ScratchFile {
-            host_path: source.clone(),
-            image_path: target.clone(),
-            mode: Some(0o755),
-        });
-    }
     Ok(files)
 }
 

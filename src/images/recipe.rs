@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::build::BuildRecipe;
 use super::go::GoRecipe;
 use super::maven::{self, MavenRecipe};
 use super::scratch::{self, ScratchFile};
@@ -54,6 +55,9 @@ pub enum Recipe {
     Maven(MavenRecipe),
     /// `go install` a module from the Go module proxy and package its static program.
     Go(GoRecipe),
+    /// A proxy's build: a distribution packaged here, or a Dockerfile the engine builds
+    /// (given by a setting, never written in a suite).
+    Build(BuildRecipe),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,7 +125,7 @@ pub fn parse_recipes(
                     match &mut r {
                         Recipe::Maven(m) => m.resolve_paths(dir)?,
                         Recipe::Go(g) => g.resolve_paths(dir)?,
-                        Recipe::Crate(_) | Recipe::Debian(_) => {}
+                        Recipe::Crate(_) | Recipe::Debian(_) | Recipe::Build(_) => {}
                     }
                     Ok(r)
                 })
@@ -174,6 +178,7 @@ impl ImageRecipe {
             ),
             Recipe::Maven(m) => format!("{} ({})", self.image, m.describe()),
             Recipe::Go(g) => format!("{} ({})", self.image, g.describe()),
+            Recipe::Build(b) => format!("{} ({})", self.image, b.describe()),
         }
     }
 
@@ -186,6 +191,9 @@ impl ImageRecipe {
             }
             Recipe::Maven(m) => format!("{} && perf-tests images build", m.by_hand()),
             Recipe::Go(g) => format!("{} && perf-tests images build", g.by_hand()),
+            Recipe::Build(b) => {
+                return format!("check the build it is made from ({})", b.describe())
+            }
         };
         format!(
             "to make it by hand run `{make}`, or tag an equivalent image you already have as {}",
@@ -221,8 +229,8 @@ impl ImageRecipe {
         match &self.recipe {
             Recipe::Crate(c) => Self::crate_root(c).join("bin").join(&c.bin),
             Recipe::Debian(d) => d.bin.clone(),
-            // A Maven or Go image is assembled in its work directory.
-            Recipe::Maven(_) | Recipe::Go(_) => self.work_dir(),
+            // A Maven, Go or build image is assembled in its work directory.
+            Recipe::Maven(_) | Recipe::Go(_) | Recipe::Build(_) => self.work_dir(),
         }
     }
 
@@ -242,6 +250,7 @@ impl ImageRecipe {
             .collect();
         let kind = match self.recipe {
             Recipe::Go(_) => "go",
+            Recipe::Build(_) => "build",
             _ => "maven",
         };
         cache_dir().join(kind).join(safe)
@@ -312,7 +321,7 @@ impl ImageRecipe {
                 }
                 Ok(d.bin.clone())
             }
-            Recipe::Maven(_) | Recipe::Go(_) => {
+            Recipe::Maven(_) | Recipe::Go(_) | Recipe::Build(_) => {
                 bail!("image recipe {}: not a binary recipe", self.describe())
             }
         }
@@ -324,6 +333,7 @@ impl ImageRecipe {
         match &self.recipe {
             Recipe::Maven(m) => Some(m.fingerprint()),
             Recipe::Go(g) => Some(g.fingerprint()),
+            Recipe::Build(b) => Some(Ok(b.fingerprint.clone())),
             Recipe::Crate(_) | Recipe::Debian(_) => None,
         }
     }
@@ -348,6 +358,7 @@ impl ImageRecipe {
                 .unwrap_or_else(|| d.package.clone()),
             Recipe::Maven(m) => return m.entrypoint[0].clone(),
             Recipe::Go(g) => return g.entrypoint()[0].clone(),
+            Recipe::Build(_) => return BuildRecipe::entrypoint()[0].clone(),
         };
         format!("/usr/local/bin/{name}")
     }
@@ -386,7 +397,19 @@ pub async fn ensure(engine: &Engine, recipe: &ImageRecipe, force: bool) -> Resul
     if !force && up_to_date(engine, recipe).await? {
         return Ok(Outcome::UpToDate);
     }
-    if matches!(recipe.recipe, Recipe::Maven(_) | Recipe::Go(_)) {
+    if let Recipe::Build(
+        b @ BuildRecipe {
+            source: super::build::Source::Dockerfile(_),
+            ..
+        },
+    ) = &recipe.recipe
+    {
+        return build_dockerfile(engine, recipe, b).await;
+    }
+    if matches!(
+        recipe.recipe,
+        Recipe::Maven(_) | Recipe::Go(_) | Recipe::Build(_)
+    ) {
         return ensure_assembled(engine, recipe).await;
     }
     let image = recipe.image.clone();
@@ -443,6 +466,14 @@ async fn ensure_assembled(engine: &Engine, recipe: &ImageRecipe) -> Result<Outco
             Ok((files, labels, m.entrypoint.clone()))
         }
         Recipe::Go(g) => Ok((g.assemble(&work)?, BTreeMap::new(), g.entrypoint())),
+        Recipe::Build(b) => {
+            let (files, jdk) = b.assemble(&work)?;
+            let labels = BTreeMap::from([(
+                JDK_LABEL.to_string(),
+                format!("{} ({})", jdk.version, jdk.home.display()),
+            )]);
+            Ok((files, labels, BuildRecipe::entrypoint()))
+        }
         Recipe::Crate(_) | Recipe::Debian(_) => bail!("not an assembled recipe"),
     });
     let (files, mut labels, entrypoint) = assembled
@@ -454,6 +485,32 @@ async fn ensure_assembled(engine: &Engine, recipe: &ImageRecipe) -> Result<Outco
     scratch::build_image(engine, &recipe.image, &files, entrypoint, labels)
         .await
         .with_context(|| format!("image recipe {desc}: packaging failed"))?;
+    Ok(Outcome::Built)
+}
+
+/// Builds a Dockerfile build's image with the engine; a failed build's output is quoted.
+async fn build_dockerfile(
+    engine: &Engine,
+    recipe: &ImageRecipe,
+    b: &BuildRecipe,
+) -> Result<Outcome> {
+    let desc = recipe.describe();
+    crate::progress::phase(&format!("building image {desc}"));
+    let b = b.clone();
+    let context = tokio::task::spawn_blocking(move || b.context())
+        .await
+        .context("image build task")??;
+    let labels = BTreeMap::from([
+        (
+            FINGERPRINT_LABEL.to_string(),
+            recipe.fingerprint_before_building().expect("known")?,
+        ),
+        (RECIPE_LABEL.to_string(), desc.clone()),
+    ]);
+    engine
+        .build_image(&recipe.image, context, labels)
+        .await
+        .with_context(|| format!("image recipe {desc}"))?;
     Ok(Outcome::Built)
 }
 

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+mod builds;
+pub use builds::of_settings as build_of_settings;
 mod estimate;
 mod render;
 pub mod sides;
@@ -146,6 +148,9 @@ pub struct Plan {
     pub workload_cpuset: Option<String>,
     /// A paired run's sides (`perf-tests ab`); `None` for any other run.
     pub sides: Option<Sides>,
+    /// The proxy images a service of the run uses (`KROXYLICIOUS_IMAGE`, the run's and each
+    /// side's), with what chose each: held to a proxy image's contract before anything starts.
+    pub proxy_images: Vec<(String, String)>,
     /// Files the run writes before its first container starts (a side's merged
     /// configuration), removed with the run's scratch space.
     pub files: Vec<GeneratedFile>,
@@ -280,7 +285,19 @@ fn plan_from(
     settings.validate()?;
     let suite = &sources.suite;
     suite.check_record_size(settings.record_size)?;
-    let base_vars = settings.variables();
+    let mut base_vars = settings.variables();
+    // A proxy given as a build is made into an image whose tag the Compose files see.
+    let mut builds = Vec::new();
+    if let Some((var, value, recipe)) = builds::resolve(&base_vars)? {
+        base_vars.insert(var, value);
+        builds.push(recipe);
+    }
+    let given_sides = sides;
+    let sides = match sides {
+        None => None,
+        Some(given) => Some(builds::resolve_sides(given, settings, &mut builds)?),
+    };
+    let sides = sides.as_ref();
     let mut scenarios = sources
         .scenarios
         .iter()
@@ -398,6 +415,7 @@ fn plan_from(
         generated = derived.files;
     }
     let mut recipes = sources.recipes.clone();
+    recipes.extend(builds);
     let mut images = images_of(&recipes, &project, &services, &variables);
     // An image a side's variable chose is named by it.
     for (side, overrides) in sides.iter().flat_map(|s| [("A", &s.a), ("B", &s.b)]) {
@@ -418,6 +436,41 @@ fn plan_from(
         });
         recipes.push(r);
     }
+    let proxy = crate::images::build::SETTING;
+    let mut proxy_images: Vec<(String, String)> = Vec::new();
+    let chosen = std::iter::once((format!("chosen by {proxy}"), variables.get(proxy).cloned()))
+        .chain(
+            sides
+                .iter()
+                .flat_map(|s| [("A", &s.a), ("B", &s.b)])
+                .map(|(side, o)| {
+                    let value = o
+                        .variables
+                        .iter()
+                        .find(|(k, _)| k == proxy)
+                        .map(|(_, v)| v.clone());
+                    (format!("chosen by side {side}'s {proxy}"), value)
+                }),
+        );
+    for (by, image) in chosen {
+        let Some(image) = image else { continue };
+        let used = services.iter().any(|s| {
+            project
+                .services
+                .get(s)
+                .is_some_and(|svc| svc.image == image)
+        });
+        if used && !proxy_images.iter().any(|(i, _)| *i == image) {
+            // A build is named by what it was made from.
+            let by = match recipes.iter().find(|r| r.image == image).map(|r| &r.recipe) {
+                Some(crate::images::recipe::Recipe::Build(b)) => {
+                    format!("{by}, made from the {}", b.describe())
+                }
+                _ => by,
+            };
+            proxy_images.push((image, by));
+        }
+    }
     Ok(Plan {
         run_id: run_id.to_string(),
         suite: suite.clone(),
@@ -431,7 +484,8 @@ fn plan_from(
         images,
         recipes,
         workload_cpuset: Some(settings.workload_cpuset.clone()).filter(|c| !c.is_empty()),
-        sides: sides.cloned(),
+        sides: given_sides.cloned(),
+        proxy_images,
         files: generated,
     })
 }

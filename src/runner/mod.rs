@@ -739,6 +739,8 @@ async fn measure_scenario(
 
     // Loaded before the warm-up, recording only in the measured phases.
     let label = crate::model::row_label(&sc.name, &cell.combination);
+    // Unnamed: every JVM of the path, both sides' in a paired run.
+    let started = planned.started();
     let profiler = match settings.profile {
         None => None,
         Some(mode) => {
@@ -746,7 +748,7 @@ async fn measure_scenario(
             let services = if explicit {
                 &settings.profile_services
             } else {
-                &sc.services
+                &started
             };
             let attach = site.profiler(mode, services, explicit, &label);
             guarded(watcher, "loading the profiler", &workload, attach).await?

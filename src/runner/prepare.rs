@@ -100,6 +100,15 @@ pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> 
         }
     }
     ensure_pulled(engine, &pulled).await?;
+    // What the suite runs a proxy with, checked before any container of the run starts.
+    let profile = run.cells[0].settings.profile.is_some();
+    let mut checked: Vec<&str> = Vec::new();
+    for (image, chosen_by) in run.cells.iter().flat_map(|c| &c.plan.proxy_images) {
+        if !checked.contains(&image.as_str()) {
+            crate::images::contract::check(engine, image, chosen_by, profile).await?;
+            checked.push(image);
+        }
+    }
     // Read once: an image does not change during the run.
     let mut image_sources = BTreeMap::new();
     for (image, _) in &images {

@@ -180,8 +180,11 @@ pub struct Settings {
     pub commit_id: String,
     /// Apache Kafka (native) broker image.
     pub kafka_image: String,
-    /// Kroxylicious proxy image.
+    /// Kroxylicious proxy image, or a path to a build of it.
     pub kroxylicious_image: String,
+    /// Jars added to a proxy made from a distribution (empty: none).
+    #[serde(default)]
+    pub kroxylicious_plugins: String,
     /// Kafka tooling image.
     pub kafka_tool_image: String,
     /// KMS image (an AWS KMS API).
@@ -290,6 +293,7 @@ impl Settings {
             commit_id: String::new(),
             kafka_image: String::new(),
             kroxylicious_image: String::new(),
+            kroxylicious_plugins: String::new(),
             kafka_tool_image: String::new(),
             kms_image: String::new(),
             pair_phases: 1,

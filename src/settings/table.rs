@@ -164,7 +164,10 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         var: "KROXYLICIOUS_IMAGE",
-        help: "Kroxylicious proxy image",
+        help: "Kroxylicious proxy image, or a build of the proxy made into one here: a path \
+               (starting with /, ./, ../ or ~/) to a distribution (a directory, .tar.gz or .zip \
+               whose top folder holds bin/, libs/*.jar, config/) or to a directory with a \
+               Dockerfile",
         default: "perf-tests/kroxylicious:0.12.0",
         default_help: None,
         ab_default: None,
@@ -176,6 +179,22 @@ pub static SETTINGS: &[Setting] = &[
             Ok(())
         },
         get: |s| s.kroxylicious_image.clone(),
+    },
+    Setting {
+        var: "KROXYLICIOUS_PLUGINS",
+        help: "A directory of jars (a user's own filters) added to the class path of the proxy \
+               that KROXYLICIOUS_IMAGE makes from a distribution",
+        default: "",
+        default_help: None,
+        ab_default: None,
+        lists: Lists::Text,
+        measured: true,
+        field: "kroxylicious_plugins",
+        put: |s, _, v| {
+            s.kroxylicious_plugins = v.trim().to_string();
+            Ok(())
+        },
+        get: |s| s.kroxylicious_plugins.clone(),
     },
     Setting {
         var: "KMS_IMAGE",

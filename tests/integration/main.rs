@@ -8,6 +8,7 @@ mod support;
 
 mod ab;
 mod backlog;
+mod builds;
 mod ceiling;
 mod cli;
 mod clients;
