@@ -22,9 +22,10 @@
 //!   `ceiling` measures the network on each hop of a scenario's path before it (iperf3),
 //!   `resources` samples the containers meanwhile, and `cost` turns their counters read at each
 //!   measured phase's edges into what the path costs (with `gc`, each JVM's pauses from its GC
-//!   log read at the same edges, and `jvm_threads`, its CPU by kind of thread); a paired
-//!   scenario's two sides run through one flow at once (`driver::flow::measure_pair`), and
-//!   `pair` compares them pair by pair;
+//!   log read at the same edges, and `jvm_threads`, its CPU by kind of thread); a paired run's
+//!   two sides (`perf-tests ab`, side B derived from each scenario by `plan::sides`) run through
+//!   one flow at once (`driver::flow::measure_pair`), and `pair` compares them pair by pair;
+//!   `pr` is the pull-request bot's reading of a request and writing of its answer;
 //! - the plain `model` records it returns go to `export` (JSON, text and Markdown tables from
 //!   `report` and `table`, SVG charts, the HTML report), written into a `results` directory, which `compare`
 //!   reads back through the same types; `metrics` names every metric once for all of them.
@@ -48,6 +49,7 @@ pub mod metrics;
 pub mod model;
 pub mod pair;
 pub mod plan;
+pub mod pr;
 pub mod profile;
 pub mod progress;
 pub mod report;

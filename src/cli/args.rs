@@ -75,6 +75,9 @@ pub enum Command {
     /// Compare two runs: medians, change and significance per scenario and metric; exit 1 on a
     /// significant regression beyond the threshold
     Compare(CompareArgs),
+    /// The pull-request bot's steps: read a `/perf` request, write its answer
+    #[command(subcommand)]
+    Pr(super::pr::PrCommand),
 }
 
 /// Options of `run`.

@@ -19,6 +19,13 @@ pub enum ImagesCommand {
     },
     /// List the suite's image recipes and whether each image is on the engine
     List,
+    /// Write the suite's proxy (the Maven recipe of KROXYLICIOUS_IMAGE's default image) as a
+    /// distribution in the upstream layout, which KROXYLICIOUS_IMAGE takes back as a build
+    Distribution {
+        /// An empty or missing directory to write it into
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
 }
 
 /// Runs an image command for the suite `settings.scenarios` names.
@@ -27,6 +34,9 @@ pub async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
     let mut recipes = recipe::parse_recipes(&suite.images_file, &suite.images)?;
     // A proxy the settings give as a build is made like the suite's own images.
     recipes.extend(crate::plan::build_of_settings(settings)?);
+    if let ImagesCommand::Distribution { out } = &cmd {
+        return distribution(&recipes, out);
+    }
     let engine = Engine::connect(&engine::new_run_id()).await?;
     match cmd {
         ImagesCommand::Build { force } => {
@@ -41,6 +51,7 @@ pub async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
             let workload = crate::images::workload::ensure(&engine).await?;
             println!("{:>10}  {workload} (this executable)", "ready");
         }
+        ImagesCommand::Distribution { .. } => unreachable!("written above"),
         ImagesCommand::List => {
             for r in &recipes {
                 let present = engine.image_labels(&r.image).await?.is_some();
@@ -49,5 +60,25 @@ pub async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
             }
         }
     }
+    Ok(0)
+}
+
+/// `images distribution`: the suite's proxy recipe (the default of KROXYLICIOUS_IMAGE) written
+/// out as a distribution; prints its top folder.
+fn distribution(recipes: &[recipe::ImageRecipe], out: &std::path::Path) -> Result<i32> {
+    let image = crate::settings::table::find(crate::images::build::SETTING)
+        .map(|s| s.default)
+        .unwrap_or_default();
+    let Some(r) = recipes.iter().find(|r| r.image == image) else {
+        anyhow::bail!("the suite has no recipe for {image}, the default proxy image");
+    };
+    let recipe::Recipe::Maven(m) = &r.recipe else {
+        anyhow::bail!("{image}'s recipe is not a Maven recipe");
+    };
+    // Its own scratch space: several may be written at once.
+    let work = std::env::temp_dir().join(format!("perf-tests-distribution-{}", std::process::id()));
+    let top = crate::images::build::distribution_of(image, m, &work, out);
+    let _ = std::fs::remove_dir_all(&work);
+    println!("{}", top?.display());
     Ok(0)
 }

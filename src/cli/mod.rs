@@ -12,6 +12,7 @@
 mod args;
 pub mod compose;
 pub mod images;
+pub mod pr;
 pub mod swarm;
 
 use std::io::Write;
@@ -74,6 +75,13 @@ pub fn main() -> i32 {
         Command::Compose(cmd) => block_on(compose::execute(cmd)),
         Command::Swarm(cmd) => block_on(swarm::execute(cmd, &settings)),
         Command::Compare(args) => compare(&settings, &args),
+        Command::Pr(cmd) => match pr::execute(cmd) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                EXIT_USAGE
+            }
+        },
     }
 }
 

@@ -210,6 +210,67 @@ impl BuildRecipe {
     }
 }
 
+/// The Maven recipe `recipe` of the image `image` as a distribution in the upstream layout under
+/// `out` (`out/<image's name>-<tag>/` holding `bin/kroxylicious-start.sh`, `libs/*.jar`,
+/// `config/`), its main class the one its entrypoint script runs; returns the top folder. The
+/// jars are resolved and the sources compiled in `work`.
+pub fn distribution_of(
+    image: &str,
+    recipe: &maven::MavenRecipe,
+    work: &Path,
+    out: &Path,
+) -> Result<PathBuf> {
+    let script = recipe
+        .entrypoint
+        .first()
+        .and_then(|e| recipe.files.get(e))
+        .with_context(|| format!("{image}: its entrypoint is no file of its recipe"))?;
+    let text = std::fs::read_to_string(script)?;
+    let main = text
+        .split("-cp")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().nth(1))
+        .map(|m| m.trim_matches(['"', '\'']).to_string())
+        .with_context(|| format!("{}: names no main class after -cp", script.display()))?;
+    let jdk = maven::find_jdk(&recipe.jdk)?;
+    if std::fs::metadata(work).is_ok() {
+        std::fs::remove_dir_all(work)?;
+    }
+    std::fs::create_dir_all(work)?;
+    let libs = maven::resolve(recipe, &jdk, work)?;
+    if !recipe.sources.is_empty() {
+        maven::compile_sources(recipe, &jdk, &libs, work)?;
+    }
+    let name = image.rsplit('/').next().unwrap_or(image).replace(':', "-");
+    let top = out.join(name);
+    if std::fs::metadata(&top).is_ok() {
+        bail!("{} exists: give an empty --out", top.display());
+    }
+    for dir in ["bin", "libs", "config"] {
+        std::fs::create_dir_all(top.join(dir))?;
+    }
+    for jar in jars_of(&libs)? {
+        std::fs::copy(
+            &jar,
+            top.join("libs")
+                .join(jar.file_name().expect("a jar's name")),
+        )?;
+    }
+    std::fs::write(
+        top.join("bin/kroxylicious-start.sh"),
+        format!(
+            "#!/bin/sh\n# The proxy of {image} in the distribution's layout (made by perf-tests \
+             images distribution).\nexport JAVA_MAIN_CLASS={main}\nexec java ${{JAVA_OPTIONS:-}} \
+             -cp \"$(dirname \"$0\")/../libs/*\" \"$JAVA_MAIN_CLASS\" \"$@\"\n"
+        ),
+    )?;
+    std::fs::write(
+        top.join("config/README"),
+        "Configurations are the scenarios' own.\n",
+    )?;
+    Ok(top)
+}
+
 /// `~/` expanded, made absolute, and required to exist.
 fn expand(value: &str) -> Result<PathBuf> {
     let path = match value.strip_prefix("~/") {

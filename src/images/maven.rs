@@ -460,7 +460,7 @@ pub fn assemble(recipe: &MavenRecipe, work: &Path) -> Result<(Vec<ScratchFile>, 
 
 /// Resolves the artifacts with their runtime dependencies into `work/libs`: Maven picks one
 /// version per artifact across the whole tree, as a build would.
-fn resolve(recipe: &MavenRecipe, jdk: &Jdk, work: &Path) -> Result<PathBuf> {
+pub(super) fn resolve(recipe: &MavenRecipe, jdk: &Jdk, work: &Path) -> Result<PathBuf> {
     let libs = work.join("libs");
     std::fs::write(work.join("pom.xml"), pom(&recipe.artifacts)?)?;
     let what = format!("resolving {} with mvn", recipe.artifacts.join(" "));
@@ -508,7 +508,12 @@ fn check_class_versions(recipe: &MavenRecipe, jdk: &Jdk, libs: &Path, work: &Pat
 }
 
 /// Compiles the recipe's sources against the resolved jars into one more jar among them.
-fn compile_sources(recipe: &MavenRecipe, jdk: &Jdk, libs: &Path, work: &Path) -> Result<()> {
+pub(super) fn compile_sources(
+    recipe: &MavenRecipe,
+    jdk: &Jdk,
+    libs: &Path,
+    work: &Path,
+) -> Result<()> {
     let classes = work.join("classes");
     std::fs::create_dir_all(&classes)?;
     run_tool(

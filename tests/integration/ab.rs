@@ -513,6 +513,19 @@ async fn side_b_is_derived_from_the_scenario_and_measured_against_side_a() {
         comment.contains(&format!("- Side B: KROXYLICIOUS_IMAGE={b_image}")),
         "{comment}"
     );
+    // The pull-request bot's answer from these results, judged again from their phases: side
+    // B worse, said first, the commits named, exit 1.
+    let answer = common::bin()
+        .args(["pr", "comment", "--state", "finished", "--results"])
+        .arg(&dir)
+        .args(["--base", "1111111111111111", "--head", "2222222222222222"])
+        .args(["--settings", "TEST=03.*"])
+        .output()
+        .unwrap();
+    let body = String::from_utf8_lossy(&answer.stdout);
+    assert_eq!(answer.status.code(), Some(1), "{body}");
+    assert!(body.starts_with("<!-- perf-tests ab -->\nMeasured base `111111111111`, head `222222222222` with `TEST=03.*` in "), "{body}");
+    assert!(body.contains(":red_circle: **Side B is worse**"), "{body}");
     let run_json: Value =
         serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(

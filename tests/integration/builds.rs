@@ -1,60 +1,57 @@
 //! A proxy given as a build (`KROXYLICIOUS_IMAGE` naming a path): a distribution in the
-//! upstream layout assembled here from the proxy's Maven Central jars (the suite's own image's),
-//! as a directory and as a `.tar.gz` with a top folder; a filter added as a plugin; a side of
+//! upstream layout made from the proxy's Maven Central jars (`images distribution`), as a
+//! directory and as a `.tar.gz` with a top folder; a filter added as a plugin; a side of
 //! `ab` from a distribution; and each bad input refused naming it. On the real engine.
 
 use std::path::{Path, PathBuf};
 
 use crate::common;
-use common::{engine_lock, leftovers, only_run, perf_tests_command, repo};
+use common::{engine_lock, leftovers, only_run, perf_tests_command};
 
 use serde_json::Value;
 
-/// The jars of the suite's proxy image, resolved from Maven Central when it was built (the test
-/// command builds it first), with the start class the suite compiles (`ProxyMain`).
-fn suite_jars() -> Vec<PathBuf> {
-    let suite = perf_tests::scenario::Suite::load(&repo().join("scenarios/kroxylicious")).unwrap();
-    let recipes =
-        perf_tests::images::recipe::parse_recipes(&suite.images_file, &suite.images).unwrap();
-    let proxy = recipes
-        .iter()
-        .find(|r| r.image == "perf-tests/kroxylicious:0.12.0")
+/// The suite's proxy as a distribution in the upstream layout under `at/` (Maven Central's jars
+/// with the start class the suite compiles, `images distribution`), without the jars whose
+/// names start with one of `leave_out`; its top folder.
+fn distribution(at: &Path, leave_out: &[&str]) -> PathBuf {
+    let out = common::bin()
+        .args(["images", "distribution", "--out"])
+        .arg(at)
+        .output()
         .unwrap();
-    let libs = proxy.binary_path().join("libs");
-    let mut jars: Vec<PathBuf> = std::fs::read_dir(&libs)
-        .unwrap_or_else(|e| panic!("{}: {e} (build the suite's images first)", libs.display()))
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let top = PathBuf::from(stdout.trim());
+    for dir in ["bin", "libs", "config"] {
+        assert!(top.join(dir).is_dir(), "{} has {dir}/", top.display());
+    }
+    let script = std::fs::read_to_string(top.join("bin/kroxylicious-start.sh")).unwrap();
+    assert!(
+        script.contains("export JAVA_MAIN_CLASS=ProxyMain"),
+        "{script}"
+    );
+    for jar in jars(&top.join("libs")) {
+        let name = jar.file_name().unwrap().to_str().unwrap();
+        if leave_out.iter().any(|l| name.starts_with(l)) {
+            std::fs::remove_file(&jar).unwrap();
+        }
+    }
+    top
+}
+
+/// The jars of `dir`, sorted.
+fn jars(dir: &Path) -> Vec<PathBuf> {
+    let mut jars: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "jar"))
         .collect();
     jars.sort();
-    assert!(jars.len() > 20, "{jars:?}");
     jars
-}
-
-/// A distribution in the upstream layout under `at/kroxylicious-app-test/` (its jars but those
-/// `leave_out` names), its start script naming the main class as the proxy's does.
-fn distribution(at: &Path, leave_out: &[&str]) -> PathBuf {
-    let top = at.join("kroxylicious-app-test");
-    for dir in ["bin", "libs", "config"] {
-        std::fs::create_dir_all(top.join(dir)).unwrap();
-    }
-    for jar in suite_jars() {
-        let name = jar.file_name().unwrap().to_str().unwrap().to_string();
-        if !leave_out.iter().any(|l| name.starts_with(l)) {
-            std::fs::copy(&jar, top.join("libs").join(&name)).unwrap();
-        }
-    }
-    std::fs::write(
-        top.join("bin/kroxylicious-start.sh"),
-        "#!/bin/sh\nexport JAVA_MAIN_CLASS=ProxyMain\nexec \"$(dirname \"$0\")\"/run-java.sh \"$@\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        top.join("config/example-proxy-config.yaml"),
-        "virtualClusters: []\n",
-    )
-    .unwrap();
-    top
 }
 
 fn run(args: &[&str], env: &[(&str, &str)], results: &Path) -> (Option<i32>, String, String) {
@@ -123,13 +120,13 @@ async fn a_distribution_becomes_a_proxy_image_named_by_its_content() {
     );
 
     // The same layout as a .tar.gz with a top folder, as the proxy's release ships it.
-    let archive = root.path().join("kroxylicious-app-test-bin.tar.gz");
+    let archive = root.path().join("kroxylicious-test-bin.tar.gz");
     let status = std::process::Command::new("tar")
         .arg("-czf")
         .arg(&archive)
         .arg("-C")
         .arg(root.path().join("dir"))
-        .arg("kroxylicious-app-test")
+        .arg(dir.file_name().unwrap())
         .status()
         .unwrap();
     assert!(status.success());
@@ -160,7 +157,7 @@ async fn a_distribution_becomes_a_proxy_image_named_by_its_content() {
         result["image_sources"][built[0].as_str()]
             .as_str()
             .unwrap()
-            .contains("kroxylicious-app-test-bin.tar.gz"),
+            .contains("kroxylicious-test-bin.tar.gz"),
         "{}",
         result["image_sources"]
     );
@@ -180,7 +177,8 @@ async fn a_plugin_filter_is_loaded_and_a_side_runs_from_a_distribution() {
     );
     let plugins = root.path().join("plugins");
     std::fs::create_dir_all(&plugins).unwrap();
-    let transform = suite_jars()
+    let whole = distribution(&root.path().join("whole"), &[]);
+    let transform = jars(&whole.join("libs"))
         .into_iter()
         .find(|j| {
             j.to_string_lossy()
@@ -240,7 +238,8 @@ async fn a_bad_build_is_refused_naming_what_is_wrong() {
     std::fs::write(at("nolibs/app/lib/x.jar"), b"x").unwrap();
     std::fs::write(at("broken.tar.gz"), b"not gzip").unwrap();
     std::fs::create_dir_all(at("nomain/libs")).unwrap();
-    std::fs::copy(&suite_jars()[0], at("nomain/libs/a.jar")).unwrap();
+    let whole = distribution(&at("whole"), &[]);
+    std::fs::copy(&jars(&whole.join("libs"))[0], at("nomain/libs/a.jar")).unwrap();
     std::fs::create_dir_all(at("noplugins")).unwrap();
     std::fs::create_dir_all(at("failing")).unwrap();
     std::fs::write(

