@@ -187,7 +187,9 @@ pub fn comment(state: &State, ctx: &Context, results: Option<&Path>) -> Result<(
     if !ctx.run_url.is_empty() {
         links.push(format!("[workflow run]({})", ctx.run_url));
     }
-    if !ctx.results_url.is_empty() {
+    // The results' address comes from the measuring job: only one in the run's repository on
+    // the run's server is linked.
+    if !ctx.results_url.is_empty() && same_repository(&ctx.run_url, &ctx.results_url) {
         links.push(format!(
             "[report.html and the results]({})",
             ctx.results_url
@@ -277,6 +279,17 @@ pub fn post(gh: &Path, repo: &str, pr: u64, body: &str) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Whether `url` lies in the repository of the workflow run `run_url` (`<server>/<owner>/<repo>/…`)
+/// and holds nothing but the characters of such an address.
+fn same_repository(run_url: &str, url: &str) -> bool {
+    let prefix: Vec<&str> = run_url.splitn(6, '/').take(5).collect();
+    prefix.len() == 5
+        && url.starts_with(&format!("{}/", prefix.join("/")))
+        && url
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ":/._-".contains(c))
 }
 
 /// A run's results with every pair's verdict judged again from its measured phases.
@@ -407,5 +420,30 @@ mod tests {
             "{refused}"
         );
         assert!(comment(&State::Finished, &ctx, None).is_err());
+        // Only an address in the run's repository is linked.
+        let run = "https://github.com/owner/proxy/actions/runs/5";
+        let link = |url: &str| {
+            let ctx = Context {
+                run_url: run.into(),
+                results_url: url.into(),
+                ..ctx.clone()
+            };
+            comment(&State::Measuring, &ctx, None)
+                .unwrap()
+                .0
+                .contains("report.html")
+        };
+        assert!(link(
+            "https://github.com/owner/proxy/actions/runs/5/artifacts/9"
+        ));
+        assert!(!link(
+            "https://evil.example/owner/proxy/actions/runs/5/artifacts/9"
+        ));
+        assert!(!link(
+            "https://github.com/other/proxy/actions/runs/5/artifacts/9"
+        ));
+        assert!(!link(
+            "https://github.com/owner/proxy/x)[y](https://evil.example"
+        ));
     }
 }
