@@ -31,7 +31,9 @@ pub struct Reading {
 pub type Readings = Vec<Reading>;
 
 /// What a sampled service is to the measurement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     /// A service of the scenario itself (a proxy, a KMS, a scenario's own broker).
@@ -43,7 +45,7 @@ pub enum Role {
 }
 
 /// One service's use over one phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServiceCost {
     pub service: String,
     pub role: Role,
@@ -62,7 +64,7 @@ pub struct ServiceCost {
 
 /// The cost of one measured phase (`produce`, `consume`, or `produce_and_consume` when both
 /// run at once).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseCost {
     pub phase: String,
     /// Records the phase moved.
