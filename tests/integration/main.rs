@@ -27,6 +27,7 @@ mod paired;
 mod paired_run;
 mod profiles;
 mod report;
+mod results_files;
 mod swarm;
 mod trust_delay;
 mod trust_engine;
