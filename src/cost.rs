@@ -71,6 +71,10 @@ pub struct PhaseCost {
     pub records: u64,
     /// Record bytes the phase moved (records x record size).
     pub record_bytes: u64,
+    /// When the phase started (its counters read), in Unix seconds; `None` in a summary of
+    /// repetitions and in results of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_unix_s: Option<f64>,
     /// Wall seconds between the phase's edges.
     pub seconds: f64,
     pub services: Vec<ServiceCost>,
@@ -131,6 +135,7 @@ impl PhaseCost {
             phase: phase.to_string(),
             records,
             record_bytes: records * record_size,
+            start_unix_s: Some(started),
             seconds,
             services,
             host_steal_percent: steal,
@@ -316,6 +321,7 @@ pub fn summary(reps: &[&[PhaseCost]]) -> Vec<PhaseCost> {
                 phase: phase.phase.clone(),
                 records: phase.records,
                 record_bytes: phase.record_bytes,
+                start_unix_s: None,
                 seconds: median(same.iter().map(|p| p.seconds).collect()),
                 services,
                 host_steal_percent: median_steal(same.iter().copied()),

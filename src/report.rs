@@ -995,6 +995,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             records: 1000,
             record_bytes: 1_024_000,
             seconds: 5.0,
+            start_unix_s: None,
             host_steal_percent: None,
             services: vec![
                 crate::cost::ServiceCost {
@@ -1048,6 +1049,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             records: 1000,
             record_bytes: 1_024_000,
             seconds: 5.0,
+            start_unix_s: None,
             host_steal_percent: None,
             services: vec![
                 ServiceCost {
@@ -1166,6 +1168,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             records: 1_000_000,
             record_bytes: 1_000_000_000,
             seconds: 20.0,
+            start_unix_s: None,
             host_steal_percent: None,
             services: vec![
                 service("broker", Role::RunWide, 4.0),

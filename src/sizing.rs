@@ -396,6 +396,7 @@ mod tests {
                                 records: 100_000,
                                 record_bytes: 100_000_000,
                                 seconds: 100_000.0 / rate as f64,
+                                start_unix_s: None,
                                 host_steal_percent: None,
                                 services: services.clone(),
                             })

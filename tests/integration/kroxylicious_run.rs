@@ -928,3 +928,130 @@ async fn a_timed_warm_up_repeats_its_rounds_for_its_seconds_and_is_not_measured(
     assert_eq!(m["integrity"]["consumed"], RECORDS, "{m}");
     assert_eq!(leftovers(&ran.run_id()).await, (0, 0), "{}", ran.stderr);
 }
+
+/// One pause of a JVM's unified GC log (`-Xlog:gc:…:utctime,level,tags`): when it was logged
+/// (Unix seconds) and how long it stood, from lines such as `[2026-12-06T05:44:15.123+0000]
+/// [info][gc] GC(3) Pause Young (Normal) (G1 Evacuation Pause) 3M->1M(64M) 2.345ms`.
+fn gc_log_pauses(log: &str) -> Vec<(f64, f64)> {
+    let line = regex::Regex::new(
+        r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4})\].*\bGC\(\d+\) Pause .* (\d+(?:\.\d+)?)ms$",
+    )
+    .unwrap();
+    log.lines()
+        .filter_map(|l| {
+            let c = line.captures(l)?;
+            let at = chrono::DateTime::parse_from_str(&c[1], "%Y-%m-%dT%H:%M:%S%.3f%z").ok()?;
+            Some((at.timestamp_millis() as f64 / 1000.0, c[2].parse().ok()?))
+        })
+        .collect()
+}
+
+/// The GC table's figures are a real JVM's own: the proxy, given a young generation of 2 MB so
+/// that it collects several times in a phase, also writes its GC log to a directory of this
+/// test's; the pauses it logged within each measured phase are the phase's. The runner reads its
+/// own copy of the log at the phase's edges, while reading the counters, which takes a moment
+/// before each edge's time: a pause logged then may fall on either side, so the figures must lie
+/// between those of the pauses logged well within the phase and those of the pauses logged from
+/// a margin before it to its end.
+#[tokio::test(flavor = "multi_thread")]
+async fn gc_figures_are_the_pauses_the_jvm_logged_in_each_phase() {
+    let _lock = engine_lock(false);
+    let root = tempfile::tempdir().unwrap();
+    for dir in [
+        "scenarios/kroxylicious",
+        "scenarios/kroxylicious-inmemory-kms",
+        "scenarios/kroxylicious-vault",
+        "compose",
+    ] {
+        copy_tree(&repo().join(dir), &root.path().join(dir));
+    }
+    let logs = root.path().join("gc");
+    std::fs::create_dir(&logs).unwrap();
+    // Whatever user the proxy runs as writes there.
+    std::fs::set_permissions(&logs, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let compose = root.path().join("compose/kroxylicious.yaml");
+    let text = std::fs::read_to_string(&compose).unwrap();
+    let from = "  kroxylicious-no-filters:\n    <<: *kroxylicious\n";
+    assert!(text.contains(from));
+    let with = format!(
+        "{from}    environment:\n      KROXYLICIOUS_HEAP_OPTS: -Xmx256m -Xmn2m\n      \
+         JAVA_OPTIONS: -Xlog:gc:file=/gc/gc.log:utctime,level,tags\n    volumes:\n      - {}:/gc\n",
+        logs.display()
+    );
+    std::fs::write(&compose, text.replace(from, &with)).unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let suite = root.path().join("scenarios/kroxylicious");
+    let ran = Ran::of(run(
+        &[
+            ("TEST", "02-.*"),
+            ("SCENARIOS", suite.to_str().unwrap()),
+            ("NUM_RECORDS", "60000"),
+            ("THROUGHPUT", "6000"),
+            ("NETWORK_CEILING", "0"),
+        ],
+        results.path(),
+    ));
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let pauses = gc_log_pauses(&std::fs::read_to_string(logs.join("gc.log")).unwrap());
+    let result = json(&ran.results_dir().join("02-no-filters.json"));
+    // The repetition's own phases (a summary of repetitions has no start).
+    let phases = result["repetitions"][0]["cost"].as_array().unwrap();
+    let names: Vec<&str> = phases
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["produce", "consume"]);
+    // The counters' read before each edge's time (engine stats, an exec in each JVM, the GC
+    // log's copy) takes well under this on any machine the tests run on.
+    const MARGIN_S: f64 = 2.0;
+    for p in phases {
+        let start = p["start_unix_s"].as_f64().unwrap_or_else(|| panic!("{p}"));
+        let end = start + p["seconds"].as_f64().unwrap();
+        let gc = &common::service_entry(&p["services"], "kroxylicious-no-filters")["gc"];
+        let counted = ["young", "full", "other"]
+            .iter()
+            .map(|k| gc[k].as_u64().unwrap_or_else(|| panic!("{k} in {gc}")))
+            .sum::<u64>() as usize;
+        let (pause_ms, max_ms) = (
+            gc["pause_ms"].as_f64().unwrap(),
+            gc["max_pause_ms"].as_f64().unwrap(),
+        );
+        let within = |from: f64, to: f64| -> Vec<f64> {
+            pauses
+                .iter()
+                .filter(|(at, _)| from <= *at && *at <= to)
+                .map(|(_, ms)| *ms)
+                .collect()
+        };
+        let (inner, outer) = (within(start, end - MARGIN_S), within(start - MARGIN_S, end));
+        let sum = |v: &[f64]| v.iter().sum::<f64>();
+        let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+        let phase = p["phase"].as_str().unwrap();
+        // A young generation of 2 MB collects every couple of seconds while 6000 records of
+        // 1 KiB a second pass: the 10 s of producing hold several well within them (the
+        // consume, unthrottled, may be over too soon for one).
+        if phase == "produce" {
+            assert!(inner.len() >= 2, "{phase}: {inner:?} of {pauses:?}");
+        }
+        assert!(
+            inner.len() <= counted && counted <= outer.len(),
+            "{phase}: {counted} pauses counted, the JVM logged {} within it and {} around it",
+            inner.len(),
+            outer.len()
+        );
+        // The log's durations have three decimals, as the runner reads them.
+        assert!(
+            sum(&inner) - 0.01 <= pause_ms && pause_ms <= sum(&outer) + 0.01,
+            "{phase}: {pause_ms} ms against {} and {} ms",
+            sum(&inner),
+            sum(&outer)
+        );
+        assert!(
+            max(&inner) <= max_ms && max_ms <= max(&outer),
+            "{phase}: longest {max_ms} ms against {} and {} ms",
+            max(&inner),
+            max(&outer)
+        );
+    }
+    assert_nothing_left(&ran).await;
+}
