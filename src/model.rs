@@ -114,15 +114,19 @@ pub struct ConsumerResult {
     pub consumed_rec_s: f64,
     /// Subscribe until partitions are assigned.
     pub rebalance_ms: f64,
-    /// Total consume time minus rebalance time; `None` where the group had no fetch of its own
+    /// Total consume time minus rebalance time; absent where the group had no fetch of its own
     /// to time (a run bounded by time, whose group reads while the producers send).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fetch_ms: Option<f64>,
     /// Subscribe until the group's first record arrived (native driver). Fetch time counts from
     /// the assignment, so it includes fetching the committed offsets and the first fetch;
     /// librdkafka's `rdkafka_performance` counts its consumer's rate from the first record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_record_ms: Option<f64>,
+    /// The consumed MiB and records over the fetch time; absent with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fetch_mib_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fetch_rec_s: Option<f64>,
     /// With MODE=end-to-end: each record's latency from its send (the record's timestamp, set
     /// by the producer) to its receipt by the consumer, both on the host's clock. `None` in the

@@ -1,5 +1,6 @@
-//! Writing a run's results directory: each format is an [`Exporter`] (JSON records, a long CSV, plain-text
-//! tables, Markdown tables, SVG charts, the HTML report), and [`write_run`] writes what every exporter gives.
+//! Writing a run's results directory: each format is an [`Exporter`] (JSON records, a long CSV,
+//! plain-text tables, Markdown tables, SVG charts, the HTML report), and [`write_run`] writes what
+//! every exporter gives.
 //!
 //! Everything is written into a hidden temporary directory inside the results directory and then
 //! renamed into place, so a results directory is either complete or absent. A run never replaces
