@@ -137,12 +137,18 @@ async fn each_measured_phase_is_profiled_and_encryption_shows_what_it_adds() {
                 .find(|c| c["phase"] == phase)
                 .unwrap();
             let seconds = cost["seconds"].as_f64().unwrap();
+            let phase_start = cost["start_unix_s"].as_f64().unwrap();
             // The profiler starts before the phase's counters are read and stops after: the
-            // phase lies within the recording, so its seconds (the profiler's stop and the copy
-            // of the recording after it left out) are fewer than the recording's, as the JVM's
-            // own clock timed it. A recording that held the warm-up would cover its 6 s too.
+            // phase, from its first counters to its last (the profiler's stop and the copy of
+            // the recording after them not its own), lies within the recording as the JVM's
+            // clock dated it. A recording that held the warm-up would cover its 6 s too.
             assert!(
-                seconds <= covered + 0.001 && covered < seconds + 6.0,
+                from <= phase_start + 0.001 && phase_start + seconds <= to + 0.001,
+                "{scenario} {phase}: the phase {phase_start}..{}, the recording {from}..{to}",
+                phase_start + seconds
+            );
+            assert!(
+                covered < seconds + 6.0,
                 "{scenario} {phase}: the recording covers {covered} s, the phase {seconds} s"
             );
             // The records were sent and read within the recording, on the host's one clock.
