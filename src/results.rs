@@ -334,7 +334,7 @@ pub(crate) mod tests {
         );
     }
 
-    /// The schemas under `schemas/` are what the types make; `UPDATE_SCHEMAS=1 cargo test
+    /// The schemas under `schemas/` are what the types make; `UPDATE_SCHEMAS=1 cargo test --lib
     /// schemas` writes them anew after a change of the types (then raise [`SCHEMA_VERSION`]
     /// where a field changed its meaning or shape).
     #[test]
@@ -351,7 +351,7 @@ pub(crate) mod tests {
             let shipped = std::fs::read_to_string(&path).unwrap_or_default();
             assert!(
                 shipped == made,
-                "{} differs from the schema the types make: UPDATE_SCHEMAS=1 cargo test schemas",
+                "{} differs from the schema the types make: UPDATE_SCHEMAS=1 cargo test --lib schemas",
                 path.display()
             );
         }
