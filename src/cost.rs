@@ -31,7 +31,9 @@ pub struct Reading {
 pub type Readings = Vec<Reading>;
 
 /// What a sampled service is to the measurement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     /// A service of the scenario itself (a proxy, a KMS, a scenario's own broker).
@@ -43,7 +45,7 @@ pub enum Role {
 }
 
 /// One service's use over one phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServiceCost {
     pub service: String,
     pub role: Role,
@@ -62,13 +64,17 @@ pub struct ServiceCost {
 
 /// The cost of one measured phase (`produce`, `consume`, or `produce_and_consume` when both
 /// run at once).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseCost {
     pub phase: String,
     /// Records the phase moved.
     pub records: u64,
     /// Record bytes the phase moved (records x record size).
     pub record_bytes: u64,
+    /// When the phase started (its counters read), in Unix seconds; `None` in a summary of
+    /// repetitions and in results of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_unix_s: Option<f64>,
     /// Wall seconds between the phase's edges.
     pub seconds: f64,
     pub services: Vec<ServiceCost>,
@@ -129,6 +135,7 @@ impl PhaseCost {
             phase: phase.to_string(),
             records,
             record_bytes: records * record_size,
+            start_unix_s: Some(started),
             seconds,
             services,
             host_steal_percent: steal,
@@ -314,6 +321,7 @@ pub fn summary(reps: &[&[PhaseCost]]) -> Vec<PhaseCost> {
                 phase: phase.phase.clone(),
                 records: phase.records,
                 record_bytes: phase.record_bytes,
+                start_unix_s: None,
                 seconds: median(same.iter().map(|p| p.seconds).collect()),
                 services,
                 host_steal_percent: median_steal(same.iter().copied()),

@@ -71,7 +71,7 @@ fn utctime(line: &str) -> Option<f64> {
 }
 
 /// A service's pauses over one phase.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GcSummary {
     /// Young (and mixed) collections.
     pub young: u64,

@@ -86,7 +86,7 @@ fn kind(name: &str) -> Kind {
 
 /// A JVM's CPU seconds over one phase by kind of thread; the rest of its container's CPU (the
 /// cost counter's, which also holds threads that ended within the phase) is the application's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThreadCpu {
     /// The JIT compilers' CPU seconds.
     pub jit_s: f64,

@@ -90,13 +90,13 @@ use Better::{Higher, Lower};
 use Table::{CatchUp, Consumer, Cost, EndToEnd, Intended, Producer};
 
 /// A figure of the fetch (the reading after the partitions were assigned); NaN (shown `n/a`, not
-/// compared) in a DURATION run, whose group reads while the producers send: there is no fetch
-/// phase of its own to time, only the run's measured seconds.
-fn fetched(m: &Measurement, v: f64) -> f64 {
-    if m.series.is_empty() {
-        v
-    } else {
-        f64::NAN
+/// compared) where none was measured: a DURATION run's group reads while the producers send, so
+/// there is no fetch phase of its own to time (results of older versions stored 0 for it, hence
+/// the series' check).
+fn fetched(m: &Measurement, v: Option<f64>) -> f64 {
+    match v {
+        Some(v) if m.series.is_empty() => v,
+        _ => f64::NAN,
     }
 }
 

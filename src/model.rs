@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What the producer side of one measured scenario did (kafka-producer-perf-test semantics).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProducerResult {
     /// Acknowledged records.
     pub sent: u64,
@@ -38,10 +38,48 @@ pub struct ProducerResult {
     /// own).
     #[serde(default, skip_serializing_if = "Histograms::is_empty")]
     pub histograms: Histograms,
+    /// When the producer's figures were measured (the span `elapsed_s` is: first send to last
+    /// acknowledgement; a run bounded by time's measured seconds), which its `histograms` hold;
+    /// `None` from a tool that does not say, and in a summary of repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span: Option<Span>,
+    /// The figures above that were worked out from others rather than measured, by field name:
+    /// the kafka-tools driver's `failed` (the records asked for less those its tool reports
+    /// sent) and `elapsed_s` (sent / its rate). Empty when every figure was measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub derived: Vec<String>,
 }
 
 /// Latency histograms by distribution, each in HdrHistogram's compressed form (µs).
 pub type Histograms = std::collections::BTreeMap<String, String>;
+
+/// A stretch of wall-clock time on the host's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Span {
+    /// Its start, in Unix seconds.
+    pub start_unix_s: f64,
+    /// Its length in seconds.
+    pub length_s: f64,
+}
+
+impl Span {
+    /// From `start` for `length` (a span measured on a monotonic clock, dated by the wall clock
+    /// now).
+    pub fn since(start: std::time::Instant, length: std::time::Duration) -> Span {
+        let now = std::time::Instant::now();
+        let unix_now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let start_unix_s = match now.checked_duration_since(start) {
+            Some(ago) => unix_now - ago.as_secs_f64(),
+            None => unix_now + start.duration_since(now).as_secs_f64(),
+        };
+        Span {
+            start_unix_s,
+            length_s: length.as_secs_f64(),
+        }
+    }
+}
 
 /// The distribution of latencies from each send call to its acknowledgement.
 pub const SEND: &str = "send";
@@ -53,7 +91,7 @@ pub const END_TO_END: &str = "end-to-end";
 /// The latencies of records, in milliseconds: a producer's from each record's intended send
 /// time to its acknowledgement (`intended`), a consumer's from each record's send to its receipt
 /// (`end_to_end`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencySummary {
     pub avg_lat_ms: f64,
     pub max_lat_ms: f64,
@@ -67,7 +105,7 @@ pub struct LatencySummary {
 }
 
 /// What the consumer side did (kafka-consumer-perf-test semantics).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConsumerResult {
     /// Bytes of record values consumed / 2^20.
     pub consumed_mib: f64,
@@ -76,15 +114,20 @@ pub struct ConsumerResult {
     pub consumed_rec_s: f64,
     /// Subscribe until partitions are assigned.
     pub rebalance_ms: f64,
-    /// Total consume time minus rebalance time.
-    pub fetch_ms: f64,
+    /// Total consume time minus rebalance time; absent where the group had no fetch of its own
+    /// to time (a run bounded by time, whose group reads while the producers send).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch_ms: Option<f64>,
     /// Subscribe until the group's first record arrived (native driver). Fetch time counts from
     /// the assignment, so it includes fetching the committed offsets and the first fetch;
     /// librdkafka's `rdkafka_performance` counts its consumer's rate from the first record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_record_ms: Option<f64>,
-    pub fetch_mib_s: f64,
-    pub fetch_rec_s: f64,
+    /// The consumed MiB and records over the fetch time; absent with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch_mib_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch_rec_s: Option<f64>,
     /// With MODE=end-to-end: each record's latency from its send (the record's timestamp, set
     /// by the producer) to its receipt by the consumer, both on the host's clock. `None` in the
     /// produce-then-consume mode, where it would measure the wait for the consumer to start.
@@ -102,12 +145,17 @@ pub struct ConsumerResult {
     /// producer's `histograms`.
     #[serde(default, skip_serializing_if = "Histograms::is_empty")]
     pub histograms: Histograms,
+    /// When the consumer's figures were measured (subscribe to the last record; a run bounded
+    /// by time's measured seconds), which its `histograms` hold; `None` from a tool that does
+    /// not say, and in a summary of repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span: Option<Span>,
 }
 
 /// How a consumer group caught up with a backlog while a live producer kept sending at a fixed
 /// rate (MODE=backlog). Its lag is counted as OMB's backlog test counts it: records acknowledged
 /// (the backlog's and the live producer's) minus records consumed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CatchUp {
     /// Records waiting for the group when it resumed.
     pub backlog: u64,
@@ -125,7 +173,7 @@ pub struct CatchUp {
 }
 
 /// Independent counters of the records of one measurement; they must agree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Integrity {
     /// Records the producer was asked to send.
     pub requested: u64,
@@ -157,7 +205,7 @@ impl Integrity {
 }
 
 /// What the broker must hold for a record the workload sent through the path under test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum BrokerHolds {
     /// The record as sent.
@@ -169,7 +217,7 @@ pub enum BrokerHolds {
 }
 
 /// What the consumer must receive for a record it sent through the path under test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConsumerReceives {
     /// The record as sent.
@@ -179,7 +227,9 @@ pub enum ConsumerReceives {
 }
 
 /// A scenario's declaration of what its path does to records (`expect:` in scenario.yaml).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::Args, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// What the broker must hold: unchanged, upper-cased or encrypted.
@@ -214,7 +264,7 @@ kebab_names!(ConsumerReceives { Sent => "sent", UpperCased => "upper-cased" });
 
 /// The outcome of checking a scenario's `expect:` on sample records: each was read back
 /// through the scenario's endpoint and straight from the broker.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PathCheck {
     pub expect: Expect,
     /// Where the records were read straight from.
@@ -249,7 +299,7 @@ impl PathCheck {
 }
 
 /// One measurement (produce then consume) of one scenario.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Measurement {
     pub producer: ProducerResult,
     pub consumer: ConsumerResult,
@@ -275,7 +325,7 @@ pub struct Measurement {
 
 /// One second of a DURATION run: what the producers had acknowledged and the group had
 /// consumed in it, the lag at its end, and the latencies of its records.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Second {
     /// Seconds since the start, at the end of this one.
     pub t_s: u64,
@@ -339,6 +389,8 @@ impl Measurement {
                 elapsed_s: med(|m| m.producer.elapsed_s),
                 target_rec_s: worst.producer.target_rec_s,
                 intended: latency_summary(reps, |m| m.producer.intended.as_ref()),
+                span: None,
+                derived: worst.producer.derived.clone(),
             },
             consumer: ConsumerResult {
                 histograms: Default::default(),
@@ -347,16 +399,14 @@ impl Measurement {
                 consumed_recs: worst.consumer.consumed_recs,
                 consumed_rec_s: med(|m| m.consumer.consumed_rec_s),
                 rebalance_ms: med(|m| m.consumer.rebalance_ms),
-                fetch_ms: med(|m| m.consumer.fetch_ms),
-                first_record_ms: reps
-                    .iter()
-                    .all(|m| m.consumer.first_record_ms.is_some())
-                    .then(|| med(|m| m.consumer.first_record_ms.unwrap_or_default())),
-                fetch_mib_s: med(|m| m.consumer.fetch_mib_s),
-                fetch_rec_s: med(|m| m.consumer.fetch_rec_s),
+                fetch_ms: median_of(reps, |m| m.consumer.fetch_ms),
+                first_record_ms: median_of(reps, |m| m.consumer.first_record_ms),
+                fetch_mib_s: median_of(reps, |m| m.consumer.fetch_mib_s),
+                fetch_rec_s: median_of(reps, |m| m.consumer.fetch_rec_s),
                 end_to_end: latency_summary(reps, |m| m.consumer.end_to_end.as_ref()),
                 per_client: worst.consumer.per_client.clone(),
                 catch_up: catch_up_summary(reps),
+                span: None,
             },
             integrity: worst.integrity.clone(),
             steps_s: worst
@@ -378,6 +428,12 @@ impl Measurement {
             pair: None,
         }
     }
+}
+
+/// The median of a figure over the repetitions when every one measured it, else none.
+fn median_of(reps: &[Measurement], get: fn(&Measurement) -> Option<f64>) -> Option<f64> {
+    let all: Vec<f64> = reps.iter().map(get).collect::<Option<_>>()?;
+    Some(crate::stats::median(&all))
 }
 
 /// The medians of the repetitions' catch-ups, when every repetition has one; caught up only when
@@ -422,7 +478,7 @@ fn latency_summary(
 }
 
 /// Wall-clock seconds spent in each phase of a scenario, to account for harness overhead.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseTimes {
     pub up_s: f64,
     pub setup_s: f64,
@@ -432,7 +488,7 @@ pub struct PhaseTimes {
 }
 
 /// Everything recorded about one scenario of a run (at one combination of its matrix).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScenarioResult {
     pub name: String,
     /// The values of the settings the run varied (`crate::matrix`), empty without a matrix: a
@@ -474,12 +530,13 @@ pub struct ScenarioResult {
     pub kms: Option<Kms>,
     /// A paired scenario's sides compared, pair by pair (`crate::pair`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub pair: Option<crate::pair::PairResult>,
 }
 
 /// The KMS of a scenario's record encryption: the proxy's provider and, when the KMS is reached
 /// over the network, the service that runs it (one of the scenario's services).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Kms {
     /// The proxy's KMS provider, e.g. `AwsKmsService`.
@@ -492,7 +549,7 @@ pub struct Kms {
 /// What the network between two places of a scenario carries at most (`crate::ceiling`):
 /// iperf3's TCP throughput from `from` to `to` over the run's network, measured before the
 /// scenario's measurement.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NetworkCeiling {
     /// The sending service, or `load generator` for where the workload runs.
     pub from: String,
@@ -598,7 +655,7 @@ impl ScenarioResult {
 }
 
 /// Resource use of one service's container while the workload ran, from the engine's stats.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServiceResources {
     /// Compose service name.
     pub service: String,
@@ -690,6 +747,8 @@ mod tests {
             elapsed_s: 1.0,
             target_rec_s: target,
             intended: None,
+            span: None,
+            derived: Vec::new(),
         }
     }
 
@@ -740,13 +799,14 @@ mod tests {
                 consumed_recs: consumed,
                 consumed_rec_s: rate,
                 rebalance_ms: 1.0,
-                fetch_ms: 1.0,
+                fetch_ms: Some(1.0),
                 first_record_ms: None,
-                fetch_mib_s: 1.0,
-                fetch_rec_s: rate,
+                fetch_mib_s: Some(1.0),
+                fetch_rec_s: Some(rate),
                 end_to_end: None,
                 per_client: Vec::new(),
                 catch_up: None,
+                span: None,
             },
             integrity: Integrity {
                 requested: 1000,
@@ -757,7 +817,7 @@ mod tests {
         };
         let s = Measurement::summary(&[m(10.0, 1000), m(30.0, 999), m(20.0, 1000)]);
         assert_eq!(s.producer.rate_rec_s, 20.0);
-        assert_eq!(s.consumer.fetch_rec_s, 20.0);
+        assert_eq!(s.consumer.fetch_rec_s, Some(20.0));
         assert_eq!(s.integrity.consumed, 999);
         assert!(!s.integrity.is_ok());
     }

@@ -427,6 +427,7 @@ mod tests {
                 service("proxy-a", cpu_a),
                 service("proxy-b", cpu_b),
             ],
+            start_unix_s: None,
             host_steal_percent: None,
         }]
     }

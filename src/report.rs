@@ -753,6 +753,8 @@ pub(crate) mod tests {
                     elapsed_s: 205.46,
                     target_rec_s: -1.0,
                     intended: None,
+                    span: None,
+                    derived: Vec::new(),
                 },
                 consumer: ConsumerResult {
                     histograms: Default::default(),
@@ -761,13 +763,14 @@ pub(crate) mod tests {
                     consumed_recs: c[2] as u64,
                     consumed_rec_s: c[3],
                     rebalance_ms: c[4],
-                    fetch_ms: c[5],
+                    fetch_ms: Some(c[5]),
                     first_record_ms: None,
-                    fetch_mib_s: c[6],
-                    fetch_rec_s: c[7],
+                    fetch_mib_s: Some(c[6]),
+                    fetch_rec_s: Some(c[7]),
                     end_to_end: None,
                     per_client: Vec::new(),
                     catch_up: None,
+                    span: None,
                 },
                 integrity,
             },
@@ -1000,6 +1003,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             records: 1000,
             record_bytes: 1_024_000,
             seconds: 5.0,
+            start_unix_s: None,
             host_steal_percent: None,
             services: vec![
                 crate::cost::ServiceCost {
@@ -1053,6 +1057,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             records: 1000,
             record_bytes: 1_024_000,
             seconds: 5.0,
+            start_unix_s: None,
             host_steal_percent: None,
             services: vec![
                 ServiceCost {
@@ -1171,6 +1176,7 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             records: 1_000_000,
             record_bytes: 1_000_000_000,
             seconds: 20.0,
+            start_unix_s: None,
             host_steal_percent: None,
             services: vec![
                 service("broker", Role::RunWide, 4.0),

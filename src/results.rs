@@ -4,15 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use chrono::{DateTime, SecondsFormat, Utc};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::ScenarioResult;
 use crate::settings::Settings;
 
 /// Facts about the machine a run was measured on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct HostFacts {
     /// Kernel host name.
@@ -71,12 +72,13 @@ pub const SIZING_FILE: &str = "sizing.json";
 /// Everything about a run except its per-scenario results. Written as `run.json` and read back
 /// through this same type; `settings` and `host` must be there, the rest (and any setting or
 /// host fact a run of an older version did not record) reads back as its default.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunInfo {
     /// Label value of every engine resource the run created.
     #[serde(default)]
     pub run_id: String,
     /// Every setting of the run.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub settings: Settings,
     /// Version of perf-tests.
     #[serde(default)]
@@ -114,14 +116,99 @@ pub fn profiles_staging(results_dir: &Path, run_id: &str) -> PathBuf {
     results_dir.join(format!(".profiles-{run_id}"))
 }
 
+/// The layout of the results' JSON files: raised whenever a field changes its meaning or its
+/// shape, or goes, so that a reader knows which layout a file has. Files written before the
+/// version was recorded have none: they are version 1.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// A record as it is written: its layout's version beside its own fields.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Versioned<T> {
+    /// The layout's version ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    #[serde(flatten)]
+    pub record: T,
+}
+
+impl<T> Versioned<T> {
+    /// `record` in the layout of this build.
+    pub fn new(record: T) -> Versioned<T> {
+        Versioned {
+            schema_version: SCHEMA_VERSION,
+            record,
+        }
+    }
+}
+
+/// The JSON Schema of each JSON file a run directory can hold, made from the types the files
+/// are written from, by file: `run.json`, `<scenario>.json`, `sizing.json`. The repository ships
+/// them under `schemas/`.
+pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
+    fn of<T: JsonSchema>(title: &str, description: &str) -> serde_json::Value {
+        let mut schema =
+            serde_json::to_value(schemars::schema_for!(Versioned<T>)).expect("a schema is JSON");
+        schema["title"] = title.into();
+        schema["description"] = description.into();
+        // A file of another layout is not one this schema describes.
+        schema["properties"]["schema_version"]["const"] = SCHEMA_VERSION.into();
+        schema
+    }
+    vec![
+        (
+            "run.schema.json",
+            of::<RunInfo>(
+                "perf-tests run.json",
+                "One run: its settings, the tool's version, the host, its times.",
+            ),
+        ),
+        (
+            "scenario.schema.json",
+            of::<ScenarioResult>(
+                "perf-tests <scenario>.json",
+                "Everything recorded about one scenario of a run (at one combination of its \
+                 matrix): every repetition's measurement and their median summary.",
+            ),
+        ),
+        (
+            "sizing.schema.json",
+            of::<crate::sizing::Sizing>(
+                "perf-tests sizing.json",
+                "A sizing run's statement, computed from its scenarios' results.",
+            ),
+        ),
+    ]
+}
+
+/// The record in a results file's `text`, refused when a newer layout than this build's wrote
+/// it (a field may have changed its meaning).
+fn read_versioned<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: &str,
+    what: &str,
+) -> Result<T> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .with_context(|| format!("{}: not valid JSON", path.display()))?;
+    let version = value
+        .get("schema_version")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(1);
+    if version > u64::from(SCHEMA_VERSION) {
+        bail!(
+            "{}: written in layout {version} of the results (schema_version), newer than the \
+             {SCHEMA_VERSION} this perf-tests {} reads; read it with a newer perf-tests",
+            path.display(),
+            env!("CARGO_PKG_VERSION")
+        );
+    }
+    serde_json::from_value(value).with_context(|| format!("{}: not {what}", path.display()))
+}
+
 /// Reads a run's `run.json` (`run` is its directory).
 pub fn read_run_info(run: &Path) -> Result<RunInfo> {
     let path = run.join(RUN_FILE);
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not valid JSON", path.display()))?;
-    serde_json::from_value(value).with_context(|| format!("{}: not a run record", path.display()))
+    read_versioned(&path, &text, "a run record")
 }
 
 /// Reads every `<scenario>.json` of a run directory, by file name.
@@ -142,8 +229,7 @@ pub fn read_scenarios(run: &Path) -> Result<Vec<ScenarioResult>> {
         .map(|f| {
             let text = std::fs::read_to_string(f)
                 .with_context(|| format!("cannot read {}", f.display()))?;
-            serde_json::from_str::<ScenarioResult>(&text)
-                .with_context(|| format!("{}: not a scenario result", f.display()))
+            read_versioned::<ScenarioResult>(f, &text, "a scenario result")
         })
         .collect()
 }
@@ -251,6 +337,48 @@ pub(crate) mod tests {
             read_run_info(dir.path()).unwrap().incomplete.as_deref(),
             Some("interrupted")
         );
+    }
+
+    /// The schemas under `schemas/` are what the types make; `UPDATE_SCHEMAS=1 cargo test --lib
+    /// schemas` writes them anew after a change of the types (then raise [`SCHEMA_VERSION`]
+    /// where a field changed its meaning or shape).
+    #[test]
+    fn the_shipped_schemas_are_those_the_types_make() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas");
+        let update = std::env::var_os("UPDATE_SCHEMAS").is_some();
+        for (file, schema) in schemas() {
+            let made = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+            let path = dir.join(file);
+            if update {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, &made).unwrap();
+            }
+            let shipped = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                shipped == made,
+                "{} differs from the schema the types make: UPDATE_SCHEMAS=1 cargo test --lib schemas",
+                path.display()
+            );
+        }
+    }
+
+    #[test]
+    fn a_file_of_a_newer_layout_is_refused_and_an_older_one_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = info("abc");
+        let mut value = serde_json::to_value(Versioned::new(&run)).unwrap();
+        assert_eq!(value["schema_version"], SCHEMA_VERSION);
+        value["schema_version"] = (SCHEMA_VERSION + 1).into();
+        std::fs::write(dir.path().join(RUN_FILE), value.to_string()).unwrap();
+        let err = format!("{:#}", read_run_info(dir.path()).unwrap_err());
+        assert!(
+            err.contains(&format!("layout {} of the results", SCHEMA_VERSION + 1)),
+            "{err}"
+        );
+        // Before the version was recorded: read as it was.
+        value.as_object_mut().unwrap().remove("schema_version");
+        std::fs::write(dir.path().join(RUN_FILE), value.to_string()).unwrap();
+        assert_eq!(read_run_info(dir.path()).unwrap(), run);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::sweep::{self, shortfall, Climb};
 use crate::table::TableData;
 
 /// What the user asked of a sizing run, kept in `run.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Request {
     /// The traffic (produce + consume MB/s) whose cores are stated.
     pub traffic_mb_s: f64,
@@ -27,7 +27,7 @@ pub struct Request {
 }
 
 /// The sizing of every line (a scenario at one combination of the other varying settings).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sizing {
     pub request: Request,
     pub lines: Vec<LineSizing>,
@@ -36,7 +36,7 @@ pub struct Sizing {
 }
 
 /// One line's sizing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LineSizing {
     /// The scenario's name, with the other varying settings' values.
     pub name: String,
@@ -71,7 +71,7 @@ pub struct LineSizing {
 }
 
 /// A line at one sustained rate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RateSizing {
     pub rate_rec_s: i64,
     /// The coefficient over this rate's sustained repetitions.
@@ -396,6 +396,7 @@ mod tests {
                                 records: 100_000,
                                 record_bytes: 100_000_000,
                                 seconds: 100_000.0 / rate as f64,
+                                start_unix_s: None,
                                 host_steal_percent: None,
                                 services: services.clone(),
                             })

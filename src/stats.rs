@@ -57,7 +57,9 @@ pub fn min_max(values: &[f64]) -> (f64, f64) {
 }
 
 /// A mean with its two-sided 95% confidence interval (Student's t over the values' spread).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Interval {
     pub mean: f64,
     pub low: f64,

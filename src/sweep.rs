@@ -277,6 +277,7 @@ mod tests {
                 records: 1000,
                 record_bytes: 1_000_000,
                 seconds: 1.0,
+                start_unix_s: None,
                 host_steal_percent: None,
                 services: vec![ServiceCost {
                     service: "proxy".into(),

@@ -210,6 +210,7 @@ mod tests {
                         records: 100_000,
                         record_bytes: 100_000_000,
                         seconds: 20.0,
+                        start_unix_s: None,
                         host_steal_percent: None,
                         services: services.clone(),
                     })

@@ -735,6 +735,8 @@ pub(crate) mod tests {
             elapsed_s: sent as f64 / 1000.0,
             target_rec_s: -1.0,
             intended: None,
+            span: None,
+            derived: Vec::new(),
         }
     }
 
@@ -791,13 +793,14 @@ pub(crate) mod tests {
                     consumed_recs: got,
                     consumed_rec_s: 0.0,
                     rebalance_ms: 0.0,
-                    fetch_ms: 0.0,
+                    fetch_ms: None,
                     first_record_ms: None,
-                    fetch_mib_s: 0.0,
-                    fetch_rec_s: 0.0,
+                    fetch_mib_s: None,
+                    fetch_rec_s: None,
                     end_to_end: None,
                     per_client: Vec::new(),
                     catch_up: None,
+                    span: None,
                 })
             })
         }

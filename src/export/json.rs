@@ -1,19 +1,21 @@
 //! `run.json` and one `<scenario>.json` per scenario: every recorded value, read back by
-//! `crate::results` through the same types.
+//! `crate::results` through the same types, each file with its layout's version
+//! (`crate::results::SCHEMA_VERSION`).
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::Exporter;
 use crate::model::ScenarioResult;
-use crate::results::{RunInfo, RUN_FILE};
+use crate::results::{RunInfo, Versioned, RUN_FILE};
 
 /// The machine-readable records.
 pub struct Json;
 
-fn pretty<T: Serialize>(name: String, value: &T) -> Result<(String, String)> {
-    let mut text =
-        serde_json::to_string_pretty(value).with_context(|| format!("cannot serialise {name}"))?;
+/// `value` as the file `name`, with its layout's version.
+pub(super) fn pretty<T: Serialize>(name: String, value: &T) -> Result<(String, String)> {
+    let mut text = serde_json::to_string_pretty(&Versioned::new(value))
+        .with_context(|| format!("cannot serialise {name}"))?;
     text.push('\n');
     Ok((name, text))
 }

@@ -1,11 +1,13 @@
-//! Writing a run's results directory: each format is an [`Exporter`] (JSON records, plain-text
-//! tables, Markdown tables, SVG charts, the HTML report), and [`write_run`] writes what every exporter gives.
+//! Writing a run's results directory: each format is an [`Exporter`] (JSON records, a long CSV,
+//! plain-text tables, Markdown tables, SVG charts, the HTML report), and [`write_run`] writes what
+//! every exporter gives.
 //!
 //! Everything is written into a hidden temporary directory inside the results directory and then
 //! renamed into place, so a results directory is either complete or absent. A run never replaces
 //! another: when the name is taken, `-2`, `-3`, ... is appended.
 
 pub mod ab;
+pub mod csv;
 pub mod histograms;
 pub mod html;
 pub mod json;
@@ -33,6 +35,7 @@ pub trait Exporter {
 pub fn exporters() -> Vec<Box<dyn Exporter>> {
     vec![
         Box::new(json::Json),
+        Box::new(csv::Csv),
         Box::new(text::Text),
         Box::new(markdown::Markdown),
         Box::new(svg::Svg),
@@ -151,6 +154,7 @@ mod tests {
                 "01-no-proxy-baseline.json",
                 "02-no-filters.json",
                 "charts.svg",
+                "metrics.csv",
                 "report.html",
                 "run.json",
                 "tables.md",
@@ -188,8 +192,8 @@ mod tests {
         std::fs::create_dir(root.path().join("20250102T030405Z-abc-2")).unwrap();
         let second = write_run(root.path(), &info("abc"), &results[..1]).unwrap();
         assert_eq!(second, root.path().join("20250102T030405Z-abc-3"));
-        assert_eq!(entries(&first).len(), 7);
-        assert_eq!(entries(&second).len(), 6);
+        assert_eq!(entries(&first).len(), 8);
+        assert_eq!(entries(&second).len(), 7);
         assert!(entries(&root.path().join("20250102T030405Z-abc-2")).is_empty());
         assert_eq!(
             entries(root.path()),

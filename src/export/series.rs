@@ -299,6 +299,7 @@ mod tests {
             records: 5000,
             record_bytes: 5_120_000,
             seconds: 5.0,
+            start_unix_s: None,
             host_steal_percent: None,
             services: vec![crate::cost::ServiceCost {
                 service: "kroxylicious".into(),

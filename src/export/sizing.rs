@@ -42,10 +42,7 @@ impl Exporter for SizingFiles {
             md.push_str(&format!("\n- {w}"));
         }
         Ok(vec![
-            (
-                crate::results::SIZING_FILE.into(),
-                serde_json::to_string_pretty(&sizing)? + "\n",
-            ),
+            super::json::pretty(crate::results::SIZING_FILE.into(), &sizing)?,
             ("sizing.md".into(), md + "\n"),
         ])
     }

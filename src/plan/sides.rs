@@ -18,7 +18,7 @@ use crate::compose::{Project, Service};
 use crate::pair::Pair;
 
 /// What makes one side differ from the scenarios as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Overrides {
     /// Compose variables the side's services are interpolated with, each usually a setting
     /// (`KROXYLICIOUS_IMAGE=my/kroxylicious:dev`).
@@ -64,7 +64,7 @@ impl Overrides {
 }
 
 /// Both sides' overrides.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sides {
     pub a: Overrides,
     pub b: Overrides,

@@ -258,6 +258,9 @@ impl flow::Marks for PhaseMarks<'_> {
         );
         Box::pin(async move {
             let end = self.sampling.counters().await;
+            // The phase ends at its counters: the profiler's stop and the copy of its recording
+            // after them are not the phase's.
+            let ended = Instant::now();
             if let Some(p) = self.profiling {
                 p.stop(phase.name()).await;
             }
@@ -267,7 +270,7 @@ impl flow::Marks for PhaseMarks<'_> {
             if start.is_empty() {
                 return;
             }
-            let seconds = at.elapsed().as_secs_f64();
+            let seconds = ended.duration_since(at).as_secs_f64();
             self.phases.borrow_mut().push(cost::PhaseCost::between(
                 phase.name(),
                 records,

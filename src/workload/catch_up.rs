@@ -117,7 +117,8 @@ pub async fn catch_up(
         live_target_rec_s: cfg.clients.produce.throughput as f64,
         live_rec_s: live_result.rate_rec_s,
         lag_bound: bound,
-        caught_up_s: caught.then(|| (consumer.rebalance_ms + consumer.fetch_ms) / 1000.0),
+        caught_up_s: caught
+            .then(|| (consumer.rebalance_ms + consumer.fetch_ms.unwrap_or_default()) / 1000.0),
         final_lag: state.final_lag.load(Ordering::SeqCst),
     });
     Ok(CatchUpResult {

@@ -310,6 +310,7 @@ fn consume_blocking(
         end_to_end.merge(&m.end_to_end);
     }
     let mut r = result(count, bytes, total, rebalance);
+    r.span = Some(crate::model::Span::since(start, total));
     r.first_record_ms = match shared.first_record_ns.load(Ordering::SeqCst) {
         u64::MAX => None,
         ns => Some(
@@ -632,13 +633,14 @@ fn result(count: u64, bytes: u64, total: Duration, rebalance: Duration) -> Consu
         consumed_recs: count,
         consumed_rec_s: per(count as f64, total),
         rebalance_ms: rebalance.as_secs_f64() * 1000.0,
-        fetch_ms: fetch.as_secs_f64() * 1000.0,
+        fetch_ms: Some(fetch.as_secs_f64() * 1000.0),
         first_record_ms: None,
-        fetch_mib_s: per(mib, fetch),
-        fetch_rec_s: per(count as f64, fetch),
+        fetch_mib_s: Some(per(mib, fetch)),
+        fetch_rec_s: Some(per(count as f64, fetch)),
         end_to_end: None,
         per_client: Vec::new(),
         catch_up: None,
+        span: None,
     }
 }
 
@@ -672,8 +674,8 @@ mod tests {
         assert_eq!(r.consumed_mib_s, 1.0);
         assert_eq!(r.consumed_rec_s, 1024.0);
         assert_eq!(r.rebalance_ms, 500.0);
-        assert_eq!(r.fetch_ms, 1500.0);
-        assert!((r.fetch_rec_s - 2048.0 / 1.5).abs() < 1e-9);
-        assert!((r.fetch_mib_s - 2.0 / 1.5).abs() < 1e-9);
+        assert_eq!(r.fetch_ms, Some(1500.0));
+        assert!((r.fetch_rec_s.unwrap() - 2048.0 / 1.5).abs() < 1e-9);
+        assert!((r.fetch_mib_s.unwrap() - 2.0 / 1.5).abs() < 1e-9);
     }
 }

@@ -238,6 +238,10 @@ fn summarise(cfg: &ProduceConfig, parts: Vec<Produced>) -> ProducerResult {
             -1.0
         },
         intended: throttled.then(|| intended.summary(acked)),
+        span: start.map(|start| {
+            crate::model::Span::since(start, std::time::Duration::from_secs_f64(elapsed_s))
+        }),
+        derived: Vec::new(),
         histograms: [(SEND, &sent)]
             .into_iter()
             .chain(throttled.then_some((INTENDED, &intended)))

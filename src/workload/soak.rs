@@ -17,7 +17,9 @@ use super::consumer::consume_until;
 use super::latency::Latencies;
 use super::producer::{produce_live, Live};
 use super::together::Together;
-use crate::model::{ConsumerResult, LatencySummary, ProducerResult, Second};
+use crate::model::{
+    ConsumerResult, LatencySummary, ProducerResult, Second, Span, END_TO_END, SEND,
+};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -96,7 +98,7 @@ pub async fn soak(
         let (duration, warm_up) = (cfg.duration.0.as_secs(), cfg.warm_up.0.as_secs());
         let start = tokio::time::Instant::now();
         tokio::spawn(async move {
-            let mut watcher = Watcher::new(warm_up, duration);
+            let mut watcher = Watcher::new(warm_up, duration, start.into_std());
             let mut tick =
                 tokio::time::interval_at(start + Duration::from_secs(1), Duration::from_secs(1));
             while !finished.load(Ordering::SeqCst) {
@@ -151,6 +153,8 @@ fn take(window: &Mutex<Latencies>) -> Latencies {
 struct Watcher {
     warm_up_s: u64,
     duration_s: u64,
+    /// When the first second started.
+    start: std::time::Instant,
     acked: u64,
     consumed: u64,
     series: Vec<Second>,
@@ -159,10 +163,11 @@ struct Watcher {
 }
 
 impl Watcher {
-    fn new(warm_up_s: u64, duration_s: u64) -> Watcher {
+    fn new(warm_up_s: u64, duration_s: u64, start: std::time::Instant) -> Watcher {
         Watcher {
             warm_up_s,
             duration_s,
+            start,
             acked: 0,
             consumed: 0,
             series: Vec::new(),
@@ -227,6 +232,18 @@ impl Watcher {
         let consumed: u64 = measured.iter().map(|s| s.consumed).sum();
         let size = cfg.clients.produce.record_size as f64;
         let p: LatencySummary = self.produce.summary(self.produce.count());
+        // The measured seconds: the figures' span, and the histograms' (the clients' own hold
+        // the whole run, warm-up and drain too).
+        let span = measured.first().map(|first| {
+            let from = self.start + Duration::from_secs(first.t_s - 1);
+            Span::since(from, Duration::from_secs(measured.len() as u64))
+        });
+        let histogram = |name: &str, l: &Latencies| -> crate::model::Histograms {
+            (l.count() > 0)
+                .then(|| (name.to_string(), l.encoded()))
+                .into_iter()
+                .collect()
+        };
         let producer = ProducerResult {
             rate_rec_s: per_s(produced),
             rate_mib_s: per_s(produced) * size / MIB,
@@ -239,6 +256,8 @@ impl Watcher {
             elapsed_s: secs,
             // From the send call only: the series has no per-second intended-time latencies.
             intended: None,
+            histograms: histogram(SEND, &self.produce),
+            span,
             ..producer
         };
         let consumed_mib = consumer.consumed_recs as f64 * size / MIB;
@@ -247,11 +266,13 @@ impl Watcher {
             consumed_mib_s: per_s(consumed) * size / MIB,
             consumed_rec_s: per_s(consumed),
             // No fetch phase of its own to time: the group read while the producers sent.
-            fetch_ms: 0.0,
-            fetch_mib_s: 0.0,
-            fetch_rec_s: 0.0,
+            fetch_ms: None,
+            fetch_mib_s: None,
+            fetch_rec_s: None,
             // The group of a soak always tallies them (`Together::consume(true)`).
             end_to_end: Some(self.end_to_end.summary(self.end_to_end.count())),
+            histograms: histogram(END_TO_END, &self.end_to_end),
+            span,
             ..consumer
         };
         SoakResult {
@@ -275,7 +296,7 @@ mod tests {
             }
             l
         };
-        let mut w = Watcher::new(1, 3);
+        let mut w = Watcher::new(1, 3, std::time::Instant::now());
         // Second 1 (warm-up): 100 acknowledged at 50 ms, 90 consumed.
         let s1 = w
             .observe(100, 90, latencies(50_000, 1), Latencies::new())
@@ -293,5 +314,74 @@ mod tests {
         // Only seconds 2 and 3 are measured: the warm-up's 50 ms is not in the figures.
         assert_eq!(w.produce.count(), 20);
         assert_eq!(w.produce.summary(20).max_lat_ms, 2.0);
+
+        // The clients' own results cover the whole run, warm-up and drain, with an intended
+        // histogram the series has no seconds of: the run's result holds the measured ones.
+        let start = w.start;
+        let whole = latencies(50_000, 100);
+        let mut producer: ProducerResult = serde_json::from_value(serde_json::json!({
+            "sent": 500, "failed": 0, "rate_rec_s": 100.0, "rate_mib_s": 0.1,
+            "avg_lat_ms": 50.0, "max_lat_ms": 50.0, "p50_ms": 50.0, "p95_ms": 50.0,
+            "p99_ms": 50.0, "p999_ms": 50.0, "elapsed_s": 5.0, "target_rec_s": 100.0,
+        }))
+        .unwrap();
+        producer.histograms = [(SEND, &whole), (crate::model::INTENDED, &whole)]
+            .into_iter()
+            .map(|(k, l)| (k.to_string(), l.encoded()))
+            .collect();
+        let mut consumer: ConsumerResult = serde_json::from_value(serde_json::json!({
+            "consumed_mib": 0.5, "consumed_mib_s": 0.1, "consumed_recs": 500,
+            "consumed_rec_s": 100.0, "rebalance_ms": 10.0, "fetch_ms": 4990.0,
+            "fetch_mib_s": 0.1, "fetch_rec_s": 100.0,
+        }))
+        .unwrap();
+        consumer.histograms = [(END_TO_END.to_string(), whole.encoded())].into();
+        let cfg = SoakConfig {
+            clients: Together {
+                produce: super::super::producer::ProduceConfig {
+                    endpoint: super::super::args::Endpoint::new("broker:9092", &[]),
+                    topics: vec!["t".into()],
+                    num_records: crate::settings::MAX_COUNT,
+                    record_size: 1024,
+                    throughput: 100,
+                    properties: Vec::new(),
+                },
+                producers: 1,
+                group: "g".into(),
+                consumers: 1,
+                timeout: Seconds(Duration::from_secs(60)),
+            },
+            duration: Seconds(Duration::from_secs(3)),
+            warm_up: Seconds(Duration::from_secs(1)),
+        };
+        let r = w.result(&cfg, producer, consumer);
+        let keys = |h: &crate::model::Histograms| h.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&r.producer.histograms), [SEND]);
+        let send = super::super::latency::decode(&r.producer.histograms[SEND]).unwrap();
+        assert_eq!(send.len(), 20);
+        assert!(send.max() < 2_010, "{}", send.max());
+        // No record was timed end to end in the measured seconds: no histogram.
+        assert!(
+            r.consumer.histograms.is_empty(),
+            "{:?}",
+            r.consumer.histograms
+        );
+        assert_eq!(
+            (
+                r.consumer.fetch_ms,
+                r.consumer.fetch_mib_s,
+                r.consumer.fetch_rec_s
+            ),
+            (None, None, None)
+        );
+        // Seconds 2 and 3: from a second after the start, two seconds long, on either side.
+        let span = r.producer.span.unwrap();
+        assert_eq!(r.consumer.span, Some(span));
+        assert_eq!(span.length_s, 2.0);
+        let started = Span::since(start, Duration::ZERO).start_unix_s;
+        assert!(
+            (span.start_unix_s - (started + 1.0)).abs() < 0.01,
+            "{span:?}"
+        );
     }
 }

@@ -79,6 +79,75 @@ async fn every_second_is_recorded_and_a_stall_shows_where_it_happened() {
         "{rate} against {measured} in 9 s"
     );
     assert!(rate > 0.0 && rate <= 2000.0 * 1.05, "{rate}");
+    // The group read while the producers sent: no fetch of its own was timed, so none is stored
+    // (the tables show n/a).
+    for key in ["fetch_ms", "fetch_mib_s", "fetch_rec_s"] {
+        assert!(
+            m["consumer"].get(key).is_none_or(Value::is_null),
+            "{key} in {m}"
+        );
+    }
+    let tables = std::fs::read_to_string(run.join("tables.txt")).unwrap();
+    let row = tables
+        .lines()
+        .skip_while(|l| *l != "Consumer Results")
+        .find(|l| l.starts_with("02-no-filters"))
+        .unwrap_or_else(|| panic!("{tables}"));
+    assert_eq!(row.matches("n/a").count(), 3, "{row}");
+    // The histograms are those of the measured seconds, as the figures: the producer's holds
+    // the records acknowledged in seconds 2 to 10 (each second's count is the series'), the
+    // group's those it received then, and there is no histogram of intended send times, which
+    // the run does not measure; the log's intervals are those seconds.
+    let rep = result["repetitions"]
+        .as_array()
+        .and_then(|r| r.first())
+        .unwrap_or(m);
+    let histograms = |side: &str| -> Vec<String> {
+        rep[side]["histograms"]
+            .as_object()
+            .map(|h| h.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(histograms("producer"), ["send"], "{m}");
+    assert_eq!(histograms("consumer"), ["end-to-end"], "{m}");
+    let log = std::fs::read_to_string(run.join("02-no-filters.hlog")).unwrap();
+    let mut intervals = Vec::new();
+    for entry in hdrhistogram::serialization::interval_log::IntervalLogIterator::new(log.as_bytes())
+    {
+        if let hdrhistogram::serialization::interval_log::LogEntry::Interval(i) = entry.unwrap() {
+            let h = perf_tests::workload::latency::decode(i.encoded_histogram()).unwrap();
+            intervals.push((
+                i.tag().unwrap().as_str().to_string(),
+                h.len(),
+                i.duration().as_secs_f64(),
+            ));
+        }
+    }
+    let tags: Vec<&str> = intervals.iter().map(|i| i.0.as_str()).collect();
+    assert!(
+        tags == ["send.rep1", "end-to-end.rep1"] || tags == ["end-to-end.rep1", "send.rep1"],
+        "{intervals:?}"
+    );
+    let received: f64 = series
+        .iter()
+        .filter(|s| s["warm_up"] == false && get(s, "t_s") <= 10.0)
+        .map(|s| get(s, "consumed"))
+        .sum();
+    for (tag, records, seconds) in &intervals {
+        assert!((seconds - 9.0).abs() < 0.002, "{tag}: {seconds} s");
+        // A second's count and its latencies are read at its tick a few records apart (the
+        // group's count as of its last poll), hence a hundredth of the run's records of slack;
+        // the warm-up's second alone holds well over that (about 2000).
+        let of_seconds = if tag.starts_with("send") {
+            measured
+        } else {
+            received
+        };
+        assert!(
+            (*records as f64 - of_seconds).abs() <= sent / 100.0,
+            "{tag}: {records} records against {of_seconds} in the measured seconds, {sent} in all"
+        );
+    }
 
     // Costed over the whole run (its warm-up included), with the records of the whole run: the
     // proxy worked for them for at least the measured seconds' records.

@@ -1,4 +1,7 @@
-//! The whole default suite, end to end, on the real engine with small counts.
+//! The offline suite (`scenarios/offline`: Apache Kafka alone, through a Kafka proxy, over TLS)
+//! run whole on the real engine with small counts, its tables and records checked and nothing
+//! left behind; and a run of it stopped by SIGINT, SIGTERM or SIGHUP in a measured produce or
+//! consume, which removes what it made and keeps what completed before the signal.
 
 use crate::common;
 use common::{engine_lock, leftovers, perf_tests_run, start_run, wait_for, workload_runs, Started};

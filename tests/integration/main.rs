@@ -28,6 +28,7 @@ mod offline_suite;
 mod paired;
 mod profiles;
 mod report;
+mod results_files;
 mod swarm;
 mod trust_delay;
 mod trust_engine;

@@ -25,12 +25,39 @@ fn run(results: &Path, env: &[(&str, &str)]) -> Output {
         .unwrap()
 }
 
-/// The duration a JFR recording covers, from its first chunk's header (magic `FLR\0`, then the
-/// versions, the chunk's size and two offsets, its start and its duration in nanoseconds).
-fn jfr_seconds(bytes: &[u8]) -> f64 {
+/// The wall-clock span a JFR recording covers, from its first chunk's header (magic `FLR\0`,
+/// then the versions, the chunk's size and two offsets, its start in nanoseconds since the epoch
+/// and its duration in nanoseconds): (start, end) in Unix seconds.
+fn jfr_span(bytes: &[u8]) -> (f64, f64) {
     assert!(bytes.starts_with(b"FLR\0"), "not a JFR recording");
-    let ns = u64::from_be_bytes(bytes[40..48].try_into().unwrap());
-    ns as f64 / 1e9
+    let ns = |at: usize| u64::from_be_bytes(bytes[at..at + 8].try_into().unwrap()) as f64 / 1e9;
+    (ns(32), ns(32) + ns(40))
+}
+
+/// The CPU samples in a recording as the JDK's own `jfr summary` counts its events.
+fn jfr_samples(jfr: &Path) -> u64 {
+    let tool = std::fs::read_dir("/usr/lib/jvm")
+        .unwrap()
+        .map(|e| e.unwrap().path().join("bin/jfr"))
+        .find(|p| p.is_file())
+        .expect("a JDK's jfr under /usr/lib/jvm (scripts/setup installs one)");
+    let out = std::process::Command::new(tool)
+        .arg("summary")
+        .arg(jfr)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "jfr summary {}: {text}",
+        jfr.display()
+    );
+    text.lines()
+        .find_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next() == Some("jdk.ExecutionSample")).then(|| words.next()?.parse().ok())?
+        })
+        .unwrap_or(0)
 }
 
 fn json(path: &Path) -> Json {
@@ -101,7 +128,8 @@ async fn each_measured_phase_is_profiled_and_encryption_shows_what_it_adds() {
             );
             let phase = r["phase"].as_str().unwrap();
             let bytes = std::fs::read(profiles.join(r["file"].as_str().unwrap())).unwrap();
-            let covered = jfr_seconds(&bytes);
+            let (from, to) = jfr_span(&bytes);
+            let covered = to - from;
             let cost = rep["cost"]
                 .as_array()
                 .unwrap()
@@ -109,11 +137,32 @@ async fn each_measured_phase_is_profiled_and_encryption_shows_what_it_adds() {
                 .find(|c| c["phase"] == phase)
                 .unwrap();
             let seconds = cost["seconds"].as_f64().unwrap();
-            // A recording that held the warm-up would cover its 6 s as well as the phase; the
-            // slack below that is the agent's start and stop, which a loaded host slows.
+            let phase_start = cost["start_unix_s"].as_f64().unwrap();
+            // The profiler starts before the phase's counters are read and stops after: the
+            // phase, from its first counters to its last (the profiler's stop and the copy of
+            // the recording after them not its own), lies within the recording as the JVM's
+            // clock dated it. A recording that held the warm-up would cover its 6 s too.
             assert!(
-                covered > 0.0 && covered < seconds + 6.0,
+                from <= phase_start + 0.001 && phase_start + seconds <= to + 0.001,
+                "{scenario} {phase}: the phase {phase_start}..{}, the recording {from}..{to}",
+                phase_start + seconds
+            );
+            assert!(
+                covered < seconds + 6.0,
                 "{scenario} {phase}: the recording covers {covered} s, the phase {seconds} s"
+            );
+            // The records were sent and read within the recording, on the host's one clock.
+            let side = if phase == "produce" {
+                "producer"
+            } else {
+                "consumer"
+            };
+            let span = &rep[side]["span"];
+            let start = span["start_unix_s"].as_f64().unwrap();
+            let end = start + span["length_s"].as_f64().unwrap();
+            assert!(
+                from <= start && end <= to,
+                "{scenario} {phase}: the {side} measured {start}..{end}, the recording {from}..{to}"
             );
             // The flame graph is the converter's, titled by what it shows (its frames are
             // stored prefix-compressed, so they are read from the recording's stacks).
@@ -139,11 +188,11 @@ async fn each_measured_phase_is_profiled_and_encryption_shows_what_it_adds() {
         .exists());
     let summary = std::fs::read_to_string(profiles.join("summary.txt")).unwrap();
     // Each profile holds every repetition's samples (the summary's count is their sum), and
-    // each repetition's own count and shares are listed under it.
+    // each repetition's own count and shares are listed under it; the counts are the JDK's.
     for (scenario, proxy) in proxies {
         for phase in ["produce", "consume"] {
             let samples = |rep| {
-                perf_tests::profile::summarize(&stacks_of(scenario, proxy, phase, rep)).samples
+                jfr_samples(&profiles.join(format!("{scenario}.{proxy}.{phase}.rep{rep}.jfr")))
             };
             let (one, two) = (samples(1), samples(2));
             assert!(one > 0 && two > 0, "{scenario} {phase}: {one} {two}");
