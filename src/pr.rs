@@ -133,7 +133,12 @@ pub struct Context {
 /// Markdown and whether side B is worse than side A.
 pub fn comment(state: &State, ctx: &Context, results: Option<&Path>) -> Result<(String, bool)> {
     let mut out = format!("{MARKER}\n");
-    let commits = format!("base `{}`, head `{}`", short(&ctx.base), short(&ctx.head));
+    // Outside a pull request (a local `pr comment`) there are no commits to name.
+    let commits = if ctx.base.is_empty() || ctx.head.is_empty() {
+        "side B against side A".to_string()
+    } else {
+        format!("base `{}`, head `{}`", short(&ctx.base), short(&ctx.head))
+    };
     let settings = if ctx.settings.is_empty() {
         "the recommended settings".to_string()
     } else {
@@ -420,6 +425,18 @@ mod tests {
             "{refused}"
         );
         assert!(comment(&State::Finished, &ctx, None).is_err());
+        // A local answer, with no commits, names none.
+        let local = Context {
+            base: String::new(),
+            head: String::new(),
+            ..ctx.clone()
+        };
+        let (measuring, _) = comment(&State::Measuring, &local, None).unwrap();
+        assert!(
+            measuring.contains("Measuring side B against side A with `TEST=04.*`")
+                && !measuring.contains("``"),
+            "{measuring}"
+        );
         // Only an address in the run's repository is linked.
         let run = "https://github.com/owner/proxy/actions/runs/5";
         let link = |url: &str| {

@@ -78,6 +78,15 @@ pub enum Command {
     /// The pull-request bot's steps: read a `/perf` request, write its answer
     #[command(subcommand)]
     Pr(super::pr::PrCommand),
+    /// Print the manual page (roff), made from this command line's definition: `perf-tests man
+    /// > perf-tests.1`
+    Man,
+    /// Print the completions of a shell, made from this command line's definition: `perf-tests
+    /// completions bash > /etc/bash_completion.d/perf-tests`
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Options of `run`.

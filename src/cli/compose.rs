@@ -101,7 +101,7 @@ pub async fn execute(cmd: ComposeCommand) -> Result<i32> {
                 }
                 Err(e) if e.is::<Interrupted>() => {
                     eprintln!("{e}");
-                    Ok(130)
+                    Ok(super::EXIT_INTERRUPTED)
                 }
                 Err(e) => {
                     // Containers of earlier services in this call are already gone; networks too.

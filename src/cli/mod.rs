@@ -36,6 +36,9 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 /// Exit code of a usage or configuration error (bad flag, variable, scenario file).
 pub const EXIT_USAGE: i32 = 2;
+/// Exit code of a run interrupted by SIGINT, SIGTERM or SIGHUP (the shell's convention for
+/// SIGINT), after what it created was torn down.
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 /// Parses the process arguments, runs the command and returns the process exit code.
 pub fn main() -> i32 {
@@ -75,6 +78,12 @@ pub fn main() -> i32 {
         Command::Compose(cmd) => block_on(compose::execute(cmd)),
         Command::Swarm(cmd) => block_on(swarm::execute(cmd, &settings)),
         Command::Compare(args) => compare(&settings, &args),
+        Command::Man => man(),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "perf-tests", &mut std::io::stdout());
+            EXIT_OK
+        }
         Command::Pr(cmd) => match pr::execute(cmd) {
             Ok(code) => code,
             Err(e) => {
@@ -82,6 +91,28 @@ pub fn main() -> i32 {
                 EXIT_USAGE
             }
         },
+    }
+}
+
+/// `man`: the manual page of the whole command line, every command's after the main one.
+fn man() -> i32 {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    let rendered = clap_mangen::Man::new(cmd.clone())
+        .render(&mut out)
+        .and_then(|()| {
+            for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+                let name = format!("perf-tests-{}", sub.get_name());
+                clap_mangen::Man::new(sub.clone().name(name)).render(&mut out)?;
+            }
+            Ok(())
+        });
+    match rendered.and_then(|()| std::io::stdout().write_all(&out)) {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("error: cannot write the manual page: {e}");
+            EXIT_FAILURE
+        }
     }
 }
 
@@ -161,10 +192,10 @@ fn block_on(fut: impl std::future::Future<Output = anyhow::Result<i32>>) -> i32 
     }
 }
 
-/// 130 for an interrupted run (the shell convention for SIGINT), 1 otherwise.
+/// `EXIT_INTERRUPTED` for an interrupted run, `EXIT_FAILURE` otherwise.
 fn exit_code_of(e: &anyhow::Error) -> i32 {
     if e.downcast_ref::<crate::engine::Interrupted>().is_some() {
-        130
+        EXIT_INTERRUPTED
     } else {
         EXIT_FAILURE
     }

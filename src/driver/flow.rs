@@ -594,8 +594,8 @@ async fn warm_up(
         }
         let Some((service, share)) = &compiling else {
             crate::progress::println(&format!(
-                "note: WARM_UP_JIT_PERCENT={}: no sampled JVM's threads could be read (see the \
-                 README's JVM threads), so the warm-up ended after {:.0} s",
+                "note: WARM_UP_JIT_PERCENT={}: no sampled JVM's threads could be read (see JVM \
+                 threads in docs/guide/profiles-and-report.md), so the warm-up ended after {:.0} s",
                 quiet.percent,
                 started.elapsed().as_secs_f64()
             ));

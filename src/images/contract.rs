@@ -1,4 +1,4 @@
-//! What a proxy image must offer the suite (README, "A proxy image's contract"), checked before
+//! What a proxy image must offer the suite (docs/guide/your-own-proxy.md), checked before
 //! anything starts: the scenarios' Compose files run it with `--config FILE` as its command, its
 //! health check runs `grep` through `/bin/sh`, `JAVA_OPTIONS` reaches its JVM, its GC log at
 //! `/tmp/perf-tests-gc.log` gives the GC figures (without it they are left out), and `PROFILE`
@@ -80,7 +80,7 @@ pub async fn check(engine: &Engine, image: &str, chosen_by: &str, profile: bool)
     if !missing.is_empty() {
         bail!(
             "proxy image {image} ({chosen_by}) lacks what the suite runs a proxy with: {}; see \
-             README, \"A proxy image's contract\"",
+             docs/guide/your-own-proxy.md, \"A proxy image's contract\"",
             missing.join("; ")
         );
     }

@@ -822,16 +822,12 @@ fn a_duration_is_refused_with_a_count_without_end_to_end_or_when_malformed() {
     assert_eq!(setting(&stdout(&out), "DURATION_WARM_UP"), "300");
 }
 
-/// The README's table of settings and its list of the settings that may vary are the settings
+/// The reference's table of settings and its list of the settings that may vary are the settings
 /// table's, so the documentation cannot drift from what the command line accepts.
 #[test]
 fn the_readme_documents_every_setting_and_which_may_vary() {
-    let readme = std::fs::read_to_string(common::repo().join("README.md")).unwrap();
-    let section = readme
-        .split("\n## Settings\n")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .expect("README.md has a Settings section");
+    let section =
+        std::fs::read_to_string(common::repo().join("docs/reference/settings.md")).unwrap();
     let mut documented: Vec<(String, String)> = section
         .lines()
         .filter_map(|l| {
@@ -900,4 +896,66 @@ fn a_sizing_run_that_cannot_state_an_interval_or_a_cost_is_refused_before_anythi
         "{}",
         stdout(&out)
     );
+}
+
+/// The manual page and the shells' completions are made from the command line's definition: each
+/// holds every command and every setting's flag, so neither can drift from what it accepts.
+#[test]
+fn the_manual_page_and_the_completions_hold_every_command_and_setting() {
+    let run = |args: &[&str]| {
+        let out = common::bin().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let man = run(&["man"]);
+    assert!(
+        man.starts_with(".ie") || man.contains(".TH perf-tests "),
+        "{}",
+        &man[..200]
+    );
+    let commands = [
+        "run",
+        "ab",
+        "sweep",
+        "sizing",
+        "list",
+        "doctor",
+        "images",
+        "clean",
+        "swarm",
+        "compose",
+        "compare",
+        "pr",
+        "man",
+        "completions",
+    ];
+    for command in commands {
+        assert!(
+            man.contains(&format!(".TH perf-tests-{command} ")),
+            "no page for {command}"
+        );
+    }
+    let bash = run(&["completions", "bash"]);
+    for setting in perf_tests::settings::SETTINGS {
+        let flag = format!("--{}", setting.flag());
+        // roff writes a flag's dashes escaped.
+        assert!(
+            man.contains(&flag.replace('-', "\\-")),
+            "{flag} not in the manual page"
+        );
+        assert!(bash.contains(&flag), "{flag} not in the bash completions");
+    }
+    for flag in ["--b-config", "--a-env", "--dry-run"] {
+        assert!(bash.contains(flag), "{flag} not in the bash completions");
+    }
+    assert!(run(&["completions", "zsh"]).contains("#compdef perf-tests"));
+    let err = common::bin()
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(err.status.code(), Some(2));
 }

@@ -15,6 +15,7 @@ mod clients;
 mod compare;
 mod compose;
 mod cpuset;
+mod docs;
 mod duration;
 mod e2e;
 mod end_to_end;

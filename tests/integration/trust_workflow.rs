@@ -1,5 +1,5 @@
 //! The pull-request bot: the reusable workflow (`ab.yml`), this repository's caller
-//! (`perf.yml`) and the README's documented caller, linted with actionlint and held to who may
+//! (`perf.yml`) and the guide's documented caller, linted with actionlint and held to who may
 //! run what; `perf-tests pr post` against a stand-in `gh` that keeps what it was asked.
 
 use std::path::{Path, PathBuf};
@@ -26,14 +26,15 @@ fn actionlint() -> Option<PathBuf> {
     })
 }
 
-/// The README's caller workflow (between its caller-workflow markers).
+/// The guide's caller workflow (between its caller-workflow markers).
 fn documented_caller() -> String {
-    let readme = std::fs::read_to_string(crate::common::repo().join("README.md")).unwrap();
-    let block = readme
+    let guide = crate::common::repo().join("docs/guide/pull-request-bot.md");
+    let text = std::fs::read_to_string(guide).unwrap();
+    let block = text
         .split("<!-- caller-workflow -->")
         .nth(1)
         .and_then(|s| s.split("<!-- /caller-workflow -->").next())
-        .expect("README.md documents a caller workflow");
+        .expect("the pull-request bot's guide documents a caller workflow");
     block
         .trim()
         .strip_prefix("```yaml")
