@@ -1,6 +1,8 @@
-//! Result tables: the reference script's "Producer Results" and "Consumer Results" columns and
-//! number formats (from the metric registry), plus resources and integrity, as plain data that
-//! the text and Markdown exporters render.
+//! Result tables as plain data that the text, Markdown and HTML exporters render: the reference
+//! script's "Producer Results" and "Consumer Results" columns and number formats (from the metric
+//! registry), the latency tables, and what else a run measured (resources, the network's
+//! ceiling, added latency, the A/B verdicts, cost, GC, JVM threads, integrity, path checks), in
+//! the order `tables` prints them; plus the live rows printed as each scenario is measured.
 
 use crate::metrics::{self, Metric, Table};
 use crate::model::{Measurement, ScenarioResult};

@@ -1,7 +1,10 @@
-//! Command-line entry point: `perf-tests [run|list|images|clean|compose|compare|swarm] [settings]`.
+//! Command-line entry point: `perf-tests [COMMAND] [settings]`, COMMAND one of run (the
+//! default), ab, sweep, sizing, list, doctor, images, clean, swarm, compose, compare, pr, man and
+//! completions; each parsed, its settings reconciled, handed on as plain values, and its exit
+//! code (`EXIT_*`) returned.
 //!
 //! Every clap definition lives under this module (`args` for the main command line, `compose`,
-//! `images` and `swarm` for their subcommands); the modules they call take plain values. The one
+//! `images`, `swarm` and `pr` for their subcommands); the modules they call take plain values. The one
 //! exception is `perf-tests workload …`, the protocol between a driver and the workload
 //! container, which `crate::workload::command` defines so both ends share one type.
 //!
