@@ -8,10 +8,15 @@ use crate::common::repo;
 
 /// The documents at the repository's root and every page under docs/.
 fn documents() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = ["README.md", "PERFORMANCE.md", "CONTRIBUTING.md", "CHANGELOG.md"]
-        .iter()
-        .map(|d| repo().join(d))
-        .collect();
+    let mut out: Vec<PathBuf> = [
+        "README.md",
+        "PERFORMANCE.md",
+        "CONTRIBUTING.md",
+        "CHANGELOG.md",
+    ]
+    .iter()
+    .map(|d| repo().join(d))
+    .collect();
     let mut stack = vec![repo().join("docs")];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).unwrap() {
@@ -367,11 +372,10 @@ fn the_exit_codes_reference_is_the_code_s() {
 
 #[test]
 fn the_command_line_reference_lists_every_command() {
-    let mut documented: Vec<String> =
-        table_rows("docs/reference/command-line.md", "## Commands")
-            .into_iter()
-            .map(|row| row[0].clone())
-            .collect();
+    let mut documented: Vec<String> = table_rows("docs/reference/command-line.md", "## Commands")
+        .into_iter()
+        .map(|row| row[0].clone())
+        .collect();
     documented.sort();
     let cli = <perf_tests::cli::Cli as clap::CommandFactory>::command();
     let mut declared: Vec<String> = cli
@@ -448,8 +452,14 @@ fn the_scenarios_guide_shows_every_key_of_suite_and_scenario_files() {
     for (file, documented) in [("suite.yaml", suite_doc), ("scenario.yaml", scenario_doc)] {
         let accepted = accepted_keys(file);
         assert!(accepted.len() > 5, "{file}: {accepted:?}");
-        let missing: Vec<&String> = accepted.iter().filter(|k| !documented.contains(k)).collect();
-        let unknown: Vec<&String> = documented.iter().filter(|k| !accepted.contains(k)).collect();
+        let missing: Vec<&String> = accepted
+            .iter()
+            .filter(|k| !documented.contains(k))
+            .collect();
+        let unknown: Vec<&String> = documented
+            .iter()
+            .filter(|k| !accepted.contains(k))
+            .collect();
         assert!(
             missing.is_empty() && unknown.is_empty(),
             "{file}: not documented {missing:?}, documented but not accepted {unknown:?}"
