@@ -822,45 +822,6 @@ fn a_duration_is_refused_with_a_count_without_end_to_end_or_when_malformed() {
     assert_eq!(setting(&stdout(&out), "DURATION_WARM_UP"), "300");
 }
 
-/// The reference's table of settings and its list of the settings that may vary are the settings
-/// table's, so the documentation cannot drift from what the command line accepts.
-#[test]
-fn the_readme_documents_every_setting_and_which_may_vary() {
-    let section =
-        std::fs::read_to_string(common::repo().join("docs/reference/settings.md")).unwrap();
-    let mut documented: Vec<(String, String)> = section
-        .lines()
-        .filter_map(|l| {
-            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
-            let var = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
-            let flag = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
-            Some((var.to_string(), flag.to_string()))
-        })
-        .collect();
-    documented.sort();
-    let mut declared: Vec<(String, String)> = perf_tests::settings::SETTINGS
-        .iter()
-        .map(|s| (s.var.to_string(), format!("--{}", s.flag())))
-        .collect();
-    declared.sort();
-    assert_eq!(documented, declared);
-
-    let paragraph = section
-        .split("\n\n")
-        .find(|p| p.contains("may take a list of values"))
-        .expect("the paragraph on lists");
-    let mut listed: Vec<&str> = paragraph
-        .split('`')
-        .skip(1)
-        .step_by(2)
-        .filter(|w| w.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
-        .collect();
-    listed.sort_unstable();
-    let mut varying = perf_tests::settings::table::varying();
-    varying.sort_unstable();
-    assert_eq!(listed, varying);
-}
-
 #[test]
 fn a_sizing_run_that_cannot_state_an_interval_or_a_cost_is_refused_before_anything_starts() {
     let root = suite();
@@ -903,13 +864,7 @@ fn a_sizing_run_that_cannot_state_an_interval_or_a_cost_is_refused_before_anythi
 #[test]
 fn the_manual_page_and_the_completions_hold_every_command_and_setting() {
     let run = |args: &[&str]| {
-        let out = common::bin().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        String::from_utf8(common::succeeds(common::bin().args(args)).stdout).unwrap()
     };
     let man = run(&["man"]);
     assert!(
@@ -917,22 +872,13 @@ fn the_manual_page_and_the_completions_hold_every_command_and_setting() {
         "{}",
         &man[..200]
     );
-    let commands = [
-        "run",
-        "ab",
-        "sweep",
-        "sizing",
-        "list",
-        "doctor",
-        "images",
-        "clean",
-        "swarm",
-        "compose",
-        "compare",
-        "pr",
-        "man",
-        "completions",
-    ];
+    let cli = <perf_tests::cli::Cli as clap::CommandFactory>::command();
+    let commands: Vec<&str> = cli
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+        .map(|c| c.get_name())
+        .collect();
+    assert!(commands.len() > 10, "{commands:?}");
     for command in commands {
         assert!(
             man.contains(&format!(".TH perf-tests-{command} ")),

@@ -2,7 +2,8 @@
 //! and the heading it names), and every perf-tests command shown parses as the command line
 //! parses it (its command, its flags, the settings it gives as variables); the quick ones run.
 
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::PathBuf;
 
 use crate::common::repo;
 
@@ -64,9 +65,8 @@ fn anchor(heading: &str) -> String {
         .collect()
 }
 
-fn anchors(path: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).unwrap();
-    split(&text)
+fn anchors(text: &str) -> Vec<String> {
+    split(text)
         .0
         .iter()
         .filter_map(|l| {
@@ -94,6 +94,8 @@ fn links(text: &str) -> Vec<String> {
 #[test]
 fn every_link_between_the_documents_resolves() {
     let mut broken = Vec::new();
+    // Each linked document's headings, read once however many links name them.
+    let mut headings: HashMap<PathBuf, Vec<String>> = HashMap::new();
     for doc in documents() {
         let text = std::fs::read_to_string(&doc).unwrap();
         for target in links(&text) {
@@ -114,41 +116,18 @@ fn every_link_between_the_documents_resolves() {
                 ));
                 continue;
             }
-            if !fragment.is_empty()
-                && file.extension().is_some_and(|x| x == "md")
-                && !anchors(&file).iter().any(|a| a == fragment)
-            {
+            if fragment.is_empty() || file.extension().is_none_or(|x| x != "md") {
+                continue;
+            }
+            let known = headings
+                .entry(file.clone())
+                .or_insert_with(|| anchors(&std::fs::read_to_string(&file).unwrap()));
+            if !known.iter().any(|a| a == fragment) {
                 broken.push(format!("{}: {target} (no such heading)", doc.display()));
             }
         }
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
-}
-
-/// A shell line's words, with quotes removed (enough for the documents' commands).
-fn words(line: &str) -> Vec<String> {
-    let (mut out, mut word, mut quote, mut any) = (Vec::new(), String::new(), None, false);
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                any = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if any || !word.is_empty() {
-                    out.push(std::mem::take(&mut word));
-                }
-                any = false;
-            }
-            (None, c) => word.push(c),
-        }
-    }
-    if any || !word.is_empty() {
-        out.push(word);
-    }
-    out
 }
 
 /// A perf-tests command line of a document: where it is, the variables it sets, its arguments
@@ -180,7 +159,9 @@ fn commands() -> Vec<Documented> {
                 let line = line.split(" #").next().unwrap_or(line);
                 for part in line.split("&&").map(str::trim) {
                     let at = format!("{}: {part}", doc.display());
-                    out.extend(invocation(at, &words(part)));
+                    let words =
+                        shlex::split(part).unwrap_or_else(|| panic!("{at}: unbalanced quotes"));
+                    out.extend(invocation(at, &words));
                 }
             }
         }
@@ -295,26 +276,25 @@ fn the_quick_documented_commands_run() {
         &["ab", "--dry-run"],
         &["sweep", "--to", "2e5", "--dry-run"],
     ] {
-        let out = crate::common::bin()
-            .args(args)
-            .env("RESULTS_DIR", results.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "perf-tests {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        crate::common::succeeds(
+            crate::common::bin()
+                .args(args)
+                .env("RESULTS_DIR", results.path()),
         );
     }
 }
 
-/// The rows of the first Markdown table after `heading` in `doc` (a path under the repository),
-/// each as its cells with surrounding backticks removed.
-fn table_rows(doc: &str, heading: &str) -> Vec<Vec<String>> {
-    let text = std::fs::read_to_string(repo().join(doc)).unwrap();
+/// A document of the repository (`docs/reference/metrics.md`).
+fn read(doc: &str) -> String {
+    std::fs::read_to_string(repo().join(doc)).unwrap()
+}
+
+/// The rows of the first Markdown table after `heading` in `text`, each as its cells with
+/// surrounding backticks removed.
+fn table_rows(text: &str, heading: &str) -> Vec<Vec<String>> {
     let after = text
         .split_once(heading)
-        .unwrap_or_else(|| panic!("{doc} has no {heading:?}"))
+        .unwrap_or_else(|| panic!("no {heading:?}"))
         .1;
     after
         .lines()
@@ -332,10 +312,11 @@ fn table_rows(doc: &str, heading: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn the_metrics_reference_lists_every_metric_as_the_registry_declares_it() {
-    let documented: Vec<Vec<String>> = table_rows("docs/reference/metrics.md", "## Every metric")
-        .into_iter()
-        .map(|row| row[..5].to_vec())
-        .collect();
+    let documented: Vec<Vec<String>> =
+        table_rows(&read("docs/reference/metrics.md"), "## Every metric")
+            .into_iter()
+            .map(|row| row[..5].to_vec())
+            .collect();
     let declared: Vec<Vec<String>> = perf_tests::metrics::METRICS
         .iter()
         .map(|m| {
@@ -359,10 +340,11 @@ fn the_metrics_reference_lists_every_metric_as_the_registry_declares_it() {
 #[test]
 fn the_exit_codes_reference_is_the_code_s() {
     use perf_tests::cli::{EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
-    let documented: Vec<String> = table_rows("docs/reference/command-line.md", "## Exit codes")
-        .into_iter()
-        .map(|row| row[0].clone())
-        .collect();
+    let documented: Vec<String> =
+        table_rows(&read("docs/reference/command-line.md"), "## Exit codes")
+            .into_iter()
+            .map(|row| row[0].clone())
+            .collect();
     let declared: Vec<String> = [EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED]
         .iter()
         .map(i32::to_string)
@@ -372,10 +354,11 @@ fn the_exit_codes_reference_is_the_code_s() {
 
 #[test]
 fn the_command_line_reference_lists_every_command() {
-    let mut documented: Vec<String> = table_rows("docs/reference/command-line.md", "## Commands")
-        .into_iter()
-        .map(|row| row[0].clone())
-        .collect();
+    let mut documented: Vec<String> =
+        table_rows(&read("docs/reference/command-line.md"), "## Commands")
+            .into_iter()
+            .map(|row| row[0].clone())
+            .collect();
     documented.sort();
     let cli = <perf_tests::cli::Cli as clap::CommandFactory>::command();
     let mut declared: Vec<String> = cli
@@ -426,7 +409,7 @@ fn accepted_keys(file: &str) -> Vec<String> {
 /// The top-level keys of the YAML examples of the scenarios guide's files section, before and
 /// after the scenario file's example.
 fn documented_keys() -> (Vec<String>, Vec<String>) {
-    let text = std::fs::read_to_string(repo().join("docs/guide/scenarios.md")).unwrap();
+    let text = read("docs/guide/scenarios.md");
     let files = text.split_once("## Suite and scenario files").unwrap().1;
     let (suite, scenario) = files.split_once("`NN-name/scenario.yaml`").unwrap();
     let keys = |part: &str| -> Vec<String> {
@@ -465,4 +448,37 @@ fn the_scenarios_guide_shows_every_key_of_suite_and_scenario_files() {
             "{file}: not documented {missing:?}, documented but not accepted {unknown:?}"
         );
     }
+}
+
+/// The reference's table of settings and its list of the settings that may vary are the settings
+/// table's, so the documentation cannot drift from what the command line accepts.
+#[test]
+fn the_settings_reference_documents_every_setting_and_which_may_vary() {
+    let section = read("docs/reference/settings.md");
+    let mut documented: Vec<(String, String)> = table_rows(&section, "# Settings")
+        .into_iter()
+        .map(|row| (row[0].clone(), row[1].clone()))
+        .collect();
+    documented.sort();
+    let mut declared: Vec<(String, String)> = perf_tests::settings::SETTINGS
+        .iter()
+        .map(|s| (s.var.to_string(), format!("--{}", s.flag())))
+        .collect();
+    declared.sort();
+    assert_eq!(documented, declared);
+
+    let paragraph = section
+        .split("\n\n")
+        .find(|p| p.contains("may take a list of values"))
+        .expect("the paragraph on lists");
+    let mut listed: Vec<&str> = paragraph
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| w.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+        .collect();
+    listed.sort_unstable();
+    let mut varying = perf_tests::settings::table::varying();
+    varying.sort_unstable();
+    assert_eq!(listed, varying);
 }

@@ -344,16 +344,11 @@ fn the_answer_is_posted_once_and_updated_after() {
     let post = |existing: &str| -> String {
         let _ = std::fs::remove_file(dir.path().join("log"));
         let gh = fake_gh(dir.path(), existing);
-        let out = crate::common::bin()
-            .args(["pr", "post", "--pr", "7", "--repo", "owner/proxy", "--body"])
-            .arg(&body)
-            .env("GH", &gh)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        crate::common::succeeds(
+            crate::common::bin()
+                .args(["pr", "post", "--pr", "7", "--repo", "owner/proxy", "--body"])
+                .arg(&body)
+                .env("GH", &gh),
         );
         std::fs::read_to_string(dir.path().join("log")).unwrap()
     };

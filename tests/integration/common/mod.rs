@@ -65,17 +65,24 @@ pub fn perf_tests_run(results: &Path) -> std::process::Command {
     perf_tests_command("run", results)
 }
 
+/// Runs `cmd` to its end, asserts that it succeeded (showing its command line and output when
+/// not), and returns its output.
+pub fn succeeds(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Runs `perf-tests run` (see [`perf_tests_run`]) with `env` into `results`, asserts that it
 /// succeeded, and returns its stderr.
 pub fn run_succeeds(results: &Path, env: &[(&str, &str)]) -> String {
-    let out = perf_tests_run(results)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    stderr
+    let out = succeeds(perf_tests_run(results).envs(env.iter().copied()));
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// [`perf_tests_run`] for another command that runs scenarios (`sweep`).
