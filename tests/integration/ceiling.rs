@@ -1,5 +1,6 @@
-//! The network's ceiling (`NETWORK_CEILING`) on the real engine: iperf3 on every hop of each
-//! offline scenario's path, recorded, shown as the rates' share of it, and nothing left.
+//! The network's ceiling (`NETWORK_CEILING`) on the real engine: iperf3 on every hop of the
+//! default suite's first two paths (the broker alone, through the proxy), recorded, shown as
+//! the rates' share of it, and nothing left.
 
 use crate::common;
 use common::{engine_lock, leftovers, only_run, run_id_of, run_succeeds};
@@ -14,18 +15,17 @@ async fn every_hop_of_each_path_is_measured_recorded_and_shown_and_nothing_is_le
     let results = tempfile::tempdir().unwrap();
     let stderr = run_succeeds(
         results.path(),
-        &[
-            ("SCENARIOS", "scenarios/offline"),
-            ("TEST", "0[12].*"),
-            ("NUM_RECORDS", "2e4"),
-        ],
+        &[("TEST", "0[12].*"), ("NUM_RECORDS", "2e4")],
     );
     let run = only_run(results.path());
     for (name, hops) in [
-        ("01-no-proxy-baseline", &[("load generator", "broker")][..]),
+        ("01-no-proxy-baseline", &[("load generator", "broker1")][..]),
         (
-            "02-kafka-proxy",
-            &[("load generator", "proxy"), ("proxy", "broker")],
+            "02-no-filters",
+            &[
+                ("load generator", "kroxylicious-no-filters"),
+                ("kroxylicious-no-filters", "broker1"),
+            ],
         ),
     ] {
         let r = scenario(&run, name);
@@ -77,7 +77,6 @@ async fn network_ceiling_0_skips_it_and_a_value_not_0_or_1_is_refused() {
     let stderr = run_succeeds(
         results.path(),
         &[
-            ("SCENARIOS", "scenarios/offline"),
             ("TEST", "01.*"),
             ("NUM_RECORDS", "2e3"),
             ("NETWORK_CEILING", "0"),
@@ -93,7 +92,6 @@ async fn network_ceiling_0_skips_it_and_a_value_not_0_or_1_is_refused() {
 
     let refused = tempfile::tempdir().unwrap();
     let out = common::perf_tests_run(refused.path())
-        .env("SCENARIOS", "scenarios/offline")
         .env("NETWORK_CEILING", "yes")
         .output()
         .unwrap();

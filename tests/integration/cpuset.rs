@@ -12,8 +12,7 @@ use bollard::query_parameters::{InspectContainerOptions, ListContainersOptionsBu
 
 fn command(envs: &[(&str, &str)], results: &std::path::Path) -> Command {
     let mut cmd = perf_tests_run(results);
-    cmd.env("SCENARIOS", "scenarios/offline")
-        .env("TEST", "01.*");
+    cmd.env("TEST", "01.*");
     cmd.envs(envs.iter().copied());
     cmd
 }
@@ -74,7 +73,7 @@ async fn services_and_the_load_generator_run_on_the_cpus_they_are_given() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut seen = HashMap::new();
     while Instant::now() < deadline
-        && !(seen.contains_key("broker") && seen.contains_key("workload"))
+        && !(seen.contains_key("broker1") && seen.contains_key("workload"))
     {
         seen.extend(pinned(&run_id).await);
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -85,7 +84,7 @@ async fn services_and_the_load_generator_run_on_the_cpus_they_are_given() {
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     child.wait().unwrap();
     assert_eq!(
-        seen.get("broker").map(String::as_str),
+        seen.get("broker1").map(String::as_str),
         Some("0"),
         "{seen:?}\n{}",
         rest.join("\n")

@@ -2,6 +2,7 @@
 //! under 1% of a core.
 
 use crate::common;
+use crate::support;
 use common::engine_lock;
 
 use std::time::{Duration, Instant};
@@ -11,7 +12,6 @@ use bollard::query_parameters::CreateContainerOptionsBuilder;
 use perf_tests::engine::Engine;
 use perf_tests::resources::{Sampler, Target};
 
-const IMAGE: &str = "perf-tests/tansu:0.6.0";
 const SAMPLING: Duration = Duration::from_secs(6);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -30,20 +30,12 @@ async fn sampling_reads_real_containers_for_under_one_percent_of_a_core() {
 
 async fn sample_two_brokers(engine: Engine, run_id: String) {
     let docker = common::docker();
+    let image = support::kafka_image();
     let mut targets = Vec::new();
     for name in ["broker-a", "broker-b"] {
         let body = ContainerCreateBody {
-            image: Some(IMAGE.into()),
-            cmd: Some(
-                [
-                    "broker",
-                    "--listener-url=tcp://0.0.0.0:9092",
-                    "--advertised-listener-url=tcp://localhost:9092",
-                    "--storage-engine=memory://tansu/",
-                ]
-                .map(String::from)
-                .to_vec(),
-            ),
+            image: Some(image.clone()),
+            env: Some(support::kafka_env("localhost", 9092, 9093)),
             labels: Some(engine.run_labels()),
             ..Default::default()
         };
@@ -56,7 +48,7 @@ async fn sample_two_brokers(engine: Engine, run_id: String) {
             .await
             .unwrap_or_else(|e| {
                 panic!(
-                    "creating {container} from {IMAGE} (`perf-tests images build` makes it): {e}"
+                    "creating {container} from {image} (`perf-tests images build` makes it): {e}"
                 )
             })
             .id;

@@ -1,4 +1,4 @@
-//! The workload against a real Kafka-compatible broker (Tansu, in memory).
+//! The workload against a real broker (the default suite's Apache Kafka image).
 use crate::common;
 use perf_tests::workload::args::Endpoint;
 

@@ -1,39 +1,19 @@
-//! A real Kafka-compatible broker for tests: Tansu 0.6.0 with in-memory storage, run as a host
-//! process on a free loopback port and killed when the handle is dropped.
+//! A real broker for tests: the default suite's Apache Kafka image (the one users run), one
+//! KRaft node in a container on the host's network listening on free loopback ports, removed
+//! when the handle is dropped.
 
 #![allow(dead_code)]
 
-use std::io::Read;
 use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// Where the offline suite's Tansu recipe puts the broker binary (`perf-tests images build`).
-pub fn default_tansu_bin() -> PathBuf {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let suite = perf_tests::scenario::Suite::load(&root.join("scenarios/offline")).unwrap();
-    perf_tests::images::recipe::parse_recipes(&suite.images_file, &suite.images)
-        .unwrap()
-        .into_iter()
-        .find(|r| r.image.starts_with("perf-tests/tansu:"))
-        .expect("the offline suite has a Tansu recipe")
-        .binary_path()
-}
+/// The label every test broker carries, so a leftover one can be found by it.
+pub const LABEL: &str = "perf-tests-test=broker";
 
-/// The broker binary (`TANSU_BIN`, else the recipe's); a missing one fails the test with the
-/// way to build it.
-pub fn tansu_bin() -> PathBuf {
-    let path = std::env::var_os("TANSU_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(default_tansu_bin);
-    assert!(
-        path.is_file(),
-        "Tansu broker binary not found at {} (set TANSU_BIN or build it with \
-         `perf-tests images build`)",
-        path.display()
-    );
-    path
+/// The broker image: KAFKA_IMAGE's default (`perf-tests images build` makes it).
+pub fn kafka_image() -> String {
+    perf_tests::settings::Settings::without_commit().kafka_image
 }
 
 /// A free TCP port on 127.0.0.1 (free when asked; the broker binds it right after).
@@ -44,45 +24,65 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The image's configuration of one combined broker and controller: clients at
+/// `host:port`, the controller at `host:controller`. A small heap: tests send few records.
+pub fn kafka_env(host: &str, port: u16, controller: u16) -> Vec<String> {
+    [
+        "KAFKA_NODE_ID=1".to_string(),
+        "KAFKA_PROCESS_ROLES=broker,controller".into(),
+        format!("KAFKA_LISTENERS=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller}"),
+        format!("KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://{host}:{port}"),
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT".into(),
+        "KAFKA_CONTROLLER_LISTENER_NAMES=CONTROLLER".into(),
+        format!("KAFKA_CONTROLLER_QUORUM_VOTERS=1@{host}:{controller}"),
+        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR=1".into(),
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR=1".into(),
+        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR=1".into(),
+        "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0".into(),
+        "KAFKA_LOG_DIRS=/tmp/kafka-data".into(),
+        "KAFKA_HEAP_OPTS=-Xmx256m -Xms256m".into(),
+    ]
+    .to_vec()
+}
+
 /// A running broker.
 pub struct Broker {
-    child: Child,
+    container: String,
     /// host:port clients connect to (also what the broker advertises).
     pub bootstrap: String,
-    log: tempfile::NamedTempFile,
 }
 
 impl Broker {
     /// Starts a broker and waits until it answers a metadata request.
     pub async fn start() -> Broker {
-        let bin = tansu_bin();
+        let image = kafka_image();
         let port = free_port();
-        let url = format!("tcp://127.0.0.1:{port}");
-        let log = tempfile::NamedTempFile::new().expect("creating the broker log file");
-        let child = Command::new(&bin)
-            .arg("broker")
-            .args(["--listener-url", &url])
-            .args(["--advertised-listener-url", &url])
-            .args(["--storage-engine", "memory://tansu/"])
-            .env_remove("STORAGE_ENGINE")
-            .env_remove("LISTENER_URL")
-            .env_remove("ADVERTISED_LISTENER_URL")
+        let container = format!("perf-tests-test-broker-{}-{port}", std::process::id());
+        let mut cmd = Command::new("docker");
+        cmd.args(["run", "--detach", "--rm", "--network", "host"])
+            .args(["--name", &container, "--label", LABEL]);
+        for var in kafka_env("127.0.0.1", port, free_port()) {
+            cmd.args(["--env", &var]);
+        }
+        let out = cmd
+            .arg(&image)
             .stdin(Stdio::null())
-            .stdout(log.reopen().expect("broker log"))
-            .stderr(log.reopen().expect("broker log"))
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
-        let mut broker = Broker {
-            child,
+            .output()
+            .expect("running the docker CLI");
+        assert!(
+            out.status.success(),
+            "starting a broker from {image} (`perf-tests images build` makes it): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let broker = Broker {
+            container,
             bootstrap: format!("127.0.0.1:{port}"),
-            log,
         };
         let ready =
-            perf_tests::workload::probe(&broker.bootstrap, &[], Duration::from_secs(30)).await;
+            perf_tests::workload::probe(&broker.bootstrap, &[], Duration::from_secs(90)).await;
         if let Err(e) = ready {
-            let exited = broker.child.try_wait().ok().flatten();
             panic!(
-                "broker at {} not ready (process exit: {exited:?}): {e:#}\nbroker log:\n{}",
+                "broker at {} not ready: {e:#}\nbroker log:\n{}",
                 broker.bootstrap,
                 broker.log_text()
             );
@@ -92,17 +92,23 @@ impl Broker {
 
     /// The broker's output so far.
     pub fn log_text(&self) -> String {
-        let mut text = String::new();
-        if let Ok(mut f) = self.log.reopen() {
-            let _ = f.read_to_string(&mut text);
-        }
-        text
+        Command::new("docker")
+            .args(["logs", &self.container])
+            .output()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout).into_owned()
+                    + &String::from_utf8_lossy(&o.stderr)
+            })
+            .unwrap_or_default()
     }
 }
 
 impl Drop for Broker {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = Command::new("docker")
+            .args(["rm", "--force", &self.container])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 }
