@@ -1,7 +1,8 @@
 //! The offline suite (`scenarios/offline`: Apache Kafka alone, through a Kafka proxy, over TLS)
 //! run whole on the real engine with small counts, its tables and records checked and nothing
-//! left behind; and a run of it stopped by SIGINT, SIGTERM or SIGHUP in a measured produce or
-//! consume, which removes what it made and keeps what completed before the signal.
+//! left behind; and a run of the default suite's baseline and proxy stopped by SIGINT, SIGTERM
+//! or SIGHUP in a measured produce or consume, which removes what it made and keeps what
+//! completed before the signal.
 
 use crate::common;
 use common::{engine_lock, leftovers, perf_tests_run, start_run, wait_for, workload_runs, Started};
@@ -144,14 +145,14 @@ async fn sighup_during_a_measured_consume_removes_the_run_and_saves_nothing() {
 /// The measured step a signal is sent in.
 #[derive(Clone, Copy, PartialEq)]
 enum Phase {
-    /// `02-kafka-proxy`'s produce, paced, after `01` completed.
+    /// `02-no-filters`' produce, paced, after `01` completed.
     Produce,
-    /// `02-kafka-proxy`'s consume of 3e6 small records, alone.
+    /// `02-no-filters`' consume of 3e6 small records, alone.
     Consume,
 }
 
-/// Sends `signal` (a `kill` name) to a run of the offline suite once the load generator runs
-/// `02-kafka-proxy`'s measured `phase` (seen in its container, not guessed from a time); the
+/// Sends `signal` (a `kill` name) to a run of the default suite once the load generator runs
+/// `02-no-filters`'s measured `phase` (seen in its container, not guessed from a time); the
 /// run must end within 10 s with 130, naming the signal and the scenario, leaving no container,
 /// network or scratch directory, and keeping (marked incomplete) what completed before.
 async fn signal_during(phase: Phase, signal: &str) {
@@ -160,7 +161,6 @@ async fn signal_during(phase: Phase, signal: &str) {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
     let mut cmd = perf_tests_run(results.path());
-    cmd.env("SCENARIOS", "scenarios/offline");
     let (step, with) = match phase {
         // 3000 records at 500 rec/s: six seconds of producing in each scenario.
         Phase::Produce => {
@@ -200,7 +200,7 @@ async fn signal_during(phase: Phase, signal: &str) {
     let named = format!("interrupted by SIG{signal}: removing containers and networks of run");
     assert!(stderr.contains(&named), "{named:?} in {stderr}");
     let why = format!(
-        "scenario 02-kafka-proxy: interrupted by SIG{signal}; this run's containers and networks \
+        "scenario 02-no-filters: interrupted by SIG{signal}; this run's containers and networks \
          were removed"
     );
     assert!(stderr.contains(&format!("error: {why}")), "{stderr}");
@@ -224,5 +224,5 @@ async fn signal_during(phase: Phase, signal: &str) {
         serde_json::from_slice(&std::fs::read(runs[0].join("01-no-proxy-baseline.json")).unwrap())
             .unwrap();
     assert_eq!(first["measurement"]["integrity"]["consumed"], 3000);
-    assert!(!runs[0].join("02-kafka-proxy.json").exists());
+    assert!(!runs[0].join("02-no-filters.json").exists());
 }

@@ -927,7 +927,6 @@ mod doctor {
     fn a_disk_too_small_for_the_records_stops_the_run_before_anything_starts() {
         let results = tempfile::tempdir().unwrap();
         let out = common::perf_tests_run(results.path())
-            .env("SCENARIOS", "scenarios/offline")
             .env("TEST", "01.*")
             .env("NUM_RECORDS", "1e11")
             .output()

@@ -1,4 +1,4 @@
-//! `report.html` in a real browser: a run of the offline suite's broker and proxy under the
+//! `report.html` in a real browser: a run of the default suite's broker and proxy under the
 //! default suite's scenario names and a 60-character one, then `compare --report` of that run
 //! against itself; Debian's Chromium (headless) loads each page from disk, a script the test adds
 //! to a copy reads the laid-out DOM (every scenario's row, every chart, no text box overlapping
@@ -196,33 +196,36 @@ fn check_in_browser(page: &Path, shot: &str) -> Json {
     verdict
 }
 
-/// The offline suite's broker and proxy under [`NAMES`]: the first is the reference, straight to
-/// the broker; the others go through the proxy.
+/// The default suite's broker and plain proxy under [`NAMES`]: the first is the reference,
+/// straight to the broker; the others go through the proxy.
 fn named_suite(root: &Path) -> PathBuf {
     let suite = root.join("suite");
     std::fs::create_dir_all(&suite).unwrap();
-    let offline = std::fs::read_to_string(repo().join("scenarios/offline/suite.yaml")).unwrap();
-    let compose = repo().join("compose/tansu.yaml");
-    std::fs::write(
-        suite.join("suite.yaml"),
-        offline.replace(
-            "../../compose/tansu.yaml",
-            compose.to_str().expect("a UTF-8 path"),
-        ),
-    )
-    .unwrap();
+    let default = repo().join("scenarios/kroxylicious");
+    let text = std::fs::read_to_string(default.join("suite.yaml")).unwrap();
+    let absolute = |relative: &str| {
+        default
+            .join(relative)
+            .to_str()
+            .expect("a UTF-8 path")
+            .to_string()
+    };
+    let text = text
+        .replace(
+            "../../compose/kroxylicious.yaml",
+            &absolute("../../compose/kroxylicious.yaml"),
+        )
+        .replace("images/recipes.yaml", &absolute("images/recipes.yaml"));
+    std::fs::write(suite.join("suite.yaml"), text).unwrap();
     for (k, name) in NAMES.iter().enumerate() {
         let from = if k == 0 {
             "01-no-proxy-baseline"
         } else {
-            "02-kafka-proxy"
+            "02-no-filters"
         };
         std::fs::create_dir_all(suite.join(name)).unwrap();
         std::fs::copy(
-            repo()
-                .join("scenarios/offline")
-                .join(from)
-                .join("scenario.yaml"),
+            default.join(from).join("scenario.yaml"),
             suite.join(name).join("scenario.yaml"),
         )
         .unwrap();
