@@ -1,5 +1,5 @@
-//! The offline suite (`scenarios/offline`: Apache Kafka alone, through a Kafka proxy, over TLS)
-//! run whole on the real engine with small counts, its tables and records checked and nothing
+//! The TLS suite (`scenarios/kroxylicious-tls`: Apache Kafka alone, through Kroxylicious, and
+//! through Kroxylicious with TLS from the clients) run whole on the real engine with small counts, its tables and records checked and nothing
 //! left behind; and a run of the default suite's baseline and proxy stopped by SIGINT, SIGTERM
 //! or SIGHUP in a measured produce or consume, which removes what it made and keeps what
 //! completed before the signal.
@@ -10,7 +10,7 @@ use common::{engine_lock, leftovers, perf_tests_run, start_run, wait_for, worklo
 const RECORDS: u64 = 20_000;
 
 #[tokio::test(flavor = "multi_thread")]
-async fn offline_suite_runs_end_to_end_and_leaves_nothing() {
+async fn the_tls_suite_runs_end_to_end_and_leaves_nothing() {
     let _lock = engine_lock(false);
     let results = tempfile::tempdir().unwrap();
     let out = common::bin()
@@ -18,7 +18,7 @@ async fn offline_suite_runs_end_to_end_and_leaves_nothing() {
         .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "500")
         .env("WARM_UP_NUM_RECORDS_PRE_TEST", "500")
         .env("RESULTS_DIR", results.path())
-        .env("SCENARIOS", "scenarios/offline")
+        .env("SCENARIOS", "scenarios/kroxylicious-tls")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -42,7 +42,7 @@ async fn offline_suite_runs_end_to_end_and_leaves_nothing() {
             .collect();
         assert_eq!(
             rows,
-            ["01-no-proxy-baseline", "02-kafka-proxy", "03-tls"],
+            ["01-no-proxy-baseline", "02-no-filters", "03-no-filters-tls"],
             "{table}"
         );
     }
@@ -65,7 +65,7 @@ async fn offline_suite_runs_end_to_end_and_leaves_nothing() {
     let run = &runs[0];
     let info: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
-    for name in ["01-no-proxy-baseline", "02-kafka-proxy", "03-tls"] {
+    for name in ["01-no-proxy-baseline", "02-no-filters", "03-no-filters-tls"] {
         let v: serde_json::Value =
             serde_json::from_slice(&std::fs::read(run.join(format!("{name}.json"))).unwrap())
                 .unwrap();
@@ -90,10 +90,9 @@ async fn offline_suite_runs_end_to_end_and_leaves_nothing() {
         })
         .collect();
     for needed in [
-        ("01-no-proxy-baseline", "broker (run-wide)"),
-        ("02-kafka-proxy", "proxy"),
-        ("03-tls", "terminator"),
-        ("03-tls", "tls-broker"),
+        ("01-no-proxy-baseline", "broker1 (run-wide)"),
+        ("02-no-filters", "kroxylicious-no-filters"),
+        ("03-no-filters-tls", "kroxylicious-no-filters-tls"),
     ] {
         assert!(services.contains(&needed), "{needed:?} in {services:?}");
     }

@@ -29,6 +29,8 @@ const SUITE: &str = "scenarios/kroxylicious";
 const INMEMORY_SUITE: &str = "scenarios/kroxylicious-inmemory-kms";
 /// 04 and 05 with HashiCorp Vault as the KMS.
 const VAULT_SUITE: &str = "scenarios/kroxylicious-vault";
+/// 01 and 02 beside 02 with TLS from the clients to the proxy.
+const TLS_SUITE: &str = "scenarios/kroxylicious-tls";
 
 /// Images no engine has and no registry serves (`.invalid` never resolves), under the settings
 /// that choose them. None has a recipe in the suites, so each must be pulled.
@@ -54,6 +56,7 @@ const IMAGES: [(&str, &str); 5] = [
 
 /// A scenario as the suite names it: the endpoint, its own services (the proxy last, its
 /// configuration the scenario's own file) and what it declares its path does to records.
+#[derive(Clone, Copy)]
 struct Case {
     name: &'static str,
     endpoint: &'static str,
@@ -150,11 +153,24 @@ const VAULT_SCENARIOS: [Case; 2] = [
     },
 ];
 
+const TLS_SCENARIOS: [Case; 3] = [
+    SCENARIOS[0],
+    SCENARIOS[1],
+    Case {
+        name: "03-no-filters-tls",
+        endpoint: "kroxylicious:9092",
+        services: &["kroxylicious-no-filters-tls"],
+        broker: BrokerHolds::Unchanged,
+        consumer: ConsumerReceives::Sent,
+    },
+];
+
 /// Each suite with its scenarios.
-const SUITES: [(&str, &[Case]); 3] = [
+const SUITES: [(&str, &[Case]); 4] = [
     (SUITE, &SCENARIOS),
     (INMEMORY_SUITE, &INMEMORY_SCENARIOS),
     (VAULT_SUITE, &VAULT_SCENARIOS),
+    (TLS_SUITE, &TLS_SCENARIOS),
 ];
 
 const TOPIC_04: &str = "perf-tests-04-envelope-encryption-filter";
@@ -185,8 +201,7 @@ fn load_plan(suite: &str) -> Plan {
 
 fn load_project(suite: &str) -> compose::Project {
     let plan = load_plan(suite);
-    compose::load(&plan.suite.compose, &settings(suite).variables())
-        .expect("the Compose file loads")
+    compose::load(&plan.suite.compose, &plan.variables).expect("the Compose file loads")
 }
 
 /// The lines of a dry run's block for one scenario.
@@ -665,13 +680,22 @@ fn compose_file_knows_every_service_the_suites_name() {
                     "{name}"
                 );
             }
-            assert_eq!(proxy.mounts.len(), 1, "{:?}", proxy.mounts);
-            let mount = &proxy.mounts[0];
-            assert_eq!(mount.target, "/opt/kroxylicious/config/config.yaml");
-            assert_eq!(
-                mount.source,
-                repo().join(suite).join(case.name).join("proxy-config.yaml")
-            );
+            let (config, others): (Vec<_>, Vec<_>) = proxy
+                .mounts
+                .iter()
+                .partition(|m| m.target == "/opt/kroxylicious/config/config.yaml");
+            // A TLS proxy also reads the run's certificate; no other proxy mounts anything else.
+            let others: Vec<&str> = others.iter().map(|m| m.target.as_str()).collect();
+            let tls: &[&str] = if name.ends_with("-tls") {
+                &["/tls"]
+            } else {
+                &[]
+            };
+            assert_eq!(others, tls, "{name}: {:?}", proxy.mounts);
+            let [mount] = config[..] else {
+                panic!("{name}: one configuration in {:?}", proxy.mounts)
+            };
+            assert_eq!(mount.source, config_path(suite, case.name));
             assert!(mount.source.is_file());
             configs.push(mount.source.clone());
         }
@@ -680,13 +704,24 @@ fn compose_file_knows_every_service_the_suites_name() {
     configs.dedup();
     assert_eq!(
         configs.len(),
-        8,
+        9,
         "every scenario has its own proxy configuration"
     );
 }
 
+/// Where a scenario's proxy configuration is: beside it, but for the TLS suite's plain proxy,
+/// which is the default suite's.
+fn config_path(suite: &str, scenario: &str) -> PathBuf {
+    let home = if suite == TLS_SUITE && scenario == SCENARIOS[1].name {
+        SUITE
+    } else {
+        suite
+    };
+    repo().join(home).join(scenario).join("proxy-config.yaml")
+}
+
 fn proxy_config(suite: &str, scenario: &str) -> Value {
-    let path: PathBuf = repo().join(suite).join(scenario).join("proxy-config.yaml");
+    let path = config_path(suite, scenario);
     let text = std::fs::read_to_string(&path).unwrap();
     serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -771,6 +806,24 @@ fn proxy_configurations_have_the_reference_filters() {
     let none = proxy_config(SUITE, "02-no-filters");
     assert!(filter_definitions(&none).is_empty());
     assert!(default_filters(&none).is_empty());
+
+    // TLS: 02's configuration with the run's certificate on the gateway, where the runner
+    // mounts it.
+    let mut tls = proxy_config(TLS_SUITE, "03-no-filters-tls");
+    let gateway = tls["virtualClusters"][0]["gateways"][0]
+        .as_mapping_mut()
+        .expect("a gateway");
+    let key = gateway.remove("tls").expect("TLS on the gateway");
+    let file = |name: &str| format!("/tls/{name}");
+    assert_eq!(
+        key["key"]["privateKeyFile"],
+        file(perf_tests::tls::SERVER_KEY_FILE).as_str()
+    );
+    assert_eq!(
+        key["key"]["certificateFile"],
+        file(perf_tests::tls::SERVER_CERT_FILE).as_str()
+    );
+    assert_eq!(tls, none);
 
     let transform = proxy_config(SUITE, "03-transform-filter");
     assert_eq!(
@@ -987,16 +1040,16 @@ fn kafka_tools_refuses_client_properties() {
             "run",
             "--dry-run",
             "--scenarios",
-            "scenarios/offline",
+            "scenarios/kroxylicious-tls",
             "--test",
-            "03-tls",
+            "03-no-filters-tls",
         ],
         &[("DRIVER", "kafka-tools")],
     );
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("DRIVER=kafka-tools") && err.contains("03-tls/scenario.yaml"),
+        err.contains("DRIVER=kafka-tools") && err.contains("03-no-filters-tls/scenario.yaml"),
         "{err}"
     );
     let out = perf_tests(&["run", "--dry-run"], &[("DRIVER", "jmeter")]);
