@@ -1,8 +1,9 @@
 //! The TLS suite (`scenarios/kroxylicious-tls`: Apache Kafka alone, through Kroxylicious, and
-//! through Kroxylicious with TLS from the clients) run whole on the real engine with small counts, its tables and records checked and nothing
-//! left behind; and a run of the default suite's baseline and proxy stopped by SIGINT, SIGTERM
-//! or SIGHUP in a measured produce or consume, which removes what it made and keeps what
-//! completed before the signal.
+//! through Kroxylicious with TLS from the clients) run whole on the real engine with small
+//! counts, its tables and records checked and nothing left behind (03's proxy accepts only TLS,
+//! so its records crossed TLS); and a run of the default suite's baseline and proxy
+//! stopped by SIGINT, SIGTERM or SIGHUP in a measured produce or consume, which removes what it
+//! made and keeps what completed before the signal.
 
 use crate::common;
 use common::{engine_lock, leftovers, perf_tests_run, start_run, wait_for, workload_runs, Started};
