@@ -24,25 +24,44 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// The image's configuration of one combined broker and controller: clients at
-/// `host:port`, the controller at `host:controller`. A small heap: tests send few records.
+/// The default suite's broker configuration (`broker1`'s environment in
+/// compose/kroxylicious.yaml), one combined broker and controller with clients at `host:port`
+/// and the controller at `host:controller`; a small heap, since tests send few records.
 pub fn kafka_env(host: &str, port: u16, controller: u16) -> Vec<String> {
-    [
-        "KAFKA_NODE_ID=1".to_string(),
-        "KAFKA_PROCESS_ROLES=broker,controller".into(),
-        format!("KAFKA_LISTENERS=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller}"),
-        format!("KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://{host}:{port}"),
-        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT".into(),
-        "KAFKA_CONTROLLER_LISTENER_NAMES=CONTROLLER".into(),
-        format!("KAFKA_CONTROLLER_QUORUM_VOTERS=1@{host}:{controller}"),
-        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR=1".into(),
-        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR=1".into(),
-        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR=1".into(),
-        "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0".into(),
-        "KAFKA_LOG_DIRS=/tmp/kafka-data".into(),
-        "KAFKA_HEAP_OPTS=-Xmx256m -Xms256m".into(),
-    ]
-    .to_vec()
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("compose/kroxylicious.yaml");
+    let compose: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let environment = compose["services"]["broker1"]["environment"]
+        .as_mapping()
+        .unwrap_or_else(|| panic!("{}: broker1 has an environment", path.display()));
+    let ours = [
+        (
+            "KAFKA_LISTENERS",
+            format!("PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller}"),
+        ),
+        (
+            "KAFKA_ADVERTISED_LISTENERS",
+            format!("PLAINTEXT://{host}:{port}"),
+        ),
+        (
+            "KAFKA_CONTROLLER_QUORUM_VOTERS",
+            format!("1@{host}:{controller}"),
+        ),
+        ("KAFKA_HEAP_OPTS", "-Xmx256m -Xms256m".to_string()),
+    ];
+    let mut vars: Vec<String> = environment
+        .iter()
+        .filter_map(|(k, v)| {
+            let k = k.as_str()?;
+            let v = match v {
+                serde_yaml::Value::String(s) => s.clone(),
+                other => serde_yaml::to_string(other).ok()?.trim().to_string(),
+            };
+            (!ours.iter().any(|(name, _)| *name == k)).then(|| format!("{k}={v}"))
+        })
+        .collect();
+    vars.extend(ours.iter().map(|(k, v)| format!("{k}={v}")));
+    vars
 }
 
 /// A running broker.
