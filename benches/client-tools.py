@@ -99,6 +99,9 @@ class Settings:
         self.perf_tests = os.environ["PERF_TESTS_BIN"]
         self.rdkafka = os.environ.get("RDKAFKA_PERFORMANCE_BIN", "")
         self.tansu = os.environ.get("TANSU_BIN", "")
+        if self.broker == "tansu" and not os.access(self.tansu, os.X_OK):
+            fail(f"BROKER=tansu needs TANSU_BIN, Tansu's broker program (TANSU_BIN={self.tansu or 'unset'}):"
+                 " cargo install tansu --version 0.6.0 --features dynostore --root DIR, then DIR/bin/tansu")
         self.kafka_image = os.environ.get("KAFKA_IMAGE", "perf-tests/kafka:4.4.0")
         self.tools_image = os.environ.get("KAFKA_TOOLS_IMAGE", "perf-tests/kafka-tools:4.4.0")
 

@@ -18,7 +18,8 @@
 #   TOOLS           what perf-tests is compared with ("rdkafka_performance kafka-perf-test";
 #                   perf-tests-before: the build PERF_TESTS_BEFORE_BIN names, e.g. before a change)
 #   BROKER          kafka (the default suite's image, on the host's network) or tansu (a fresh
-#                   in-memory broker on the host for every run; rdkafka_performance only)
+#                   in-memory broker on the host for every run; rdkafka_performance only; TANSU_BIN
+#                   names its program: cargo install tansu --version 0.6.0 --features dynostore)
 #   KAFKA_IMAGE, KAFKA_TOOLS_IMAGE  (perf-tests/kafka:4.4.0, perf-tests/kafka-tools:4.4.0)
 #   PERF_TESTS_BIN  (target/release/perf-tests, or $CARGO_TARGET_DIR/release/perf-tests)
 set -euo pipefail
@@ -46,5 +47,4 @@ if [[ " ${TOOLS:-rdkafka_performance} " == *" rdkafka_performance "* && ! -x "$r
 fi
 
 export PERF_TESTS_BIN="$pt" RDKAFKA_PERFORMANCE_BIN="$rp"
-export TANSU_BIN="$cache/crates/tansu-0.6.0-dynostore/bin/tansu"
 exec python3 benches/client-tools.py

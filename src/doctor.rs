@@ -169,20 +169,6 @@ fn tools(to_make: &[ImageRecipe]) -> Vec<Check> {
             )
         });
     }
-    let crates = names(|r| matches!(r, Recipe::Crate(_)));
-    if !crates.is_empty() {
-        checks.push(if on_path("cargo") {
-            ok("cargo", format!("cargo, to make {}", crates.join(", ")))
-        } else {
-            fail(
-                "cargo",
-                format!(
-                    "to make {}: cargo is not on PATH (https://rustup.rs)",
-                    crates.join(", ")
-                ),
-            )
-        });
-    }
     let go = names(|r| matches!(r, Recipe::Go(_)));
     if !go.is_empty() {
         let mut missing: Vec<&str> = Vec::new();

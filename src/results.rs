@@ -303,7 +303,7 @@ pub(crate) mod tests {
         RunInfo::new(
             "20250102T030405Z-000000",
             &settings,
-            Path::new("scenarios/offline"),
+            Path::new("scenarios/kroxylicious"),
             HostFacts::collect(Some("20.10.0".into())),
             start,
             start + chrono::Duration::seconds(90),

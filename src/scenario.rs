@@ -874,11 +874,11 @@ teardown:
         let root = suite(&[]);
         fs::write(
             root.path().join("suite/suite.yaml"),
-            "description: d\ncompose: []\nservices: []\nbootstrap: b:1\nimages:\n  tansu:local: { crate: tansu, version: 0.6.0 }\n",
+            "description: d\ncompose: []\nservices: []\nbootstrap: b:1\nimages:\n  iperf3:local: { debian: { package: iperf3, bin: /usr/bin/iperf3 } }\n",
         )
         .unwrap();
         let s = Suite::load(&root.path().join("suite")).unwrap();
-        assert_eq!(s.images["tansu:local"]["crate"], "tansu");
+        assert_eq!(s.images["iperf3:local"]["debian"]["package"], "iperf3");
         assert_eq!(s.images_file, root.path().join("suite/suite.yaml"));
     }
 
@@ -888,7 +888,7 @@ teardown:
         fs::create_dir(root.path().join("shared")).unwrap();
         fs::write(
             root.path().join("shared/images.yaml"),
-            "tansu:local: { crate: tansu, version: 0.6.0 }\n",
+            "iperf3:local: { debian: { package: iperf3, bin: /usr/bin/iperf3 } }\n",
         )
         .unwrap();
         let file = root.path().join("suite/suite.yaml");
@@ -898,7 +898,7 @@ teardown:
         )
         .unwrap();
         let s = Suite::load(&root.path().join("suite")).unwrap();
-        assert_eq!(s.images["tansu:local"]["crate"], "tansu");
+        assert_eq!(s.images["iperf3:local"]["debian"]["package"], "iperf3");
         // Paths inside the recipes are relative to the file that holds them.
         assert_eq!(s.images_file, root.path().join("shared/images.yaml"));
 

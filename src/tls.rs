@@ -17,10 +17,9 @@ use openssl::x509::extension::{
 };
 use openssl::x509::{X509NameBuilder, X509};
 
-/// File names inside a generated TLS directory.
+/// File names inside a generated TLS directory: the CA's certificate (what clients trust), the
+/// server's certificate and its private key (PKCS#8), all PEM.
 pub const CA_FILE: &str = "ca.pem";
-/// Server certificate followed by its private key (the layout HAProxy's `crt` expects).
-pub const SERVER_BUNDLE_FILE: &str = "server.pem";
 pub const SERVER_CERT_FILE: &str = "server.crt";
 pub const SERVER_KEY_FILE: &str = "server.key";
 
@@ -29,7 +28,8 @@ pub const SERVER_KEY_FILE: &str = "server.key";
 pub struct TlsFiles {
     pub dir: PathBuf,
     pub ca: PathBuf,
-    pub server_bundle: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
 }
 
 fn new_key() -> Result<PKey<Private>> {
@@ -115,13 +115,13 @@ pub fn generate(dir: &Path, hosts: &[String]) -> Result<TlsFiles> {
         Ok(p)
     };
     let ca_path = write(CA_FILE, &ca_pem)?;
-    write(SERVER_CERT_FILE, &cert_pem)?;
-    write(SERVER_KEY_FILE, &key_pem)?;
-    let bundle = write(SERVER_BUNDLE_FILE, &[cert_pem, key_pem].concat())?;
+    let server_cert = write(SERVER_CERT_FILE, &cert_pem)?;
+    let server_key = write(SERVER_KEY_FILE, &key_pem)?;
     Ok(TlsFiles {
         dir: dir.to_path_buf(),
         ca: ca_path,
-        server_bundle: bundle,
+        server_cert,
+        server_key,
     })
 }
 
@@ -135,13 +135,13 @@ mod tests {
     #[test]
     fn server_certificate_verifies_against_generated_ca() {
         let dir = tempfile::tempdir().unwrap();
-        let files = generate(dir.path(), &["terminator".into(), "localhost".into()]).unwrap();
+        let files = generate(dir.path(), &["kroxylicious".into(), "localhost".into()]).unwrap();
         let ca = X509::from_pem(&std::fs::read(&files.ca).unwrap()).unwrap();
-        let bundle = std::fs::read(&files.server_bundle).unwrap();
-        let cert = X509::from_pem(&bundle).unwrap();
+        let cert = X509::from_pem(&std::fs::read(&files.server_cert).unwrap()).unwrap();
+        let key = PKey::private_key_from_pem(&std::fs::read(&files.server_key).unwrap()).unwrap();
         assert!(
-            PKey::private_key_from_pem(&bundle).is_ok(),
-            "bundle holds the key"
+            cert.public_key().unwrap().public_eq(&key),
+            "the key is the certificate's"
         );
 
         let mut store = X509StoreBuilder::new().unwrap();
@@ -159,7 +159,7 @@ mod tests {
             .iter()
             .filter_map(|n| n.dnsname().map(str::to_string))
             .collect();
-        assert_eq!(sans, vec!["terminator", "localhost"]);
+        assert_eq!(sans, vec!["kroxylicious", "localhost"]);
     }
 
     #[test]

@@ -425,7 +425,10 @@ pub(super) fn interleaving(base: &Side, new: &Side) -> Option<String> {
         Some((*times.iter().min()?, *times.iter().max()?))
     };
     let ((bs, be), (ns, ne)) = (span(base)?, span(new)?);
-    if be >= ns && ne >= bs {
+    // Times are whole seconds: one side ending in the second the other starts is back to back,
+    // not interleaved (sides that start together, such as one run compared with itself, are).
+    let after = |(s1, e1), s2| e1 <= s2 && s1 < s2;
+    if !after((bs, be), ns) && !after((ns, ne), bs) {
         return None;
     }
     let at = |t: chrono::DateTime<chrono::FixedOffset>| t.format("%Y-%m-%d %H:%M:%S").to_string();

@@ -445,6 +445,20 @@ mod tests {
             not_interleaved.contains("the new from 2025-01-02 04:00:00 to 2025-01-02 04:10:00"),
             "{not_interleaved}"
         );
+        // Back to back: the new side starting in the second the base ended (times are whole
+        // seconds) is one after the other too.
+        let mut touching = side(&[1.0; 6]);
+        touching.runs_info[0].started_at = base.runs_info[0].ended_at.clone();
+        touching.runs_info[0].ended_at = "2025-01-02T03:10:00Z".into();
+        assert!(
+            compare(&base, &touching, 5.0)
+                .warnings
+                .iter()
+                .any(|w| w.starts_with("the sides were not interleaved")),
+            "{} then {}",
+            base.runs_info[0].ended_at,
+            touching.runs_info[0].started_at
+        );
         let drift: Vec<&String> = c
             .warnings
             .iter()

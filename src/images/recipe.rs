@@ -1,7 +1,7 @@
 //! Image recipes: how an image the suite needs is made on a machine with no registry.
 //!
-//! A recipe yields one binary on the host (built from a crate, or taken from an installed Debian
-//! package), which the scratch packager turns into a `FROM scratch` image with the binary's
+//! A Debian recipe yields one binary on the host (taken from an installed Debian package), which
+//! the scratch packager turns into a `FROM scratch` image with the binary's
 //! shared-library closure; a Maven recipe a Java tree, a Go recipe a static program with busybox.
 //! Each image carries a fingerprint label so an up-to-date image is never rebuilt and a warm
 //! check costs one inspect per image.
@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -47,8 +47,6 @@ pub fn made_from(labels: &std::collections::HashMap<String, String>) -> Option<S
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Recipe {
-    /// `cargo install` a crate from crates.io and package one of its binaries.
-    Crate(CrateRecipe),
     /// Package a binary of a Debian package installed on this host.
     Debian(DebianRecipe),
     /// Resolve Maven artifacts and package them with a jlink runtime.
@@ -58,16 +56,6 @@ pub enum Recipe {
     /// A proxy's build: a distribution packaged here, or a Dockerfile the engine builds
     /// (given by a setting, never written in a suite).
     Build(BuildRecipe),
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CrateRecipe {
-    pub name: String,
-    pub version: String,
-    #[serde(default)]
-    pub features: Vec<String>,
-    pub bin: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,8 +70,6 @@ pub struct DebianRecipe {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RecipeFile {
-    #[serde(rename = "crate")]
-    krate: Option<CrateRecipe>,
     debian: Option<DebianRecipe>,
     maven: Option<MavenRecipe>,
     go: Option<GoRecipe>,
@@ -92,12 +78,11 @@ struct RecipeFile {
 impl TryFrom<RecipeFile> for Recipe {
     type Error = anyhow::Error;
     fn try_from(f: RecipeFile) -> Result<Recipe> {
-        match (f.krate, f.debian, f.maven, f.go) {
-            (Some(c), None, None, None) => Ok(Recipe::Crate(c)),
-            (None, Some(d), None, None) => Ok(Recipe::Debian(d)),
-            (None, None, Some(m), None) => Ok(Recipe::Maven(m)),
-            (None, None, None, Some(g)) => Ok(Recipe::Go(g)),
-            _ => bail!("exactly one of `crate`, `debian`, `maven` and `go` must be given"),
+        match (f.debian, f.maven, f.go) {
+            (Some(d), None, None) => Ok(Recipe::Debian(d)),
+            (None, Some(m), None) => Ok(Recipe::Maven(m)),
+            (None, None, Some(g)) => Ok(Recipe::Go(g)),
+            _ => bail!("exactly one of `debian`, `maven` and `go` must be given"),
         }
     }
 }
@@ -125,13 +110,13 @@ pub fn parse_recipes(
                     match &mut r {
                         Recipe::Maven(m) => m.resolve_paths(dir)?,
                         Recipe::Go(g) => g.resolve_paths(dir)?,
-                        Recipe::Crate(_) | Recipe::Debian(_) | Recipe::Build(_) => {}
+                        Recipe::Debian(_) | Recipe::Build(_) => {}
                     }
                     Ok(r)
                 })
                 .with_context(|| {
                     format!(
-                        "{}: images.\"{image}\": not a valid recipe (expected `crate: {{name, version, features, bin}}`, `debian: {{package, bin}}` or `maven: {{artifacts, jdk, entrypoint, modules, sources, files}}` or `go: {{module, version, files, args}}`)",
+                        "{}: images.\"{image}\": not a valid recipe (expected `debian: {{package, bin}}`, `maven: {{artifacts, jdk, entrypoint, modules, sources, files}}` or `go: {{module, version, files, args}}`)",
                         file.display()
                     )
                 })?;
@@ -159,17 +144,6 @@ impl ImageRecipe {
     /// A one-line description for progress and errors.
     pub fn describe(&self) -> String {
         match &self.recipe {
-            Recipe::Crate(c) => format!(
-                "{} (crate {} {}{})",
-                self.image,
-                c.name,
-                c.version,
-                if c.features.is_empty() {
-                    String::new()
-                } else {
-                    format!(", features {}", c.features.join(","))
-                }
-            ),
             Recipe::Debian(d) => format!(
                 "{} (Debian package {}, {})",
                 self.image,
@@ -185,7 +159,6 @@ impl ImageRecipe {
     /// How to make the image by hand, for error messages.
     fn by_hand(&self) -> String {
         let make = match &self.recipe {
-            Recipe::Crate(c) => format!("{} && perf-tests images build", self.cargo_command(c)),
             Recipe::Debian(d) => {
                 format!("apt-get install {} && perf-tests images build", d.package)
             }
@@ -201,33 +174,9 @@ impl ImageRecipe {
         )
     }
 
-    fn crate_root(c: &CrateRecipe) -> PathBuf {
-        let mut id = format!("{}-{}", c.name, c.version);
-        if !c.features.is_empty() {
-            id.push('-');
-            id.push_str(&c.features.join("+"));
-        }
-        cache_dir().join("crates").join(id)
-    }
-
-    fn cargo_command(&self, c: &CrateRecipe) -> String {
-        let mut s = format!(
-            "CARGO_TARGET_DIR={} cargo install {} --version {} --locked --root {}",
-            cache_dir().join("cargo-target").display(),
-            c.name,
-            c.version,
-            Self::crate_root(c).display()
-        );
-        if !c.features.is_empty() {
-            s.push_str(&format!(" --features {}", c.features.join(",")));
-        }
-        s
-    }
-
     /// Where the recipe's binary is on this host once made.
     pub fn binary_path(&self) -> PathBuf {
         match &self.recipe {
-            Recipe::Crate(c) => Self::crate_root(c).join("bin").join(&c.bin),
             Recipe::Debian(d) => d.bin.clone(),
             // A Maven, Go or build image is assembled in its work directory.
             Recipe::Maven(_) | Recipe::Go(_) | Recipe::Build(_) => self.work_dir(),
@@ -265,37 +214,6 @@ impl ImageRecipe {
     /// The host binary this recipe packages, making it first when needed.
     fn host_binary(&self) -> Result<PathBuf> {
         match &self.recipe {
-            Recipe::Crate(c) => {
-                let bin = self.binary_path();
-                if bin.is_file() {
-                    return Ok(bin);
-                }
-                eprintln!(
-                    "building {} with cargo (first time only; a large crate takes minutes)",
-                    self.describe()
-                );
-                let mut cmd = Command::new("cargo");
-                cmd.args(["install", &c.name, "--version", &c.version, "--locked"])
-                    .arg("--root")
-                    .arg(Self::crate_root(c))
-                    .env("CARGO_TARGET_DIR", cache_dir().join("cargo-target"))
-                    .stdin(Stdio::null());
-                if !c.features.is_empty() {
-                    cmd.args(["--features", &c.features.join(",")]);
-                }
-                // cargo's own progress goes straight to the user's terminal or the CI log.
-                let status = cmd.status().with_context(|| {
-                    format!("image recipe {}: cannot run cargo", self.describe())
-                })?;
-                if !status.success() || !bin.is_file() {
-                    bail!(
-                        "image recipe {} failed: cargo install exited with {status} (its error is above); {}",
-                        self.describe(),
-                        self.by_hand()
-                    );
-                }
-                Ok(bin)
-            }
             Recipe::Debian(d) => {
                 let out = Command::new("dpkg-query")
                     .args(["-W", "-f=${Status}", &d.package])
@@ -334,7 +252,7 @@ impl ImageRecipe {
             Recipe::Maven(m) => Some(m.fingerprint()),
             Recipe::Go(g) => Some(g.fingerprint()),
             Recipe::Build(b) => Some(Ok(b.fingerprint.clone())),
-            Recipe::Crate(_) | Recipe::Debian(_) => None,
+            Recipe::Debian(_) => None,
         }
     }
 
@@ -350,7 +268,6 @@ impl ImageRecipe {
 
     fn image_path(&self) -> String {
         let name = match &self.recipe {
-            Recipe::Crate(c) => c.bin.clone(),
             Recipe::Debian(d) => d
                 .bin
                 .file_name()
@@ -474,7 +391,7 @@ async fn ensure_assembled(engine: &Engine, recipe: &ImageRecipe) -> Result<Outco
             )]);
             Ok((files, labels, BuildRecipe::entrypoint()))
         }
-        Recipe::Crate(_) | Recipe::Debian(_) => bail!("not an assembled recipe"),
+        Recipe::Debian(_) => bail!("not an assembled recipe"),
     });
     let (files, mut labels, entrypoint) = assembled
         .await
@@ -519,32 +436,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_both_recipe_kinds_and_names_the_bad_one() {
+    fn parses_the_recipe_kinds_and_names_the_bad_one() {
         let yaml = r#"
-a/tansu:1:
-  crate: { name: tansu, version: 0.6.0, features: [dynostore], bin: tansu }
-b/haproxy:2:
-  debian: { package: haproxy, bin: /usr/sbin/haproxy }
+b/iperf3:2:
+  debian: { package: iperf3, bin: /usr/bin/iperf3 }
 c/kms:3:
   go: { module: github.com/nsmithuk/local-kms, version: v0.0.0-20260228092603-2a5e92d09ab6 }
 "#;
         let map: BTreeMap<String, serde_yaml::Value> = serde_yaml::from_str(yaml).unwrap();
         let r = parse_recipes(Path::new("suite.yaml"), &map).unwrap();
-        assert_eq!(r.len(), 3);
-        assert!(matches!(&r[0].recipe, Recipe::Crate(c) if c.features == ["dynostore"]));
-        assert!(matches!(&r[1].recipe, Recipe::Debian(d) if d.package == "haproxy"));
-        assert!(matches!(&r[2].recipe, Recipe::Go(g) if g.program() == "local-kms"));
-        assert_eq!(r[2].image_path(), "/usr/local/bin/local-kms");
+        assert_eq!(r.len(), 2);
+        assert!(matches!(&r[0].recipe, Recipe::Debian(d) if d.package == "iperf3"));
+        assert!(matches!(&r[1].recipe, Recipe::Go(g) if g.program() == "local-kms"));
+        assert_eq!(r[1].image_path(), "/usr/local/bin/local-kms");
 
         let bad: BTreeMap<String, serde_yaml::Value> =
-            serde_yaml::from_str("x/y:1:\n  crate: { name: a, version: 1, bin: a, feature: [] }\n")
+            serde_yaml::from_str("x/y:1:\n  debian: { package: a, bin: /a, binary: /b }\n")
                 .unwrap();
         let err = format!(
             "{:#}",
             parse_recipes(Path::new("s.yaml"), &bad).unwrap_err()
         );
         assert!(
-            err.contains("s.yaml") && err.contains("x/y:1") && err.contains("feature"),
+            err.contains("s.yaml") && err.contains("x/y:1") && err.contains("binary"),
             "{err}"
         );
     }
