@@ -3,6 +3,7 @@
 //! Nothing is committed to the repository: every run that needs TLS makes a fresh CA, so no
 //! private key ever outlives the run directory it was written to.
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -50,79 +51,166 @@ fn name(cn: &str) -> Result<openssl::x509::X509Name> {
     Ok(b.build())
 }
 
+/// What a certificate is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Usage {
+    /// A server (a proxy's gateway, a node's engine).
+    Server,
+    /// A client proving who it is to a server that asks (the runner to an engine).
+    Client,
+}
+
+/// A throwaway certificate authority; its key lives only in memory, so nothing outside can sign
+/// with it once the certificates are made.
+pub struct Ca {
+    cert: X509,
+    key: PKey<Private>,
+    days: u32,
+}
+
+impl Ca {
+    /// A CA named `cn` whose certificates are valid from now for `days`.
+    pub fn new(cn: &str, days: u32) -> Result<Ca> {
+        let key = new_key()?;
+        let mut ca = X509::builder()?;
+        ca.set_version(2)?;
+        ca.set_serial_number(&*serial()?)?;
+        let ca_name = name(cn)?;
+        ca.set_subject_name(&ca_name)?;
+        ca.set_issuer_name(&ca_name)?;
+        ca.set_pubkey(&key)?;
+        ca.set_not_before(&*Asn1Time::days_from_now(0)?)?;
+        ca.set_not_after(&*Asn1Time::days_from_now(days)?)?;
+        ca.append_extension(BasicConstraints::new().critical().ca().build()?)?;
+        ca.append_extension(
+            KeyUsage::new()
+                .critical()
+                .key_cert_sign()
+                .crl_sign()
+                .build()?,
+        )?;
+        ca.sign(&key, MessageDigest::sha256())?;
+        Ok(Ca {
+            cert: ca.build(),
+            key,
+            days,
+        })
+    }
+
+    /// The CA's certificate, PEM.
+    pub fn pem(&self) -> Result<Vec<u8>> {
+        Ok(self.cert.to_pem()?)
+    }
+
+    /// A certificate for `usage` named `cn`, valid for the host names `dns` and the addresses
+    /// `ips` (a client certificate needs neither), with its new key: both PEM (the key PKCS#8).
+    pub fn issue(
+        &self,
+        usage: Usage,
+        cn: &str,
+        dns: &[String],
+        ips: &[IpAddr],
+    ) -> Result<(Vec<u8>, Vec<u8>)> {
+        let key = new_key()?;
+        let mut cert = X509::builder()?;
+        cert.set_version(2)?;
+        cert.set_serial_number(&*serial()?)?;
+        cert.set_subject_name(&*name(cn)?)?;
+        cert.set_issuer_name(self.cert.subject_name())?;
+        cert.set_pubkey(&key)?;
+        cert.set_not_before(&*Asn1Time::days_from_now(0)?)?;
+        cert.set_not_after(&*Asn1Time::days_from_now(self.days)?)?;
+        cert.append_extension(BasicConstraints::new().build()?)?;
+        cert.append_extension(
+            KeyUsage::new()
+                .critical()
+                .digital_signature()
+                .key_agreement()
+                .build()?,
+        )?;
+        let mut eku = ExtendedKeyUsage::new();
+        match usage {
+            Usage::Server => eku.server_auth(),
+            Usage::Client => eku.client_auth(),
+        };
+        cert.append_extension(eku.build()?)?;
+        if !dns.is_empty() || !ips.is_empty() {
+            let mut san = SubjectAlternativeName::new();
+            for h in dns {
+                san.dns(h);
+            }
+            for ip in ips {
+                san.ip(&ip.to_string());
+            }
+            let san = san.build(&cert.x509v3_context(Some(&self.cert), None))?;
+            cert.append_extension(san)?;
+        }
+        cert.sign(&self.key, MessageDigest::sha256())?;
+        Ok((cert.build().to_pem()?, key.private_key_to_pem_pkcs8()?))
+    }
+}
+
+/// Writes `bytes` to `dir/file` and returns its path. An engine's key is the owner's only: it
+/// opens an engine to whoever holds it. (A run's server key stays readable: the proxy's
+/// container reads it under its own user, and it dies with the run.)
+fn write(dir: &Path, file: &str, bytes: &[u8]) -> Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let p = dir.join(file);
+    let mode = if file == ENGINE_KEY_FILE {
+        0o600
+    } else {
+        0o644
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(&p)
+        .with_context(|| format!("writing {}", p.display()))?;
+    f.write_all(bytes)
+        .with_context(|| format!("writing {}", p.display()))?;
+    Ok(p)
+}
+
 /// Generates a CA and a server certificate valid for `hosts` into `dir` (created if missing).
 pub fn generate(dir: &Path, hosts: &[String]) -> Result<TlsFiles> {
     anyhow::ensure!(!hosts.is_empty(), "tls: at least one host name is needed");
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-
-    let ca_key = new_key()?;
-    let mut ca = X509::builder()?;
-    ca.set_version(2)?;
-    let ca_serial = serial()?;
-    ca.set_serial_number(&ca_serial)?;
-    let ca_name = name("perf-tests run CA")?;
-    ca.set_subject_name(&ca_name)?;
-    ca.set_issuer_name(&ca_name)?;
-    ca.set_pubkey(&ca_key)?;
-    ca.set_not_before(&*Asn1Time::days_from_now(0)?)?;
-    ca.set_not_after(&*Asn1Time::days_from_now(2)?)?;
-    ca.append_extension(BasicConstraints::new().critical().ca().build()?)?;
-    ca.append_extension(
-        KeyUsage::new()
-            .critical()
-            .key_cert_sign()
-            .crl_sign()
-            .build()?,
-    )?;
-    ca.sign(&ca_key, MessageDigest::sha256())?;
-    let ca = ca.build();
-
-    let key = new_key()?;
-    let mut cert = X509::builder()?;
-    cert.set_version(2)?;
-    let cert_serial = serial()?;
-    cert.set_serial_number(&cert_serial)?;
-    let subject = name(&hosts[0])?;
-    cert.set_subject_name(&subject)?;
-    cert.set_issuer_name(ca.subject_name())?;
-    cert.set_pubkey(&key)?;
-    cert.set_not_before(&*Asn1Time::days_from_now(0)?)?;
-    cert.set_not_after(&*Asn1Time::days_from_now(2)?)?;
-    cert.append_extension(BasicConstraints::new().build()?)?;
-    cert.append_extension(
-        KeyUsage::new()
-            .critical()
-            .digital_signature()
-            .key_agreement()
-            .build()?,
-    )?;
-    cert.append_extension(ExtendedKeyUsage::new().server_auth().build()?)?;
-    let mut san = SubjectAlternativeName::new();
-    for h in hosts {
-        san.dns(h);
-    }
-    let san = san.build(&cert.x509v3_context(Some(&ca), None))?;
-    cert.append_extension(san)?;
-    cert.sign(&ca_key, MessageDigest::sha256())?;
-    let cert = cert.build();
-
-    let ca_pem = ca.to_pem()?;
-    let cert_pem = cert.to_pem()?;
-    let key_pem = key.private_key_to_pem_pkcs8()?;
-    let write = |file: &str, bytes: &[u8]| -> Result<PathBuf> {
-        let p = dir.join(file);
-        std::fs::write(&p, bytes).with_context(|| format!("writing {}", p.display()))?;
-        Ok(p)
-    };
-    let ca_path = write(CA_FILE, &ca_pem)?;
-    let server_cert = write(SERVER_CERT_FILE, &cert_pem)?;
-    let server_key = write(SERVER_KEY_FILE, &key_pem)?;
+    let ca = Ca::new("perf-tests run CA", 2)?;
+    let (cert, key) = ca.issue(Usage::Server, &hosts[0], hosts, &[])?;
     Ok(TlsFiles {
         dir: dir.to_path_buf(),
-        ca: ca_path,
-        server_cert,
-        server_key,
+        ca: write(dir, CA_FILE, &ca.pem()?)?,
+        server_cert: write(dir, SERVER_CERT_FILE, &cert)?,
+        server_key: write(dir, SERVER_KEY_FILE, &key)?,
     })
+}
+
+/// File names of an engine's TLS directory, as the docker CLI reads them from
+/// `DOCKER_CERT_PATH` (and `dockerd` is given them for its own side): the CA's certificate, the
+/// certificate and its key.
+pub const ENGINE_CA_FILE: &str = "ca.pem";
+pub const ENGINE_CERT_FILE: &str = "cert.pem";
+pub const ENGINE_KEY_FILE: &str = "key.pem";
+
+/// Writes an engine TLS directory into `dir` (created if missing): `ca`'s certificate, and a
+/// certificate for `usage` with its key.
+pub fn write_engine_dir(
+    dir: &Path,
+    ca: &Ca,
+    usage: Usage,
+    cn: &str,
+    dns: &[String],
+    ips: &[IpAddr],
+) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let (cert, key) = ca.issue(usage, cn, dns, ips)?;
+    write(dir, ENGINE_CA_FILE, &ca.pem()?)?;
+    write(dir, ENGINE_CERT_FILE, &cert)?;
+    write(dir, ENGINE_KEY_FILE, &key)?;
+    Ok(dir.to_path_buf())
 }
 
 #[cfg(test)]

@@ -97,7 +97,10 @@ pub async fn execute(cmd: SwarmCommand, settings: &Settings) -> Result<i32> {
                     n.labels.get(ROLE_LABEL).map_or("-", String::as_str),
                 );
             }
-            println!("DOCKER_HOST={}", local::manager_host());
+            // What reaches the manager as the docker CLI would: `export` these lines.
+            for (var, value) in local::manager_env() {
+                println!("{var}={value}");
+            }
             if registry {
                 println!("REGISTRY={}", local::registry_address());
             }

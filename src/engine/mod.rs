@@ -6,6 +6,7 @@
 //! what the runner made, and the host, pid and process start time of the process that made it
 //! ([`liveness`]), so `perf-tests clean` leaves live runs alone.
 
+pub mod address;
 mod counters;
 mod deployment;
 mod files;
@@ -18,6 +19,7 @@ mod services;
 mod swarm;
 mod watch;
 
+pub use address::Address;
 pub use counters::{network_bytes, Counters, HostClock};
 pub use deployment::Deployment;
 pub use interrupt::{interruptible, shutdown_signal, Interrupted};
@@ -123,6 +125,8 @@ pub struct Engine {
     docker: Docker,
     run_id: String,
     host: String,
+    /// How it was reached: a swarm's nodes are reached with the manager's TLS files by default.
+    address: Address,
     /// On a swarm ([`Engine::swarm`]): every node's engine, and which runs each container.
     swarm: Option<nodes::SwarmView>,
 }
@@ -137,34 +141,54 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// Connects as `DOCKER_HOST` says (or the local socket) and negotiates the API version.
+    /// Connects as the environment says (`DOCKER_HOST`, `DOCKER_TLS_VERIFY`,
+    /// `DOCKER_CERT_PATH`: [`address`]) and negotiates the API version.
     pub async fn connect(run_id: &str) -> Result<Engine> {
-        let host = std::env::var("DOCKER_HOST")
-            .ok()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "unix:///var/run/docker.sock".to_string());
-        Engine::connect_at(&host, run_id).await
+        Engine::connect_to(&Address::from_env(), run_id).await
     }
 
-    /// Connects to the engine at `host` (`unix://…`, `tcp://…`) and negotiates the API version.
+    /// Connects to the engine at `host` (`unix://…`, or `tcp://…` without TLS) and negotiates
+    /// the API version.
     pub async fn connect_at(host: &str, run_id: &str) -> Result<Engine> {
-        let host = host.to_string();
-        let unreachable = |e: &dyn std::fmt::Display| {
+        Engine::connect_to(&Address::plain(host, "the engine's address"), run_id).await
+    }
+
+    /// Connects to the engine at `address` and negotiates the API version. A failure says what
+    /// it most likely means (TLS on one side only, a certificate refused) when it can tell.
+    pub async fn connect_to(address: &Address, run_id: &str) -> Result<Engine> {
+        let docker = address.client()?;
+        let unreachable = |e: &dyn std::error::Error| {
+            let mut text = e.to_string();
+            let mut source = e.source();
+            while let Some(s) = source {
+                text.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            let hint = address.explain(&text).unwrap_or_else(|| {
+                "is it running? set DOCKER_HOST to use another engine".to_string()
+            });
             anyhow::anyhow!(
-                "cannot reach the Docker engine at {host}: {e}; is it running? set DOCKER_HOST to use another engine"
+                "cannot reach the Docker engine at {}: {text}; {hint}",
+                address.describe()
             )
         };
-        let docker = Docker::connect_with_host(&host).map_err(|e| unreachable(&e))?;
         let docker =
             match tokio::time::timeout(Duration::from_secs(15), docker.negotiate_version()).await {
                 Ok(Ok(d)) => d,
                 Ok(Err(e)) => return Err(unreachable(&e)),
-                Err(_) => return Err(unreachable(&"no answer within 15 s")),
+                Err(_) => {
+                    return Err(anyhow::anyhow!(
+                        "cannot reach the Docker engine at {}: no answer within 15 s; is it \
+                         running? set DOCKER_HOST to use another engine",
+                        address.describe()
+                    ))
+                }
             };
         Ok(Engine {
             docker,
             run_id: run_id.to_string(),
-            host,
+            host: address.host.clone(),
+            address: address.clone(),
             swarm: None,
         })
     }

@@ -5,7 +5,8 @@
 //!
 //! A node's engine address is the node label [`ENGINE_LABEL`] (`perf-tests swarm local` sets
 //! it; on a real cluster the operator does, e.g. `tcp://10.0.0.5:2376`): the swarm's API knows
-//! its nodes but not how to reach their engines.
+//! its nodes but not how to reach their engines. A TCP address is reached over TLS with the
+//! node's own files ([`CERTS_LABEL`]) or the manager's (`DOCKER_CERT_PATH`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{bail, Context, Result};
 use bollard::Docker;
 
+use super::address::{Address, CERTS_LABEL};
 use super::Engine;
 
 /// The node label holding the address of the node's own engine (a `DOCKER_HOST` value).
@@ -33,6 +35,8 @@ pub struct NodeEngine {
 pub(super) struct Nodes {
     pub(super) list: Vec<NodeEngine>,
     dockers: Vec<Option<Docker>>,
+    /// How each node's engine is reached, where it is.
+    addresses: Vec<Option<Address>>,
     /// The manager's index: services, networks and configs are its.
     manager: usize,
     /// Container id → index in `list`.
@@ -75,23 +79,31 @@ impl Engine {
         }
         let mut list = Vec::new();
         let mut dockers = Vec::new();
+        let mut addresses = Vec::new();
         let mut at = 0;
         for node in self.swarm_nodes().await? {
-            let docker = if node.id == me {
+            let (docker, address) = if node.id == me {
                 at = list.len();
-                Some(self.docker.clone())
+                (Some(self.docker.clone()), Some(self.address.clone()))
             } else if let Some(host) = node.labels.get(ENGINE_LABEL) {
-                let engine = Engine::connect_at(host, &self.run_id)
+                let address = Address::node(
+                    &node.hostname,
+                    host,
+                    node.labels.get(CERTS_LABEL).map(String::as_str),
+                    &self.address,
+                );
+                let engine = Engine::connect_to(&address, &self.run_id)
                     .await
                     .with_context(|| {
                         format!(
-                        "swarm node {} has {ENGINE_LABEL}={host}, an engine that does not answer",
-                        node.hostname
-                    )
+                            "swarm node {} has {ENGINE_LABEL}={host}, an engine that does not \
+                             answer",
+                            node.hostname
+                        )
                     })?;
-                Some(engine.docker)
+                (Some(engine.docker), Some(address))
             } else {
-                None
+                (None, None)
             };
             let host = if node.id == me {
                 Some(self.host.clone())
@@ -106,12 +118,14 @@ impl Engine {
                 host,
             });
             dockers.push(docker);
+            addresses.push(address);
         }
         let mut engine = self.clone();
         engine.swarm = Some(SwarmView {
             nodes: Arc::new(Nodes {
                 list,
                 dockers,
+                addresses,
                 manager: at,
                 placed: Mutex::new(HashMap::new()),
             }),
@@ -176,6 +190,9 @@ impl Engine {
         Ok(Engine {
             docker,
             host: view.nodes.list[at].host.clone().unwrap_or_default(),
+            address: view.nodes.addresses[at]
+                .clone()
+                .unwrap_or_else(|| self.address.clone()),
             run_id: self.run_id.clone(),
             swarm: Some(SwarmView {
                 nodes: view.nodes.clone(),

@@ -5,6 +5,11 @@
 //! is exercised for real; the nodes share this machine's cores, so it measures the mechanism,
 //! not a bigger machine.
 //!
+//! Each engine answers on its own socket and on its address at [`ENGINE_PORT`] with TLS both ways
+//! (`dockerd --tlsverify`), with certificates made here from a CA of the swarm's own: the runner
+//! reaches every node as it would reach a real machine's engine, through the node labels
+//! [`crate::engine::ENGINE_LABEL`] and [`CERTS_LABEL`].
+//!
 //! Made and removed with the host's own tools (`ip`, `nsenter`, `unshare`, `setsid`,
 //! `iptables`, `dockerd`) as root. Everything it makes is named after [`PREFIX`] or lives under
 //! [`RUN_DIR`] and [`DATA_DIR`], so [`down`] finds all of it with no record kept.
@@ -15,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use crate::engine::address::{Address, ClientTls, CERTS_LABEL};
 use crate::engine::{Engine, SwarmNode, SWARM_PORT};
+use crate::tls::{write_engine_dir, Ca, Usage, ENGINE_CA_FILE, ENGINE_CERT_FILE, ENGINE_KEY_FILE};
 
 /// The bridge's name and the prefix of every namespace, interface and host name made here.
 pub const PREFIX: &str = "pt-swarm";
@@ -36,6 +43,10 @@ pub const MAX_NODES: usize = 9;
 const DAEMON_START: Duration = Duration::from_secs(60);
 /// How long the nodes may take to be ready once joined.
 const JOINED_WITHIN: Duration = Duration::from_secs(60);
+/// The port each node's engine answers on with TLS (Docker's own for TLS).
+pub const ENGINE_PORT: u16 = 2376;
+/// How long the swarm's certificates are valid: it is made for a session of measurements.
+const CERT_DAYS: u32 = 30;
 /// How long a daemon may take to stop (its containers get their own stop timeout of 10 s).
 const DAEMON_STOP: Duration = Duration::from_secs(30);
 /// The port of the registry `--with-registry` starts on the bridge.
@@ -72,9 +83,26 @@ impl Node {
         index.parse().ok().filter(|&i| i > 0).map(Node)
     }
 
-    /// Its engine, as `DOCKER_HOST` names it.
+    /// Its engine over TLS, as `DOCKER_HOST` names it (with [`client_certs`]).
     pub fn host(self) -> String {
-        format!("unix://{}", self.socket().display())
+        format!("tcp://{}:{ENGINE_PORT}", self.address())
+    }
+
+    /// Its engine over TLS with the runner's certificate, as a run reaches it.
+    pub fn engine_address(self) -> Address {
+        Address {
+            host: self.host(),
+            named_by: format!("the local swarm's node {}", self.name()),
+            tls: Some(ClientTls {
+                dir: client_certs(),
+                named_by: "the local swarm's client certificate".into(),
+            }),
+        }
+    }
+
+    /// Its engine's certificate and key, and the CA it takes clients' certificates from.
+    fn server_certs(self) -> PathBuf {
+        tls_dir().join(self.name())
     }
 
     /// The role label it gets: the first nodes one role each, the others none.
@@ -99,9 +127,48 @@ impl Node {
     }
 }
 
-/// The manager's engine, as `DOCKER_HOST` names it.
+/// The manager's engine, as `DOCKER_HOST` names it (with `DOCKER_TLS_VERIFY=1` and
+/// `DOCKER_CERT_PATH` at [`client_certs`]).
 pub fn manager_host() -> String {
     Node(1).host()
+}
+
+/// The environment that reaches the manager's engine as the docker CLI would.
+pub fn manager_env() -> [(&'static str, String); 3] {
+    [
+        ("DOCKER_HOST", manager_host()),
+        ("DOCKER_TLS_VERIFY", "1".into()),
+        ("DOCKER_CERT_PATH", client_certs().display().to_string()),
+    ]
+}
+
+/// The swarm's TLS material: each node's directory and the client's.
+fn tls_dir() -> PathBuf {
+    Path::new(RUN_DIR).join("tls")
+}
+
+/// The runner's certificate, key and the swarm's CA (`DOCKER_CERT_PATH`'s layout).
+pub fn client_certs() -> PathBuf {
+    tls_dir().join("client")
+}
+
+/// A CA of the swarm's own, a certificate for each node's engine (its name and address) and one
+/// for the runner; the CA's key is dropped once they are made.
+fn make_certs(nodes: &[Node]) -> Result<()> {
+    let ca = Ca::new("perf-tests local swarm CA", CERT_DAYS)?;
+    for node in nodes {
+        let ip: std::net::IpAddr = node.address().parse().context("a node's address")?;
+        write_engine_dir(
+            &node.server_certs(),
+            &ca,
+            Usage::Server,
+            &node.name(),
+            &[node.name()],
+            &[ip],
+        )?;
+    }
+    write_engine_dir(&client_certs(), &ca, Usage::Client, "perf-tests", &[], &[])?;
+    Ok(())
 }
 
 /// The registry a local swarm made with `--with-registry` serves, as `REGISTRY` names it: on the
@@ -238,6 +305,7 @@ async fn make(
     // through it when br_netfilter is loaded.
     run(Command::new("iptables").args(forward_rule("-I")))?;
     let all: Vec<Node> = (1..=nodes).map(Node).collect();
+    make_certs(&all)?;
     for node in &all {
         say(&format!(
             "starting node {} at {}",
@@ -266,9 +334,12 @@ async fn make(
             .find(|n| n.hostname == node.name())
             .with_context(|| format!("node {} is not in the swarm", node.name()))?
             .id;
-        // How a run reaches each node's own engine (exec, counters, its containers).
+        // How a run reaches each node's own engine (exec, counters, its containers), over TLS.
         manager
             .label_node(id, crate::engine::ENGINE_LABEL, &node.host())
+            .await?;
+        manager
+            .label_node(id, CERTS_LABEL, &client_certs().display().to_string())
             .await?;
         if let Some(role) = node.role() {
             manager.label_node(id, super::ROLE_LABEL, role).await?;
@@ -338,7 +409,16 @@ fn start_daemon(node: Node) -> Result<()> {
         .arg("--pidfile")
         .arg(node.pid_file())
         .arg("--host")
+        .arg(format!("unix://{}", node.socket().display()))
+        .arg("--host")
         .arg(node.host())
+        .arg("--tlsverify")
+        .arg("--tlscacert")
+        .arg(node.server_certs().join(ENGINE_CA_FILE))
+        .arg("--tlscert")
+        .arg(node.server_certs().join(ENGINE_CERT_FILE))
+        .arg("--tlskey")
+        .arg(node.server_certs().join(ENGINE_KEY_FILE))
         // A registry on the bridge (`--with-registry`'s) speaks plain HTTP: the nodes trust the
         // underlay as the private network it is.
         .arg("--insecure-registry")
@@ -410,12 +490,12 @@ async fn wait_for_registry(manager: &Engine) -> Result<()> {
     }
 }
 
-/// The node's engine once it answers, or an error with its log's tail.
+/// The node's engine once it answers over TLS, or an error with its log's tail.
 async fn wait_for_daemon(node: Node) -> Result<Engine> {
     let since = Instant::now();
     loop {
         if node.socket().exists() {
-            if let Ok(engine) = Engine::connect_at(&node.host(), "swarm").await {
+            if let Ok(engine) = Engine::connect_to(&node.engine_address(), "swarm").await {
                 return Ok(engine);
             }
         }
@@ -593,9 +673,10 @@ mod tests {
     fn nodes_are_named_addressed_and_given_roles_in_order() {
         assert_eq!(Node(1).name(), "pt-swarm-1");
         assert_eq!(Node(3).address(), "10.213.0.13");
+        assert_eq!(manager_host(), "tcp://10.213.0.11:2376");
         assert_eq!(
-            manager_host(),
-            "unix:///run/perf-tests-swarm/pt-swarm-1.sock"
+            Node(2).socket(),
+            Path::new("/run/perf-tests-swarm/pt-swarm-2.sock")
         );
         let roles: Vec<Option<&str>> = (1..=4).map(|i| Node(i).role()).collect();
         assert_eq!(roles, [Some("broker"), Some("proxy"), Some("load"), None]);

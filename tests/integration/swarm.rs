@@ -38,11 +38,25 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The environment that reaches the engine at `host` as the docker CLI reads it: a local
+/// swarm's node (`tcp://`) over TLS with the swarm's client certificate.
+fn engine_env(host: &str) -> Vec<(&'static str, String)> {
+    let mut env = vec![("DOCKER_HOST", host.to_string())];
+    if host.starts_with("tcp://") {
+        env.push(("DOCKER_TLS_VERIFY", "1".into()));
+        env.push((
+            "DOCKER_CERT_PATH",
+            local::client_certs().display().to_string(),
+        ));
+    }
+    env
+}
+
 /// The `docker` CLI against the engine at `host`; its stdout, the command having succeeded.
 fn docker_at(host: &str, args: &[&str]) -> String {
     let out = Command::new("docker")
         .args(args)
-        .env("DOCKER_HOST", host)
+        .envs(engine_env(host))
         .output()
         .unwrap();
     assert!(
@@ -108,7 +122,7 @@ async fn no_swarm_yet() -> ([std::fs::File; 2], Engine) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_local_swarm_of_three_nodes_carries_traffic_between_nodes_and_goes_away_whole() {
+async fn a_local_swarm_of_three_nodes_answers_only_over_tls_carries_traffic_and_goes_away_whole() {
     let (_locks, host) = no_swarm_yet().await;
     let image = perf_tests::ceiling::IMAGE;
 
@@ -149,7 +163,7 @@ async fn a_local_swarm_of_three_nodes_carries_traffic_between_nodes_and_goes_awa
     );
 
     // Three ready nodes, the first the manager, labelled in order.
-    let manager_engine = Engine::connect_at(&local::manager_host(), "swarm-test")
+    let manager_engine = Engine::connect_to(&Node(1).engine_address(), "swarm-test")
         .await
         .unwrap();
     let mut nodes = manager_engine.swarm_nodes().await.unwrap();
@@ -199,7 +213,7 @@ async fn a_local_swarm_of_three_nodes_carries_traffic_between_nodes_and_goes_awa
         ids.push(id);
     }
     for i in 1..=3 {
-        let node = Engine::connect_at(&Node(i).host(), "swarm-test")
+        let node = Engine::connect_to(&Node(i).engine_address(), "swarm-test")
             .await
             .unwrap();
         for (image, id) in images.iter().zip(&ids) {
@@ -223,6 +237,81 @@ async fn a_local_swarm_of_three_nodes_carries_traffic_between_nodes_and_goes_awa
         text(&out.stderr)
     );
     assert_eq!(manager_engine.swarm_nodes().await.unwrap().len(), 3);
+
+    // The nodes' engines answer on the network with TLS both ways, and nothing else gets in:
+    // each way in that fails is named with the address or the file at fault.
+    let doctor = |env: &[(&str, String)]| -> String {
+        let mut cmd = common::bin();
+        cmd.arg("doctor")
+            .env_remove("DOCKER_TLS_VERIFY")
+            .env_remove("DOCKER_CERT_PATH")
+            .env_remove("ENGINE_PLAIN_TCP");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        format!("{}{}", text(&out.stdout), text(&out.stderr))
+    };
+    let node_1 = local::manager_host();
+    let at = ("DOCKER_HOST", node_1.clone());
+    let said = doctor(std::slice::from_ref(&at));
+    assert!(
+        said.contains(&format!(
+            "DOCKER_HOST={node_1}: a plain TCP engine address that is not loopback"
+        )) && said.contains("ENGINE_PLAIN_TCP=1"),
+        "{said}"
+    );
+    let said = doctor(&[at.clone(), ("ENGINE_PLAIN_TCP", "1".into())]);
+    assert!(
+        said.contains(&format!("the engine at {node_1} speaks TLS")),
+        "{said}"
+    );
+    // Another CA's files: the engine's certificate is not vouched for; with the swarm's CA but
+    // another CA's client certificate, the engine refuses the client.
+    let other_ca = perf_tests::tls::Ca::new("another CA", 1).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    perf_tests::tls::write_engine_dir(
+        other.path(),
+        &other_ca,
+        perf_tests::tls::Usage::Client,
+        "intruder",
+        &[],
+        &[],
+    )
+    .unwrap();
+    let tls = |dir: &std::path::Path| {
+        [
+            at.clone(),
+            ("DOCKER_TLS_VERIFY", "1".to_string()),
+            ("DOCKER_CERT_PATH", dir.display().to_string()),
+        ]
+    };
+    let said = doctor(&tls(other.path()));
+    assert!(
+        said.contains(&format!(
+            "presented a certificate {} does not vouch for",
+            other.path().join("ca.pem").display()
+        )),
+        "{said}"
+    );
+    std::fs::copy(
+        local::client_certs().join("ca.pem"),
+        other.path().join("ca.pem"),
+    )
+    .unwrap();
+    let said = doctor(&tls(other.path()));
+    assert!(
+        said.contains(&format!(
+            "refused the client certificate {}",
+            other.path().join("cert.pem").display()
+        )),
+        "{said}"
+    );
+    let said = doctor(&tls(&local::client_certs()));
+    assert!(
+        said.contains(&node_1) && !said.contains("cannot reach"),
+        "{said}"
+    );
 
     // iperf3 from the load node to the broker node across an overlay network, by name.
     manager(&["network", "create", "-d", "overlay", "--attachable", "net"]);
@@ -332,7 +421,7 @@ async fn ctrl_c_while_the_swarm_is_made_removes_what_was_made() {
 /// `env`; its outcome.
 fn run_on(host: &str, results: &std::path::Path, env: &[(&str, &str)]) -> Output {
     common::perf_tests_run(results)
-        .env("DOCKER_HOST", host)
+        .envs(engine_env(host))
         .env("NUM_RECORDS", "5000")
         .envs(env.iter().copied())
         .output()
@@ -481,7 +570,7 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
 
     // The proxy killed on its node during the measurement ends the phase, naming it.
     let mut run = common::perf_tests_run(results.path());
-    run.env("DOCKER_HOST", &manager)
+    run.envs(engine_env(&manager))
         .env("ENGINE", "swarm")
         .env("TEST", "02-.*")
         .env("NUM_RECORDS", "1000000")
@@ -506,13 +595,13 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
                     "--filter",
                     "label=io.perf-tests.service=workload",
                 ])
-                .env("DOCKER_HOST", Node(3).host())
+                .envs(engine_env(&Node(3).host()))
                 .output()
                 .unwrap();
             text(&out.stdout).lines().any(|id| {
                 let top = Command::new("docker")
                     .args(["top", id, "-eo", "pid,args"])
-                    .env("DOCKER_HOST", Node(3).host())
+                    .envs(engine_env(&Node(3).host()))
                     .output()
                     .unwrap();
                 text(&top.stdout)
@@ -536,7 +625,7 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
 
     // Ctrl-C while the proxy's service is being made: exit 130 and nothing left on any node.
     let mut run = common::perf_tests_run(results.path());
-    run.env("DOCKER_HOST", &manager)
+    run.envs(engine_env(&manager))
         .env("ENGINE", "swarm")
         .env("TEST", "02-.*")
         .env("NUM_RECORDS", "5000");
