@@ -150,18 +150,11 @@ impl Ca {
     }
 }
 
-/// Writes `bytes` to `dir/file` and returns its path. An engine's key is the owner's only: it
-/// opens an engine to whoever holds it. (A run's server key stays readable: the proxy's
-/// container reads it under its own user, and it dies with the run.)
-fn write(dir: &Path, file: &str, bytes: &[u8]) -> Result<PathBuf> {
+/// Writes `bytes` to `dir/file` with permissions `mode` and returns its path.
+fn write(dir: &Path, file: &str, bytes: &[u8], mode: u32) -> Result<PathBuf> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let p = dir.join(file);
-    let mode = if file == ENGINE_KEY_FILE {
-        0o600
-    } else {
-        0o644
-    };
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -182,9 +175,10 @@ pub fn generate(dir: &Path, hosts: &[String]) -> Result<TlsFiles> {
     let (cert, key) = ca.issue(Usage::Server, &hosts[0], hosts, &[])?;
     Ok(TlsFiles {
         dir: dir.to_path_buf(),
-        ca: write(dir, CA_FILE, &ca.pem()?)?,
-        server_cert: write(dir, SERVER_CERT_FILE, &cert)?,
-        server_key: write(dir, SERVER_KEY_FILE, &key)?,
+        ca: write(dir, CA_FILE, &ca.pem()?, 0o644)?,
+        server_cert: write(dir, SERVER_CERT_FILE, &cert, 0o644)?,
+        // Readable: the proxy's container reads it under its own user; it dies with the run.
+        server_key: write(dir, SERVER_KEY_FILE, &key, 0o644)?,
     })
 }
 
@@ -207,9 +201,10 @@ pub fn write_engine_dir(
 ) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let (cert, key) = ca.issue(usage, cn, dns, ips)?;
-    write(dir, ENGINE_CA_FILE, &ca.pem()?)?;
-    write(dir, ENGINE_CERT_FILE, &cert)?;
-    write(dir, ENGINE_KEY_FILE, &key)?;
+    write(dir, ENGINE_CA_FILE, &ca.pem()?, 0o644)?;
+    write(dir, ENGINE_CERT_FILE, &cert, 0o644)?;
+    // The owner's only: it opens an engine to whoever holds it.
+    write(dir, ENGINE_KEY_FILE, &key, 0o600)?;
     Ok(dir.to_path_buf())
 }
 

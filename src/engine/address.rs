@@ -80,15 +80,6 @@ impl Address {
         }
     }
 
-    /// An address with no TLS, as a caller names it (`what` says where it came from).
-    pub fn plain(host: &str, what: &str) -> Address {
-        Address {
-            host: host.to_string(),
-            named_by: what.to_string(),
-            tls: None,
-        }
-    }
-
     /// Swarm node `node`'s engine at `host` (its [`super::ENGINE_LABEL`]): over TLS with the
     /// directory `certs` (its [`CERTS_LABEL`]) when given, else, for a TCP address, with the
     /// manager's files when the manager is reached over TLS.
@@ -239,59 +230,32 @@ fn is_loopback(authority: &str) -> bool {
 /// Reads the client's TLS files: each present and parsed, the key the certificate's, the
 /// certificate and the CA in date. Each fault names the file and where its directory was named.
 fn check_files(t: &ClientTls) -> Result<()> {
-    let path = |file: &str| t.dir.join(file);
-    let read = |file: &str| -> Result<Vec<u8>> {
-        std::fs::read(path(file)).with_context(|| {
-            format!(
-                "{} (the TLS files {} names): cannot read it",
-                path(file).display(),
-                t.named_by
-            )
-        })
+    // Every fault reads "<file> (<what named its directory>)...".
+    let at = |file: &str| format!("{} ({})", t.dir.join(file).display(), t.named_by);
+    let pem = |file: &str| -> Result<Vec<u8>> {
+        std::fs::read(t.dir.join(file)).with_context(|| format!("{}: cannot read it", at(file)))
     };
     let cert_at = |file: &str| -> Result<X509> {
-        X509::from_pem(&read(file)?).with_context(|| {
-            format!(
-                "{} ({}): not a PEM certificate",
-                path(file).display(),
-                t.named_by
-            )
-        })
+        X509::from_pem(&pem(file)?).with_context(|| format!("{}: not a PEM certificate", at(file)))
     };
     let ca = cert_at(ENGINE_CA_FILE)?;
     let cert = cert_at(ENGINE_CERT_FILE)?;
-    let key = PKey::private_key_from_pem(&read(ENGINE_KEY_FILE)?).with_context(|| {
-        format!(
-            "{} ({}): not a PEM private key",
-            path(ENGINE_KEY_FILE).display(),
-            t.named_by
-        )
-    })?;
+    let key = PKey::private_key_from_pem(&pem(ENGINE_KEY_FILE)?)
+        .with_context(|| format!("{}: not a PEM private key", at(ENGINE_KEY_FILE)))?;
     if !cert.public_key()?.public_eq(&key) {
         bail!(
-            "{} ({}) is not the key of {}",
-            path(ENGINE_KEY_FILE).display(),
-            t.named_by,
-            path(ENGINE_CERT_FILE).display()
+            "{} is not the key of {}",
+            at(ENGINE_KEY_FILE),
+            t.dir.join(ENGINE_CERT_FILE).display()
         );
     }
     let now = Asn1Time::days_from_now(0)?;
     for (file, c) in [(ENGINE_CA_FILE, &ca), (ENGINE_CERT_FILE, &cert)] {
         if c.not_after() < now {
-            bail!(
-                "{} ({}) expired on {}",
-                path(file).display(),
-                t.named_by,
-                c.not_after()
-            );
+            bail!("{} expired on {}", at(file), c.not_after());
         }
         if c.not_before() > now {
-            bail!(
-                "{} ({}) is valid only from {}",
-                path(file).display(),
-                t.named_by,
-                c.not_before()
-            );
+            bail!("{} is valid only from {}", at(file), c.not_before());
         }
     }
     Ok(())
@@ -302,6 +266,15 @@ mod tests {
     use super::*;
     use crate::tls::{write_engine_dir, Ca, Usage};
     use std::path::Path;
+
+    /// An address from `DOCKER_HOST` with no TLS.
+    fn plain(host: &str) -> Address {
+        Address {
+            host: host.to_string(),
+            named_by: "DOCKER_HOST".into(),
+            tls: None,
+        }
+    }
 
     fn with_tls(dir: &Path) -> Address {
         Address {
@@ -336,28 +309,16 @@ mod tests {
 
     #[test]
     fn a_plain_tcp_address_off_this_machine_is_refused_naming_the_way_out() {
-        let err = format!(
-            "{:#}",
-            Address::plain("tcp://10.0.0.5:2375", "DOCKER_HOST")
-                .client()
-                .unwrap_err()
-        );
+        let err = format!("{:#}", plain("tcp://10.0.0.5:2375").client().unwrap_err());
         assert!(err.contains("DOCKER_HOST=tcp://10.0.0.5:2375"), "{err}");
         assert!(err.contains("DOCKER_TLS_VERIFY=1"), "{err}");
         assert!(err.contains(PLAIN_TCP_VAR), "{err}");
-        assert!(Address::plain("tcp://127.0.0.1:2375", "DOCKER_HOST")
-            .client()
-            .is_ok());
+        assert!(plain("tcp://127.0.0.1:2375").client().is_ok());
     }
 
     #[test]
     fn other_schemes_and_tls_on_a_socket_are_refused() {
-        let err = format!(
-            "{:#}",
-            Address::plain("ssh://me@host", "DOCKER_HOST")
-                .client()
-                .unwrap_err()
-        );
+        let err = format!("{:#}", plain("ssh://me@host").client().unwrap_err());
         assert!(err.contains("ssh:// is not supported"), "{err}");
         let dir = tempfile::tempdir().unwrap();
         let mut a = with_tls(dir.path());
@@ -489,7 +450,7 @@ mod tests {
             unknown.contains("/c/ca.pem does not vouch for"),
             "{unknown}"
         );
-        let plain = Address::plain("tcp://127.0.0.1:2376", "DOCKER_HOST");
+        let plain = plain("tcp://127.0.0.1:2376");
         let said = plain
             .explain("Client sent an HTTP request to an HTTPS server.")
             .unwrap();

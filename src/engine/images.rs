@@ -111,7 +111,7 @@ impl Engine {
     /// that image id; returns whether it copied.
     pub async fn copy_image_to(&self, target: &Engine, reference: &str) -> Result<bool> {
         let Some(id) = self.image_id(reference).await? else {
-            bail!("image {reference} is not on the engine at {}", self.host);
+            bail!("image {reference} is not on the engine at {}", self.host());
         };
         if target.image_id(reference).await?.as_deref() == Some(id.as_str()) {
             return Ok(false);
@@ -126,13 +126,14 @@ impl Engine {
             let info = item.with_context(|| {
                 format!(
                     "copying image {reference} from {} to {}",
-                    self.host, target.host
+                    self.host(),
+                    target.host()
                 )
             })?;
             if let Some(detail) = info.error_detail {
                 bail!(
                     "copying image {reference} to {}: {}",
-                    target.host,
+                    target.host(),
                     detail.message.unwrap_or_default()
                 );
             }
@@ -147,7 +148,7 @@ impl Engine {
             Some(found) if found == id => Ok(()),
             other => bail!(
                 "image {reference} was {how} to {} but reads as {other:?} there, not {id}",
-                self.host
+                self.host()
             ),
         }
     }
@@ -164,11 +165,11 @@ impl Engine {
             }) => Ok(()),
             Err(bollard::errors::Error::DockerResponseServerError { message, .. }) => bail!(
                 "the engine at {} cannot use registry {registry}: {message}",
-                self.host
+                self.host()
             ),
             Err(e) => Err(anyhow::Error::new(e).context(format!(
                 "asking the engine at {} for registry {registry}",
-                self.host
+                self.host()
             ))),
         }
     }
@@ -188,7 +189,7 @@ impl Engine {
             item.with_context(|| {
                 format!(
                     "pushing image {reference} to {remote} from the engine at {}",
-                    self.host
+                    self.host()
                 )
             })?;
         }
@@ -208,7 +209,9 @@ impl Engine {
             None,
         );
         while let Some(item) = pull.next().await {
-            item.with_context(|| format!("pulling image {remote} to the engine at {}", self.host))?;
+            item.with_context(|| {
+                format!("pulling image {remote} to the engine at {}", self.host())
+            })?;
         }
         self.tag(remote, reference).await?;
         self.expect_image(reference, id, "pulled").await
@@ -228,7 +231,7 @@ impl Engine {
                 ),
             )
             .await
-            .with_context(|| format!("tagging image {from} as {to} at {}", self.host))
+            .with_context(|| format!("tagging image {from} as {to} at {}", self.host()))
     }
 
     /// The CPUs the engine's host has, as the engine reports them.

@@ -124,8 +124,8 @@ pub struct EngineFacts {
 pub struct Engine {
     docker: Docker,
     run_id: String,
-    host: String,
-    /// How it was reached: a swarm's nodes are reached with the manager's TLS files by default.
+    /// How it was reached (its `host` is what messages name); a swarm's nodes are reached with
+    /// the manager's TLS files by default.
     address: Address,
     /// On a swarm ([`Engine::swarm`]): every node's engine, and which runs each container.
     swarm: Option<nodes::SwarmView>,
@@ -134,7 +134,7 @@ pub struct Engine {
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("host", &self.host)
+            .field("host", &self.address.host)
             .field("run_id", &self.run_id)
             .finish()
     }
@@ -147,23 +147,11 @@ impl Engine {
         Engine::connect_to(&Address::from_env(), run_id).await
     }
 
-    /// Connects to the engine at `host` (`unix://…`, or `tcp://…` without TLS) and negotiates
-    /// the API version.
-    pub async fn connect_at(host: &str, run_id: &str) -> Result<Engine> {
-        Engine::connect_to(&Address::plain(host, "the engine's address"), run_id).await
-    }
-
     /// Connects to the engine at `address` and negotiates the API version. A failure says what
     /// it most likely means (TLS on one side only, a certificate refused) when it can tell.
     pub async fn connect_to(address: &Address, run_id: &str) -> Result<Engine> {
         let docker = address.client()?;
-        let unreachable = |e: &dyn std::error::Error| {
-            let mut text = e.to_string();
-            let mut source = e.source();
-            while let Some(s) = source {
-                text.push_str(&format!(": {s}"));
-                source = s.source();
-            }
+        let unreachable = |text: String| {
             let hint = address.explain(&text).unwrap_or_else(|| {
                 "is it running? set DOCKER_HOST to use another engine".to_string()
             });
@@ -175,19 +163,13 @@ impl Engine {
         let docker =
             match tokio::time::timeout(Duration::from_secs(15), docker.negotiate_version()).await {
                 Ok(Ok(d)) => d,
-                Ok(Err(e)) => return Err(unreachable(&e)),
-                Err(_) => {
-                    return Err(anyhow::anyhow!(
-                        "cannot reach the Docker engine at {}: no answer within 15 s; is it \
-                         running? set DOCKER_HOST to use another engine",
-                        address.describe()
-                    ))
-                }
+                // The whole chain: a TLS failure's cause is only in the sources.
+                Ok(Err(e)) => return Err(unreachable(format!("{:#}", anyhow::Error::new(e)))),
+                Err(_) => return Err(unreachable("no answer within 15 s".into())),
             };
         Ok(Engine {
             docker,
             run_id: run_id.to_string(),
-            host: address.host.clone(),
             address: address.clone(),
             swarm: None,
         })
@@ -200,7 +182,7 @@ impl Engine {
 
     /// Where the engine is (`DOCKER_HOST` or the default socket).
     pub fn host(&self) -> &str {
-        &self.host
+        &self.address.host
     }
 
     /// Engine version and API version, e.g. `20.10.24 (API 1.41)`.
@@ -242,7 +224,7 @@ impl Engine {
     /// Whether the engine runs on this host (its socket is local), so that its disk is this
     /// host's.
     pub fn is_local(&self) -> bool {
-        self.host.starts_with("unix://") || self.host.starts_with("npipe://")
+        self.host().starts_with("unix://") || self.host().starts_with("npipe://")
     }
 
     /// The labels every resource of this run carries: the run id, the managed mark and this

@@ -34,13 +34,19 @@ pub struct NodeEngine {
 /// Every node, its engine connection and the node each known container runs on.
 pub(super) struct Nodes {
     pub(super) list: Vec<NodeEngine>,
-    dockers: Vec<Option<Docker>>,
-    /// How each node's engine is reached, where it is.
-    addresses: Vec<Option<Address>>,
+    /// Each node's engine connection and how it was reached, where it is.
+    reached: Vec<Option<(Docker, Address)>>,
     /// The manager's index: services, networks and configs are its.
     manager: usize,
     /// Container id → index in `list`.
     placed: Mutex<HashMap<String, usize>>,
+}
+
+impl Nodes {
+    /// Node `at`'s engine connection, where it is reached.
+    fn docker(&self, at: usize) -> Option<Docker> {
+        self.reached[at].as_ref().map(|(d, _)| d.clone())
+    }
 }
 
 /// Which swarm an engine belongs to and which node's engine it is.
@@ -66,7 +72,7 @@ impl Engine {
                 "ENGINE=swarm: the engine at {} (DOCKER_HOST) is in no swarm (its swarm state: \
                  {}); `perf-tests swarm local` makes one on this machine, or point DOCKER_HOST \
                  at a swarm manager",
-                self.host,
+                self.host(),
                 if state.is_empty() { "inactive" } else { &state }
             );
         }
@@ -74,17 +80,16 @@ impl Engine {
             bail!(
                 "ENGINE=swarm: the engine at {} (DOCKER_HOST) is a swarm worker; point \
                  DOCKER_HOST at a manager (`docker node ls` on it lists the managers)",
-                self.host
+                self.address.host
             );
         }
         let mut list = Vec::new();
-        let mut dockers = Vec::new();
-        let mut addresses = Vec::new();
+        let mut reached = Vec::new();
         let mut at = 0;
         for node in self.swarm_nodes().await? {
-            let (docker, address) = if node.id == me {
+            let engine = if node.id == me {
                 at = list.len();
-                (Some(self.docker.clone()), Some(self.address.clone()))
+                Some((self.docker.clone(), self.address.clone()))
             } else if let Some(host) = node.labels.get(ENGINE_LABEL) {
                 let address = Address::node(
                     &node.hostname,
@@ -101,31 +106,24 @@ impl Engine {
                             node.hostname
                         )
                     })?;
-                (Some(engine.docker), Some(address))
+                Some((engine.docker, address))
             } else {
-                (None, None)
-            };
-            let host = if node.id == me {
-                Some(self.host.clone())
-            } else {
-                node.labels.get(ENGINE_LABEL).cloned()
+                None
             };
             list.push(NodeEngine {
                 id: node.id,
                 hostname: node.hostname,
                 ready: node.ready,
                 labels: node.labels,
-                host,
+                host: engine.as_ref().map(|(_, a)| a.host.clone()),
             });
-            dockers.push(docker);
-            addresses.push(address);
+            reached.push(engine);
         }
         let mut engine = self.clone();
         engine.swarm = Some(SwarmView {
             nodes: Arc::new(Nodes {
                 list,
-                dockers,
-                addresses,
+                reached,
                 manager: at,
                 placed: Mutex::new(HashMap::new()),
             }),
@@ -149,7 +147,7 @@ impl Engine {
             .docker
             .info()
             .await
-            .with_context(|| format!("cannot query the Docker engine at {}", self.host))?;
+            .with_context(|| format!("cannot query the Docker engine at {}", self.host()))?;
         let swarm = info.swarm.unwrap_or_default();
         Ok((
             swarm
@@ -180,7 +178,7 @@ impl Engine {
         let Some(at) = view.nodes.list.iter().position(|n| n.hostname == hostname) else {
             bail!("the swarm has no node named {hostname}");
         };
-        let Some(docker) = view.nodes.dockers[at].clone() else {
+        let Some((docker, address)) = view.nodes.reached[at].clone() else {
             bail!(
                 "swarm node {hostname} has no {ENGINE_LABEL} label, so its engine cannot be \
                  reached (`docker node update --label-add {ENGINE_LABEL}=tcp://<address>:2376 \
@@ -189,10 +187,7 @@ impl Engine {
         };
         Ok(Engine {
             docker,
-            host: view.nodes.list[at].host.clone().unwrap_or_default(),
-            address: view.nodes.addresses[at]
-                .clone()
-                .unwrap_or_else(|| self.address.clone()),
+            address,
             run_id: self.run_id.clone(),
             swarm: Some(SwarmView {
                 nodes: view.nodes.clone(),
@@ -205,7 +200,7 @@ impl Engine {
     pub(super) fn manager(&self) -> Docker {
         self.swarm
             .as_ref()
-            .and_then(|v| v.nodes.dockers[v.nodes.manager].clone())
+            .and_then(|v| v.nodes.docker(v.nodes.manager))
             .unwrap_or_else(|| self.docker.clone())
     }
 
@@ -215,10 +210,10 @@ impl Engine {
             None => vec![(None, self.docker.clone())],
             Some(view) => view
                 .nodes
-                .dockers
+                .reached
                 .iter()
                 .enumerate()
-                .filter_map(|(i, d)| Some((Some(i), d.clone()?)))
+                .filter_map(|(i, r)| Some((Some(i), r.as_ref()?.0.clone())))
                 .collect(),
         }
     }
@@ -264,7 +259,7 @@ impl Engine {
             .lock()
             .ok()
             .and_then(|p| p.get(container).copied())
-            .and_then(|at| view.nodes.dockers[at].clone())
+            .and_then(|at| view.nodes.docker(at))
             .unwrap_or_else(|| self.docker.clone())
     }
 }

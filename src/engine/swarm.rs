@@ -36,7 +36,7 @@ impl Engine {
                 ..Default::default()
             })
             .await
-            .with_context(|| format!("the engine at {} cannot start a swarm", self.host))?;
+            .with_context(|| format!("the engine at {} cannot start a swarm", self.host()))?;
         Ok(())
     }
 
@@ -46,7 +46,7 @@ impl Engine {
             .docker
             .inspect_swarm()
             .await
-            .with_context(|| format!("the engine at {} is no swarm manager", self.host))?;
+            .with_context(|| format!("the engine at {} is no swarm manager", self.host()))?;
         swarm
             .join_tokens
             .and_then(|t| t.worker)
@@ -68,7 +68,7 @@ impl Engine {
             .with_context(|| {
                 format!(
                     "the engine at {} cannot join the swarm managed at {manager}",
-                    self.host
+                    self.host()
                 )
             })?;
         Ok(())
@@ -81,7 +81,7 @@ impl Engine {
                 LeaveSwarmOptionsBuilder::default().force(true).build(),
             ))
             .await
-            .with_context(|| format!("the engine at {} cannot leave its swarm", self.host))?;
+            .with_context(|| format!("the engine at {} cannot leave its swarm", self.host()))?;
         Ok(())
     }
 
@@ -91,7 +91,7 @@ impl Engine {
             .docker
             .list_nodes(None)
             .await
-            .with_context(|| format!("the engine at {} is no swarm manager", self.host))?;
+            .with_context(|| format!("the engine at {} is no swarm manager", self.host()))?;
         Ok(nodes
             .into_iter()
             .map(|n| {

@@ -24,43 +24,31 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// The default suite's broker configuration (`broker1`'s environment in
-/// compose/kroxylicious.yaml), one combined broker and controller with clients at `host:port`
-/// and the controller at `host:controller`; a small heap, since tests send few records.
+/// The default suite's broker configuration (`broker1`'s environment, as the suite's plan
+/// reads it from compose/kroxylicious.yaml), one combined broker and controller with clients at
+/// `host:port` and the controller at `host:controller`; a small heap, since tests send few
+/// records.
 pub fn kafka_env(host: &str, port: u16, controller: u16) -> Vec<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("compose/kroxylicious.yaml");
-    let compose: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let environment = compose["services"]["broker1"]["environment"]
-        .as_mapping()
-        .unwrap_or_else(|| panic!("{}: broker1 has an environment", path.display()));
+    let settings = perf_tests::settings::Settings {
+        scenarios: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/kroxylicious"),
+        ..perf_tests::settings::Settings::without_commit()
+    };
+    let plan = perf_tests::plan::plan(&settings, "test-broker").expect("the default suite plans");
     let ours = [
-        (
-            "KAFKA_LISTENERS",
-            format!("PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller}"),
-        ),
-        (
-            "KAFKA_ADVERTISED_LISTENERS",
-            format!("PLAINTEXT://{host}:{port}"),
-        ),
-        (
-            "KAFKA_CONTROLLER_QUORUM_VOTERS",
-            format!("1@{host}:{controller}"),
-        ),
-        ("KAFKA_HEAP_OPTS", "-Xmx256m -Xms256m".to_string()),
+        format!("KAFKA_LISTENERS=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller}"),
+        format!("KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://{host}:{port}"),
+        format!("KAFKA_CONTROLLER_QUORUM_VOTERS=1@{host}:{controller}"),
+        "KAFKA_HEAP_OPTS=-Xmx256m -Xms256m".to_string(),
     ];
-    let mut vars: Vec<String> = environment
+    let name = |var: &str| var.split('=').next().unwrap_or_default().to_string();
+    let overridden: Vec<String> = ours.iter().map(|v| name(v)).collect();
+    let mut vars: Vec<String> = plan.project.services["broker1"]
+        .environment
         .iter()
-        .filter_map(|(k, v)| {
-            let k = k.as_str()?;
-            let v = match v {
-                serde_yaml::Value::String(s) => s.clone(),
-                other => serde_yaml::to_string(other).ok()?.trim().to_string(),
-            };
-            (!ours.iter().any(|(name, _)| *name == k)).then(|| format!("{k}={v}"))
-        })
+        .filter(|v| !overridden.contains(&name(v)))
+        .cloned()
         .collect();
-    vars.extend(ours.iter().map(|(k, v)| format!("{k}={v}")));
+    vars.extend(ours);
     vars
 }
 
