@@ -7,7 +7,8 @@
 //! The server runs in the receiving service's own network namespace (`container:<id>`), so the
 //! traffic crosses that container's interface, not a stand-in's; the client runs in the sending
 //! service's namespace, or for the load generator as a container on the run's network with the
-//! load generator's CPUs.
+//! load generator's CPUs. On a swarm each end runs through the engine of its node (the load
+//! generator's on the load node), so a hop between nodes crosses the network between them.
 
 use std::time::{Duration, Instant};
 
@@ -86,15 +87,27 @@ pub fn host(endpoint: &str) -> &str {
         .unwrap_or(endpoint)
 }
 
-/// Measures `pair` on `network`; the load generator's position runs on `cpuset`.
+/// The engines a pair is measured through: the receiver's and the sender's (on a swarm, the
+/// engines of the nodes they run on; the same engine otherwise).
+pub struct Ends<'a> {
+    pub server: &'a Engine,
+    pub client: &'a Engine,
+}
+
+/// Measures `pair` on `network` through `ends`; the load generator's position runs on `cpuset`.
+/// On a swarm the ceiling names the nodes of both ends.
 pub async fn measure(
-    engine: &Engine,
+    ends: Ends<'_>,
     network: &str,
     cpuset: Option<String>,
     pair: &Pair,
 ) -> Result<NetworkCeiling> {
     let (from, to) = (pair.hop.sender(), pair.hop.to.as_str());
     let what = format!("the network ceiling from {from} to {to}");
+    let Ends {
+        server: engine,
+        client,
+    } = ends;
     let server = engine
         .start_detached(OneOff {
             image: IMAGE.to_string(),
@@ -112,7 +125,7 @@ pub async fn measure(
         .with_context(|| format!("starting the iperf3 server for {what}"))?;
     let result = async {
         wait_listening(engine, &server).await?;
-        let out = engine
+        let out = client
             .run_oneoff(
                 OneOff {
                     image: IMAGE.to_string(),
@@ -160,7 +173,11 @@ pub async fn measure(
     let removed = engine.remove_container(&server).await;
     let ceiling = result.with_context(|| format!("measuring {what}"))?;
     removed.with_context(|| format!("removing the iperf3 server of {what}"))?;
-    Ok(ceiling)
+    Ok(NetworkCeiling {
+        from_node: client.node().map(String::from),
+        to_node: engine.node().map(String::from),
+        ..ceiling
+    })
 }
 
 /// Waits for the server's own "listening" line, so the client never races its start; a server
@@ -248,6 +265,8 @@ pub fn parse(json: &str, from: &str, to: &str) -> Result<NetworkCeiling> {
     Ok(NetworkCeiling {
         from: from.to_string(),
         to: to.to_string(),
+        from_node: None,
+        to_node: None,
         mib_s: end.sum_received.bits_per_second / 8.0 / (1024.0 * 1024.0),
         rtt_ms: (!rtts.is_empty()).then(|| rtts.iter().sum::<f64>() / rtts.len() as f64 / 1000.0),
         retransmits: end.sum_sent.and_then(|s| s.retransmits),

@@ -44,6 +44,7 @@ pub mod export;
 pub mod gc;
 pub mod images;
 pub mod jvm_threads;
+pub mod machine;
 pub mod matrix;
 pub mod metrics;
 pub mod model;

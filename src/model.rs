@@ -555,6 +555,12 @@ pub struct NetworkCeiling {
     pub from: String,
     /// The receiving service.
     pub to: String,
+    /// The swarm node the sender ran on; absent off a swarm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_node: Option<String>,
+    /// The swarm node the receiver ran on; absent off a swarm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_node: Option<String>,
     /// What the receiver got, MiB/s.
     pub mib_s: f64,
     /// The sender's mean TCP round-trip time, when the kernel reports it.

@@ -205,14 +205,19 @@ pub fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
 /// the other way); `None` when nothing was measured.
 pub fn network_table(results: &[ScenarioResult]) -> Option<TableData> {
     let share = |rate: f64, ceiling: f64| format!("{:.1}", 100.0 * rate / ceiling);
+    // On a swarm each end is named with its node.
+    let at = |who: &String, node: &Option<String>| match node {
+        Some(node) => format!("{who} on {node}"),
+        None => who.clone(),
+    };
     let rows: Vec<Vec<String>> = results
         .iter()
         .flat_map(|r| {
             r.network.iter().map(move |n| {
                 vec![
                     r.label(),
-                    n.from.clone(),
-                    n.to.clone(),
+                    at(&n.from, &n.from_node),
+                    at(&n.to, &n.to_node),
                     format!("{:.1}", n.mib_s),
                     n.rtt_ms.map_or("n/a".into(), |t| format!("{t:.3}")),
                     n.retransmits.map_or("n/a".into(), |t| t.to_string()),
@@ -965,6 +970,8 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             crate::model::NetworkCeiling {
                 from: "load generator".into(),
                 to: "proxy".into(),
+                from_node: None,
+                to_node: None,
                 mib_s: producer * 4.0,
                 rtt_ms: Some(0.0881),
                 retransmits: Some(12),
@@ -973,6 +980,8 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
             crate::model::NetworkCeiling {
                 from: "proxy".into(),
                 to: "broker".into(),
+                from_node: Some("pt-swarm-2".into()),
+                to_node: Some("pt-swarm-1".into()),
                 mib_s: consumer * 8.0,
                 rtt_ms: None,
                 retransmits: None,
@@ -985,6 +994,11 @@ Name           Requested  Acknowledged  End offsets  Consumed  Failed sends
         assert_eq!(&row(0)[..3], ["02-no-filters", "load generator", "proxy"]);
         assert_eq!((row(0)[4], row(0)[5], row(0)[6]), ("0.088", "12", "25.0"));
         assert_eq!((row(1)[4], row(1)[5], row(1)[7]), ("n/a", "n/a", "12.5"));
+        // On a swarm, each end with its node.
+        assert_eq!(
+            &row(1)[1..3],
+            ["proxy on pt-swarm-2", "broker on pt-swarm-1"]
+        );
         assert!(render_text(&results).contains("Network Ceiling\nName"));
     }
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::ScenarioResult;
 use crate::settings::Settings;
 
-/// Facts about the machine a run was measured on.
+/// Facts about the machine perf-tests ran on (the engines' machines are [`NodeFacts`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct HostFacts {
@@ -22,45 +22,56 @@ pub struct HostFacts {
     pub os: String,
     /// CPU architecture, e.g. `x86_64`.
     pub arch: String,
+    /// CPU model, from /proc/cpuinfo where available.
+    pub cpu_model: Option<String>,
     /// CPUs available to this process.
     pub cpus: usize,
     /// Total memory in bytes, from /proc/meminfo where available.
     pub memory_bytes: Option<u64>,
-    /// Docker Engine version, when the engine answered.
-    pub docker_engine_version: Option<String>,
+    /// Kernel release, where available.
+    pub kernel: Option<String>,
 }
 
 impl HostFacts {
-    /// Collects the facts of this machine; the engine version is supplied by the caller.
-    pub fn collect(docker_engine_version: Option<String>) -> HostFacts {
-        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|s| s.trim().to_string())
-            .ok()
-            .or_else(|| std::env::var("HOSTNAME").ok())
-            .unwrap_or_else(|| "unknown".to_string());
+    /// Collects the facts of this machine.
+    pub fn collect() -> HostFacts {
         HostFacts {
-            hostname,
+            hostname: crate::machine::hostname().unwrap_or_else(|| "unknown".to_string()),
             os: std::env::consts::OS.to_string(),
             arch: std::env::consts::ARCH.to_string(),
+            cpu_model: crate::machine::cpu_model(),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            memory_bytes: std::fs::read_to_string("/proc/meminfo")
-                .ok()
-                .and_then(|text| mem_total_bytes(&text)),
-            docker_engine_version,
+            memory_bytes: crate::machine::memory_bytes(),
+            kernel: crate::machine::kernel(),
         }
     }
 }
 
-/// `MemTotal` of a /proc/meminfo text, in bytes.
-fn mem_total_bytes(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let mut parts = line["MemTotal:".len()..].split_whitespace();
-    let value: u64 = parts.next()?.parse().ok()?;
-    match parts.next() {
-        Some("kB") => Some(value * 1024),
-        None => Some(value),
-        _ => None,
-    }
+/// Facts about the machine of an engine the run's containers ran on: the engine's own (one off
+/// a swarm), or each swarm node's that the run placed anything on. Two runs on different
+/// hardware are told apart by these.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
+pub struct NodeFacts {
+    /// The engine host's name (a swarm node's host name).
+    pub name: String,
+    /// The swarm roles the run gave the node (`perf-tests.role`: broker, proxy, load); empty
+    /// off a swarm.
+    pub roles: Vec<String>,
+    /// CPU model, as the node's /proc/cpuinfo names it; `None` where it names none.
+    pub cpu_model: Option<String>,
+    /// CPUs of the node, as its engine reports them.
+    pub cpus: usize,
+    /// Total memory in bytes, as its engine reports it.
+    pub memory_bytes: u64,
+    /// Kernel release.
+    pub kernel: String,
+    /// Operating system, e.g. `Debian GNU/Linux 13 (trixie)`.
+    pub os: String,
+    /// CPU architecture, e.g. `x86_64`.
+    pub arch: String,
+    /// Docker Engine version.
+    pub engine_version: String,
 }
 
 /// The file of a run directory that describes the run (readers find run directories by it).
@@ -83,8 +94,11 @@ pub struct RunInfo {
     /// Version of perf-tests.
     #[serde(default)]
     pub tool_version: String,
-    /// The machine measured on.
+    /// The machine perf-tests ran on.
     pub host: HostFacts,
+    /// The machines of the engines the run's containers ran on.
+    #[serde(default)]
+    pub nodes: Vec<NodeFacts>,
     /// RFC 3339, UTC.
     #[serde(default)]
     pub started_at: String,
@@ -119,7 +133,7 @@ pub fn profiles_staging(results_dir: &Path, run_id: &str) -> PathBuf {
 /// The layout of the results' JSON files: raised whenever a field changes its meaning or its
 /// shape, or goes, so that a reader knows which layout a file has. Files written before the
 /// version was recorded have none: they are version 1.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// A record as it is written: its layout's version beside its own fields.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -249,6 +263,7 @@ impl RunInfo {
             settings: settings.clone(),
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             host,
+            nodes: Vec::new(),
             started_at: rfc3339(started_at),
             ended_at: rfc3339(ended_at),
             commit_id: settings.commit_id.clone(),
@@ -300,14 +315,20 @@ pub(crate) mod tests {
             ..Settings::default()
         };
         let start = Utc.with_ymd_and_hms(2025, 1, 2, 3, 4, 5).unwrap();
-        RunInfo::new(
+        let mut info = RunInfo::new(
             "20250102T030405Z-000000",
             &settings,
             Path::new("scenarios/kroxylicious"),
-            HostFacts::collect(Some("20.10.0".into())),
+            HostFacts::collect(),
             start,
             start + chrono::Duration::seconds(90),
-        )
+        );
+        info.nodes = vec![NodeFacts {
+            name: "engine-host".into(),
+            engine_version: "20.10.0".into(),
+            ..NodeFacts::default()
+        }];
+        info
     }
 
     #[test]
@@ -379,12 +400,5 @@ pub(crate) mod tests {
         value.as_object_mut().unwrap().remove("schema_version");
         std::fs::write(dir.path().join(RUN_FILE), value.to_string()).unwrap();
         assert_eq!(read_run_info(dir.path()).unwrap(), run);
-    }
-
-    #[test]
-    fn meminfo_total_is_read_in_bytes() {
-        let text = "MemTotal:        8040292 kB\nMemFree:  1 kB\n";
-        assert_eq!(mem_total_bytes(text), Some(8040292 * 1024));
-        assert_eq!(mem_total_bytes("nothing"), None);
     }
 }

@@ -379,15 +379,15 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
             return exit_code_of(&e);
         }
     };
-    let host = results::HostFacts::collect(output.engine_version);
     let mut info = results::RunInfo::new(
         &output.run_id,
         &plan.settings(),
         &plan.first().suite.dir,
-        host,
+        results::HostFacts::collect(),
         started,
         ended,
     );
+    info.nodes = output.nodes;
     info.sizing = sizing;
     info.sides = plan.first().sides.clone();
     let Some(failure) = output.failure else {
@@ -662,7 +662,7 @@ mod tests {
             ..Settings::default()
         };
         let now = chrono::Utc::now();
-        let host = results::HostFacts::collect(None);
+        let host = results::HostFacts::collect();
         results::RunInfo::new("run", &settings, Path::new("suite"), host, now, now)
     }
 

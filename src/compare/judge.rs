@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::load::Side;
 use crate::metrics::{self, Better, Metric};
 use crate::model::Measurement;
-use crate::results::{HostFacts, RunInfo};
+use crate::results::{HostFacts, NodeFacts, RunInfo};
 use crate::settings::SETTINGS;
 use crate::stats::{self, SIGNIFICANCE as ALPHA};
 
@@ -524,15 +524,24 @@ pub(super) fn or_unset<T: ToString>(v: &Option<T>) -> String {
 /// A named fact of a run record, as a person reads it.
 pub(super) type Fact<T> = (&'static str, fn(&T) -> String);
 
-/// Host facts that change what is measured.
+/// Facts of perf-tests' machine that change what is measured.
 pub(super) const COMPARED_HOST: [Fact<HostFacts>; 5] = [
     ("hostname", |h| h.hostname.clone()),
+    ("cpu_model", |h| or_unset(&h.cpu_model)),
     ("cpus", |h| h.cpus.to_string()),
     ("memory_bytes", |h| or_unset(&h.memory_bytes)),
     ("arch", |h| h.arch.clone()),
-    ("docker_engine_version", |h| {
-        or_unset(&h.docker_engine_version)
-    }),
+];
+
+/// Facts of the containers' machines that change what is measured, each swarm node's with its
+/// roles.
+pub(super) const COMPARED_NODE: [Fact<NodeFacts>; 6] = [
+    ("cpu_model", |n| or_unset(&n.cpu_model)),
+    ("cpus", |n| n.cpus.to_string()),
+    ("memory_bytes", |n| n.memory_bytes.to_string()),
+    ("kernel", |n| n.kernel.clone()),
+    ("arch", |n| n.arch.clone()),
+    ("engine_version", |n| n.engine_version.clone()),
 ];
 
 /// One warning per run of `side` that ended early, naming its directory and why.
@@ -550,16 +559,12 @@ pub(super) fn incomplete_runs(side: &Side) -> Vec<String> {
         .collect()
 }
 
-/// Warnings for incomplete runs, and for settings and host facts that differ between (or
-/// within) the two sides.
+/// Warnings for incomplete runs, and for settings, host facts and the containers' machines that
+/// differ between (or within) the two sides.
 pub(super) fn differences(base: &Side, new: &Side) -> Vec<String> {
     let mut out = incomplete_runs(base);
     out.extend(incomplete_runs(new));
-    let all = |side: &Side, f: &dyn Fn(&RunInfo) -> String| -> Vec<String> {
-        let mut v: Vec<String> = side.runs_info.iter().map(f).collect();
-        v.dedup();
-        v
-    };
+    let all = run_values;
     // Every setting that changes what is measured (the one table says which).
     for setting in SETTINGS.iter().filter(|s| s.measured) {
         let var = setting.var;
@@ -579,6 +584,83 @@ pub(super) fn differences(base: &Side, new: &Side) -> Vec<String> {
         if b != n {
             out.push(format!(
                 "hosts differ: {key} is {} in the base and {} in the new results",
+                b.join(" / "),
+                n.join(" / ")
+            ));
+        }
+    }
+    out.extend(machines_differ(base, new));
+    out
+}
+
+/// What `f` reads of each run of `side`, runs in a row alike said once.
+fn run_values(side: &Side, f: &dyn Fn(&RunInfo) -> String) -> Vec<String> {
+    let mut v: Vec<String> = side.runs_info.iter().map(f).collect();
+    v.dedup();
+    v
+}
+
+/// Warnings for the containers' machines of the two sides: their names and roles, then each
+/// fact of [`COMPARED_NODE`], node by node (a fact alike on every node said once); one warning
+/// instead for runs that did not record them.
+fn machines_differ(base: &Side, new: &Side) -> Vec<String> {
+    let all = run_values;
+    let unrecorded: Vec<String> = [base, new]
+        .iter()
+        .flat_map(|side| {
+            let dirs = side.runs.iter().map(|d| d.display().to_string());
+            side.runs_info
+                .iter()
+                .zip(dirs.chain(std::iter::repeat(side.dir.display().to_string())))
+        })
+        .filter(|(info, _)| info.nodes.is_empty())
+        .map(|(_, dir)| dir)
+        .collect();
+    if !unrecorded.is_empty() {
+        return vec![format!(
+            "the machines the containers ran on are not recorded in {} (results of an older \
+             layout), so a difference of hardware cannot be told",
+            unrecorded.join(", ")
+        )];
+    }
+    let each = |info: &RunInfo, f: &dyn Fn(&NodeFacts) -> String| -> String {
+        let values: Vec<String> = info.nodes.iter().map(f).collect();
+        if values.iter().all(|v| *v == values[0]) && info.nodes.len() > 1 {
+            format!("{} on every node", values[0])
+        } else {
+            // By role, not by name: two swarms of like machines under other names agree.
+            let by_role = info.nodes.iter().zip(values);
+            by_role
+                .map(|(n, v)| match n.roles.as_slice() {
+                    [] => v,
+                    roles => format!("{v} ({})", roles.join(", ")),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    let mut out = Vec::new();
+    let layout = |i: &RunInfo| {
+        let nodes = i.nodes.iter().map(|n| match n.roles.as_slice() {
+            [] => n.name.clone(),
+            roles => format!("{} ({})", n.name, roles.join(", ")),
+        });
+        nodes.collect::<Vec<_>>().join(", ")
+    };
+    let (b, n) = (all(base, &layout), all(new, &layout));
+    if b != n {
+        out.push(format!(
+            "machines differ: the containers ran on {} in the base and on {} in the new results",
+            b.join(" / "),
+            n.join(" / ")
+        ));
+    }
+    for (key, get) in COMPARED_NODE {
+        let f = |i: &RunInfo| each(i, &get);
+        let (b, n) = (all(base, &f), all(new, &f));
+        if b != n {
+            out.push(format!(
+                "machines differ: {key} is {} in the base and {} in the new results",
                 b.join(" / "),
                 n.join(" / ")
             ));

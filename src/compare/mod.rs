@@ -92,7 +92,7 @@ mod tests {
 
     use super::*;
     use crate::metrics::{self, Better};
-    use crate::results::{HostFacts, RunInfo};
+    use crate::results::{HostFacts, NodeFacts, RunInfo};
     use crate::settings::Settings;
     use crate::stats::SIGNIFICANCE as ALPHA;
 
@@ -124,6 +124,7 @@ mod tests {
                 cpus: 2,
                 ..HostFacts::default()
             },
+            nodes: vec![node("a", &[])],
             ..crate::results::tests::info("c")
         };
         let rep_runs = vec![vec![0; scale.len()]; base.len()];
@@ -134,6 +135,21 @@ mod tests {
             scenarios,
             rep_runs,
             references: vec!["01-no-proxy-baseline".into()],
+        }
+    }
+
+    /// A machine named `name` with `roles`, of one kind of hardware.
+    fn node(name: &str, roles: &[&str]) -> NodeFacts {
+        NodeFacts {
+            name: name.into(),
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+            cpu_model: Some("AMD EPYC 7763 64-Core Processor".into()),
+            cpus: 2,
+            memory_bytes: 25_000_000_000,
+            kernel: "6.12.48+deb13-amd64".into(),
+            os: "Debian GNU/Linux 13 (trixie)".into(),
+            arch: "x86_64".into(),
+            engine_version: "26.1.5+dfsg1".into(),
         }
     }
 
@@ -568,6 +584,64 @@ mod tests {
         assert!(c
             .markdown()
             .contains("> **Warning:** settings differ: NUM_RECORDS"));
+    }
+
+    #[test]
+    fn containers_on_other_machines_or_hardware_are_warned_about_by_role() {
+        let swarm = |names: [&str; 3]| {
+            let mut side = side(&[1.0]);
+            side.runs_info[0].nodes = vec![
+                node(names[0], &["broker"]),
+                node(names[1], &["proxy"]),
+                node(names[2], &["load"]),
+            ];
+            side
+        };
+        // Like machines under other names: only where the containers ran differs.
+        let c = compare(&swarm(["a1", "a2", "a3"]), &swarm(["b1", "b2", "b3"]), 5.0);
+        assert_eq!(
+            c.warnings,
+            [
+                "machines differ: the containers ran on a1 (broker), a2 (proxy), a3 (load) in the \
+              base and on b1 (broker), b2 (proxy), b3 (load) in the new results"
+            ]
+        );
+        // Another CPU on the proxy's node, another kernel on every node.
+        let base = swarm(["a1", "a2", "a3"]);
+        let mut new = swarm(["a1", "a2", "a3"]);
+        new.runs_info[0].nodes[1].cpu_model = Some("Intel(R) Xeon(R) Platinum 8370C".into());
+        for n in &mut new.runs_info[0].nodes {
+            n.kernel = "6.1.0-40-amd64".into();
+        }
+        assert_eq!(
+            compare(&base, &new, 5.0).warnings,
+            [
+                "machines differ: cpu_model is AMD EPYC 7763 64-Core Processor on every node in \
+                 the base and AMD EPYC 7763 64-Core Processor (broker), Intel(R) Xeon(R) \
+                 Platinum 8370C (proxy), AMD EPYC 7763 64-Core Processor (load) in the new \
+                 results",
+                "machines differ: kernel is 6.12.48+deb13-amd64 on every node in the base and \
+                 6.1.0-40-amd64 on every node in the new results",
+            ]
+        );
+        // One engine against another with fewer CPUs.
+        let mut new = side(&[1.0]);
+        new.runs_info[0].nodes[0].cpus = 4;
+        assert_eq!(
+            compare(&side(&[1.0]), &new, 5.0).warnings,
+            ["machines differ: cpus is 2 in the base and 4 in the new results"]
+        );
+        // Results that did not record them: said once.
+        let mut old = side(&[1.0]);
+        old.runs_info[0].nodes.clear();
+        old.dir = PathBuf::from("results/old");
+        assert_eq!(
+            compare(&old, &side(&[1.0]), 5.0).warnings,
+            [
+                "the machines the containers ran on are not recorded in results/old (results of \
+              an older layout), so a difference of hardware cannot be told"
+            ]
+        );
     }
 
     #[test]

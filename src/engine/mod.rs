@@ -107,6 +107,8 @@ pub const SWEEP_WITHIN: Duration = Duration::from_secs(10);
 /// The engine's own account of itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineFacts {
+    /// The engine host's name.
+    pub name: String,
     pub version: String,
     pub storage_driver: String,
     /// `1` or `2`.
@@ -117,6 +119,10 @@ pub struct EngineFacts {
     pub memory_bytes: u64,
     /// The engine host's architecture, e.g. `x86_64`.
     pub arch: String,
+    /// The engine host's kernel release, e.g. `6.12.48+deb13-amd64`.
+    pub kernel: String,
+    /// The engine host's operating system, e.g. `Debian GNU/Linux 13 (trixie)`.
+    pub os: String,
 }
 
 /// A connection to the Docker engine, tied to one run id.
@@ -185,20 +191,6 @@ impl Engine {
         &self.address.host
     }
 
-    /// Engine version and API version, e.g. `20.10.24 (API 1.41)`.
-    pub async fn version(&self) -> Result<String> {
-        let v = self
-            .docker
-            .version()
-            .await
-            .context("cannot query the Docker engine version")?;
-        Ok(format!(
-            "{} (API {})",
-            v.version.unwrap_or_else(|| "unknown".into()),
-            v.api_version.unwrap_or_else(|| "unknown".into())
-        ))
-    }
-
     /// What `perf-tests doctor` reports of the engine and checks against the run.
     pub async fn facts(&self) -> Result<EngineFacts> {
         let info = self
@@ -208,6 +200,7 @@ impl Engine {
             .context("cannot query the Docker engine's facts")?;
         let unknown = || "unknown".to_string();
         Ok(EngineFacts {
+            name: info.name.unwrap_or_else(unknown),
             version: info.server_version.unwrap_or_else(unknown),
             storage_driver: info.driver.unwrap_or_else(unknown),
             cgroup_version: info
@@ -218,6 +211,8 @@ impl Engine {
             cpus: info.ncpu.unwrap_or(0).max(0) as usize,
             memory_bytes: info.mem_total.unwrap_or(0).max(0) as u64,
             arch: info.architecture.unwrap_or_else(unknown),
+            kernel: info.kernel_version.unwrap_or_else(unknown),
+            os: info.operating_system.unwrap_or_else(unknown),
         })
     }
 

@@ -164,6 +164,12 @@ impl Engine {
         self.swarm.is_some()
     }
 
+    /// The host name of the swarm node this engine is, when it is a swarm's.
+    pub fn node(&self) -> Option<&str> {
+        let view = self.swarm.as_ref()?;
+        Some(&view.nodes.list[view.at].hostname)
+    }
+
     /// The swarm's nodes, when this engine is a swarm's ([`Engine::swarm`]).
     pub fn nodes(&self) -> &[NodeEngine] {
         self.swarm.as_ref().map_or(&[], |s| &s.nodes.list)

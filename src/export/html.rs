@@ -89,7 +89,7 @@ pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
         ("warnings", "Warnings"),
         ("images", "Images"),
         ("settings", "Settings"),
-        ("host", "Host"),
+        ("machines", "Machines"),
     ]);
     h.push_str("<nav>");
     for (id, name) in &sections {
@@ -152,35 +152,59 @@ pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
     let _ = writeln!(h, "<h2 id=\"settings\">Settings</h2>");
     h.push_str(&table_body(&settings_table(info)));
 
-    let _ = writeln!(h, "<h2 id=\"host\">Host</h2>");
-    let host = &info.host;
-    let facts = [
-        ("Host name", host.hostname.clone()),
-        ("System", format!("{} {}", host.os, host.arch)),
-        ("CPUs", host.cpus.to_string()),
-        (
-            "Memory",
-            host.memory_bytes
-                .map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64))
-                .unwrap_or_else(|| "unknown".into()),
-        ),
-        (
-            "Docker engine",
-            host.docker_engine_version
-                .clone()
-                .unwrap_or_else(|| "unknown".into()),
-        ),
-    ];
-    h.push_str(&table_body(&TableData {
-        title: "Host",
-        columns: vec!["Fact".into(), "Value".into()],
-        rows: facts
-            .into_iter()
-            .map(|(k, v)| vec![k.to_string(), v])
-            .collect(),
-    }));
+    let _ = writeln!(h, "<h2 id=\"machines\">Machines</h2>");
+    h.push_str(&table_body(&machines_table(info)));
     h.push_str("</body>\n</html>\n");
     h
+}
+
+/// The machine perf-tests ran on, then each engine's machine the run's containers ran on.
+fn machines_table(info: &RunInfo) -> TableData {
+    let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
+    let unknown = || "unknown".to_string();
+    let host = &info.host;
+    let mut rows = vec![vec![
+        host.hostname.clone(),
+        "perf-tests".to_string(),
+        host.cpu_model.clone().unwrap_or_else(unknown),
+        host.cpus.to_string(),
+        host.memory_bytes.map_or_else(unknown, gib),
+        host.kernel.clone().unwrap_or_else(unknown),
+        format!("{} {}", host.os, host.arch),
+        String::new(),
+    ]];
+    rows.extend(info.nodes.iter().map(|n| {
+        vec![
+            n.name.clone(),
+            if n.roles.is_empty() {
+                "containers".to_string()
+            } else {
+                format!("containers ({})", n.roles.join(", "))
+            },
+            n.cpu_model.clone().unwrap_or_else(unknown),
+            n.cpus.to_string(),
+            gib(n.memory_bytes),
+            n.kernel.clone(),
+            format!("{} {}", n.os, n.arch),
+            n.engine_version.clone(),
+        ]
+    }));
+    TableData {
+        title: "Machines",
+        columns: [
+            "Machine",
+            "Runs",
+            "CPU model",
+            "CPUs",
+            "Memory",
+            "Kernel",
+            "System",
+            "Docker engine",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
 }
 
 /// A table under its title; the first column (a scenario's or a setting's name) wraps, the

@@ -167,7 +167,7 @@ mod tests {
         assert_eq!(run["started_at"], "2025-01-02T03:04:05Z");
         assert_eq!(run["ended_at"], "2025-01-02T03:05:35Z");
         assert_eq!(run["settings"]["num_records"], 10_000_000);
-        assert_eq!(run["host"]["docker_engine_version"], "20.10.0");
+        assert_eq!(run["nodes"][0]["engine_version"], "20.10.0");
         assert_eq!(run["tool_version"], env!("CARGO_PKG_VERSION"));
         let back: ScenarioResult =
             serde_json::from_str(&std::fs::read_to_string(dir.join("02-no-filters.json")).unwrap())

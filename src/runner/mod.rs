@@ -22,12 +22,14 @@ use crate::driver::{flow, Endpoint, MeasureSpec, Session, VerifySpec, SAMPLE_REC
 use crate::engine::{self, is_engine_gone, Deployment, Engine};
 use crate::model::{Expect, Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
 use crate::plan::{self, Cell, Plan, PlannedScenario, RunPlan};
+use crate::results::NodeFacts;
 use crate::scenario::Step;
 use crate::settings::Settings;
 use crate::sweep;
 
 mod combine;
 mod guard;
+mod machines;
 mod placement;
 mod prepare;
 mod profiler;
@@ -55,8 +57,9 @@ impl Drop for RunDir {
 #[derive(Debug)]
 pub struct RunOutput {
     pub run_id: String,
-    /// The engine the run used, as it reports its version (recorded with the host facts).
-    pub engine_version: Option<String>,
+    /// The machines of the engines the run used (recorded beside the host's facts); empty when
+    /// the run ended before it read them.
+    pub nodes: Vec<NodeFacts>,
     pub results: Vec<ScenarioResult>,
     /// The failure or interruption that ended the run before every scenario completed.
     pub failure: Option<anyhow::Error>,
@@ -108,23 +111,29 @@ pub async fn run(run: &RunPlan) -> Result<RunOutput> {
     if run.cells[0].settings.engine == crate::settings::EngineKind::Swarm {
         engine = engine.swarm().await?;
     }
-    let engine_version = engine.version().await.ok();
     let completed = Completed::default();
-    let outcome = engine::interruptible(&engine, run_with(&engine, &run_id, run, &completed)).await;
+    let nodes = RefCell::new(Vec::new());
+    let outcome = engine::interruptible(
+        &engine,
+        run_with(&engine, &run_id, run, (&completed, &nodes)),
+    )
+    .await;
     crate::progress::finish();
     Ok(RunOutput {
         run_id,
-        engine_version,
+        nodes: nodes.take(),
         results: completed.take(),
         failure: outcome.err().map(|e| completed.name_interrupted(e)),
     })
 }
 
+/// [`run`] on `engine`: the scenarios' results go to `completed`, the machines' facts to `nodes`
+/// (both kept outside this future, which an interruption drops).
 async fn run_with(
     engine: &Engine,
     run_id: &str,
     run: &RunPlan,
-    completed: &Completed,
+    (completed, nodes): (&Completed, &RefCell<Vec<NodeFacts>>),
 ) -> Result<()> {
     let plan = run.first();
     let _run_dir = plan.tls_dir.parent().map(|d| RunDir(d.to_path_buf()));
@@ -150,16 +159,24 @@ async fn run_with(
     let mut deployment = Deployment::new(engine, plan.project.clone(), &project_name(run_id));
     let workload_engine = match &placement {
         Some(placement) => {
-            let mut workload = prepared.driver.images();
-            workload.push(prepared.workload_image.clone());
+            let workload = prepared.driver.images();
+            // The workload image reads each node's CPU model; iperf3 measures between nodes.
+            let mut everywhere = vec![prepared.workload_image.clone()];
+            if run.cells.iter().any(|c| c.settings.network_ceiling) {
+                everywhere.push(crate::ceiling::IMAGE.to_string());
+            }
             let plans: Vec<&Plan> = run.cells.iter().map(|c| &c.plan).collect();
             let registry = run.cells[0].settings.registry.as_deref();
-            placement::deliver_images(engine, &plans, placement, &workload, registry).await?;
+            let images = (workload.as_slice(), everywhere.as_slice());
+            placement::deliver_images(engine, &plans, placement, images, registry).await?;
             deployment.set_constraints(placement.constraints());
             engine.on_node(&placement.load_node)?
         }
         None => engine.clone(),
     };
+    phase("reading the machines' facts");
+    *nodes.borrow_mut() =
+        machines::node_facts(engine, placement.as_ref(), &prepared.workload_image).await?;
     let mut site = EngineSite {
         engine,
         workload_engine,
@@ -929,6 +946,8 @@ mod tests {
                 .map(|hop| crate::model::NetworkCeiling {
                     from: hop.sender().to_string(),
                     to: hop.to.clone(),
+                    from_node: None,
+                    to_node: None,
                     mib_s: 1000.0,
                     rtt_ms: Some(0.1),
                     retransmits: Some(0),

@@ -45,6 +45,17 @@ impl Placement {
             .map(|(s, role)| (s.clone(), format!("node.labels.{ROLE_LABEL}=={role}")))
             .collect()
     }
+
+    /// Every node the run may place anything on, with the roles it carries for the run.
+    pub(super) fn roles_by_node(&self) -> BTreeMap<String, Vec<String>> {
+        let mut by_node: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (role, nodes) in &self.nodes {
+            for node in nodes {
+                by_node.entry(node.clone()).or_default().push(role.clone());
+            }
+        }
+        by_node
+    }
 }
 
 /// Each service's role and the load generator's, with the setting or default that chose it.
@@ -175,13 +186,20 @@ pub(super) fn place(
 
 /// The images each node needs, by host name: a service's image in any of `plans` (a matrix's
 /// combinations may run other images) on every node of its role, `workload` (the load
-/// generator's images) on the load generator's node.
+/// generator's images) on the load generator's node, `everywhere` on every node of the run.
 fn wanted(
     plans: &[&Plan],
     placement: &Placement,
     workload: &[String],
+    everywhere: &[String],
 ) -> BTreeMap<String, BTreeSet<String>> {
     let mut wanted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for node in placement.roles_by_node().into_keys() {
+        wanted
+            .entry(node)
+            .or_default()
+            .extend(everywhere.iter().cloned());
+    }
     for (service, role) in &placement.roles {
         for plan in plans {
             let image = &plan.project.services[service].image;
@@ -235,10 +253,10 @@ pub(super) async fn deliver_images(
     engine: &Engine,
     plans: &[&Plan],
     placement: &Placement,
-    workload: &[String],
+    (workload, everywhere): (&[String], &[String]),
     registry: Option<&str>,
 ) -> Result<()> {
-    let wanted = wanted(plans, placement, workload);
+    let wanted = wanted(plans, placement, workload, everywhere);
     let Some(registry) = registry else {
         for (node, images) in &wanted {
             let target = engine.on_node(node)?;

@@ -354,14 +354,13 @@ impl Site for EngineSite<'_> {
         hops: &'a [crate::ceiling::Hop],
     ) -> LocalBoxFuture<'a, Result<Vec<NetworkCeiling>>> {
         Box::pin(async move {
-            if self.engine.is_swarm() {
-                crate::progress::println(
-                    "    network ceiling not measured: ENGINE=swarm (iperf3 runs beside the \
-                     containers of one engine only)",
-                );
-                return Ok(Vec::new());
-            }
             let network = self.deployment.network_name("default");
+            // Each end through its node's engine (the load generator's place through the load
+            // node's): the same engine off a swarm.
+            let engine_of = |container: &str| match self.engine.node_of(container) {
+                Some(node) => self.engine.on_node(&node),
+                None => Ok(self.engine.clone()),
+            };
             let container_of =
                 |service: &str| self.deployment.container_id(service).map(String::from);
             let mut measured = Vec::new();
@@ -375,8 +374,17 @@ impl Site for EngineSite<'_> {
                     ));
                     continue;
                 };
+                let server = engine_of(&pair.to_container)?;
+                let client = match &pair.from_container {
+                    Some(container) => engine_of(container)?,
+                    None => self.workload_engine.clone(),
+                };
+                let ends = crate::ceiling::Ends {
+                    server: &server,
+                    client: &client,
+                };
                 let cpuset = self.plan.workload_cpuset.clone();
-                measured.push(crate::ceiling::measure(self.engine, &network, cpuset, &pair).await?);
+                measured.push(crate::ceiling::measure(ends, &network, cpuset, &pair).await?);
             }
             Ok(measured)
         })

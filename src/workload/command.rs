@@ -59,6 +59,9 @@ pub enum WorkloadCommand {
     /// Check what the path does to records: produce samples through the endpoint, read them
     /// back through it and straight from the broker, compare with the expectation.
     Verify(VerifySpec),
+    /// Print the CPU model of the machine the container runs on (its host's, as a container
+    /// sees the host's /proc/cpuinfo).
+    CpuModel,
 }
 
 /// `probe`'s parameters.
@@ -235,6 +238,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             result_line(&())?
         }
         WorkloadCommand::Verify(spec) => result_line(&super::verify::verify(&spec).await?)?,
+        WorkloadCommand::CpuModel => result_line(&crate::machine::cpu_model())?,
     };
     println!("{line}");
     Ok(0)
@@ -336,6 +340,7 @@ mod tests {
             ],
         };
         round_trip(WorkloadCommand::Serve);
+        round_trip(WorkloadCommand::CpuModel);
         round_trip(WorkloadCommand::Probe(Probe {
             endpoint: endpoint.clone(),
             timeout: Seconds(Duration::from_millis(2500)),

@@ -146,7 +146,11 @@ async fn an_iperf3_that_cannot_listen_names_the_hop_quotes_iperf3_and_leaves_not
         to_container: holder.clone(),
     };
     let started = std::time::Instant::now();
-    let err = ceiling::measure(&engine, "bridge", None, &pair)
+    let ends = ceiling::Ends {
+        server: &engine,
+        client: &engine,
+    };
+    let err = ceiling::measure(ends, "bridge", None, &pair)
         .await
         .unwrap_err();
     let err = format!("{err:#}");

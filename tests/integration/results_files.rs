@@ -135,6 +135,16 @@ fn results_files_read_back_through_their_schemas_and_independent_readers() {
         .unwrap()
         .trim_matches('"');
     assert_eq!(info["tool_version"], version);
+    // The engine's machine, as this machine's own tools describe it (the engine runs here).
+    let nodes = info["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 1, "{nodes:?}");
+    let engine_version = common::docker_cli(&["version", "--format", "{{.Server.Version}}"]);
+    common::assert_node_is_this_machine(&nodes[0], engine_version.trim(), &[]);
+    assert_eq!(
+        nodes[0]["name"],
+        common::docker_cli(&["info", "--format", "{{.Name}}"]).trim(),
+        "{nodes:?}"
+    );
 
     // The interval log, as HdrHistogram's Python implementation reads it.
     let intervals = python(READ_LOG, &[&dir.join(format!("{SCENARIO}.hlog"))]);

@@ -512,9 +512,22 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let run = common::only_run(results.path());
-    let settings: serde_json::Value =
+    let info: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
-    assert_eq!(settings["settings"]["engine"], "swarm");
+    assert_eq!(info["settings"]["engine"], "swarm");
+    // Each node's machine with the role the run gave it, as the node's engine and this
+    // machine's own tools (the local swarm's nodes share this machine) describe it.
+    let nodes = info["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3, "{nodes:?}");
+    for (i, role) in [(1, "broker"), (2, "proxy"), (3, "load")] {
+        let node = &nodes[i - 1];
+        assert_eq!(node["name"], format!("pt-swarm-{i}"), "{nodes:?}");
+        let version = docker_at(
+            &Node(i).host(),
+            &["version", "--format", "{{.Server.Version}}"],
+        );
+        common::assert_node_is_this_machine(node, version.trim(), &[role]);
+    }
     let scenarios = [
         ("01-no-proxy-baseline", None),
         ("02-no-filters", Some("kroxylicious-no-filters")),
@@ -538,6 +551,24 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
             "{scenario}: {check}"
         );
         assert_eq!(check["broker_ok"], check["records"], "{scenario}: {check}");
+        // The network's ceiling on each hop, between the nodes each end ran on.
+        let hops: Vec<(&str, &str, &str, &str)> = match proxy {
+            None => vec![("load generator", "pt-swarm-3", "broker1", "pt-swarm-1")],
+            Some(proxy) => vec![
+                ("load generator", "pt-swarm-3", proxy, "pt-swarm-2"),
+                (proxy, "pt-swarm-2", "broker1", "pt-swarm-1"),
+            ],
+        };
+        let network = result["network"].as_array().unwrap();
+        let measured: Vec<(&str, &str, &str, &str)> = network
+            .iter()
+            .map(|n| {
+                assert!(n["mib_s"].as_f64().unwrap() > 0.0, "{scenario}: {n}");
+                let s = |k: &str| n[k].as_str().unwrap();
+                (s("from"), s("from_node"), s("to"), s("to_node"))
+            })
+            .collect();
+        assert_eq!(measured, hops, "{scenario}");
         assert_eq!(
             check["consumer_ok"], check["records"],
             "{scenario}: {check}"
@@ -565,6 +596,16 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
             .unwrap()
             .contains("pt-swarm-2"),
         "the Resources table names the nodes"
+    );
+    let tables = std::fs::read_to_string(run.join("tables.txt")).unwrap();
+    assert!(
+        tables.contains("load generator on pt-swarm-3"),
+        "the Network Ceiling table names each end's node: {tables}"
+    );
+    let report = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        report.contains("<td class=\"name\">pt-swarm-2</td><td>containers (proxy)</td>"),
+        "report.html lists the machines with their roles"
     );
     assert_eq!(left_on_the_swarm(), Vec::<String>::new());
 

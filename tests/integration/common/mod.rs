@@ -350,3 +350,30 @@ pub fn clean_a_a_campaign(out: &Path, scenario: &str, metric: &str) -> String {
     assert!(spread.trim_end().ends_with("%)"), "{spread}");
     summary
 }
+
+/// Asserts that `node` (an entry of run.json's `nodes`) states this machine's facts as its own
+/// tools give them (`/proc/cpuinfo` through sed, `uname`, `nproc`, `free`), with
+/// `engine_version` the engine's and the swarm `roles` given.
+pub fn assert_node_is_this_machine(node: &serde_json::Value, engine_version: &str, roles: &[&str]) {
+    let sh = |script: &str| {
+        let out = std::process::Command::new("sh")
+            .args(["-c", script])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let model = sh("sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1");
+    assert!(
+        !model.is_empty(),
+        "this machine's /proc/cpuinfo names a model"
+    );
+    assert_eq!(node["cpu_model"], model.as_str(), "{node}");
+    assert_eq!(node["kernel"], sh("uname -r").as_str(), "{node}");
+    assert_eq!(node["arch"], sh("uname -m").as_str(), "{node}");
+    let cpus: u64 = sh("nproc").parse().unwrap();
+    assert_eq!(node["cpus"], cpus, "{node}");
+    let memory: u64 = sh("free -b | awk '/^Mem:/ {print $2}'").parse().unwrap();
+    assert_eq!(node["memory_bytes"], memory, "{node}");
+    assert_eq!(node["engine_version"], engine_version, "{node}");
+    assert_eq!(node["roles"], serde_json::json!(roles), "{node}");
+}
