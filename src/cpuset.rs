@@ -21,12 +21,13 @@ pub fn highest(text: &str) -> Option<usize> {
     text.split([',', '-']).filter_map(|n| n.parse().ok()).max()
 }
 
-/// Checks that every CPU `text` names exists on an engine with `cpus` CPUs (numbered from 0).
-pub fn check_exists(var: &str, text: &str, cpus: usize) -> Result<()> {
+/// Checks that every CPU `text` names exists on `machine` (say `the engine`), which has `cpus`
+/// CPUs (numbered from 0).
+pub fn check_exists(var: &str, text: &str, cpus: usize, machine: &str) -> Result<()> {
     match highest(text) {
         Some(top) if top < cpus => Ok(()),
         Some(top) => bail!(
-            "{var}={text:?}: CPU {top} does not exist; the engine has {cpus} CPUs (0-{})",
+            "{var}={text:?}: CPU {top} does not exist; {machine} has {cpus} CPUs (0-{})",
             cpus.saturating_sub(1)
         ),
         None => bail!("{var}={text:?}: expected CPU numbers and ranges such as 0, 0-1 or 0,2"),
@@ -51,8 +52,8 @@ mod tests {
 
     #[test]
     fn cpus_the_engine_lacks_are_named() {
-        assert!(check_exists("WORKLOAD_CPUSET", "1", 2).is_ok());
-        let err = check_exists("WORKLOAD_CPUSET", "0,3", 2)
+        assert!(check_exists("WORKLOAD_CPUSET", "1", 2, "the engine").is_ok());
+        let err = check_exists("WORKLOAD_CPUSET", "0,3", 2, "the engine")
             .unwrap_err()
             .to_string();
         assert_eq!(

@@ -138,9 +138,6 @@ async fn run_with(
     let plan = run.first();
     let _run_dir = plan.tls_dir.parent().map(|d| RunDir(d.to_path_buf()));
     let cpus = engine_cpus(engine).await;
-    for cell in &run.cells {
-        check_cpusets(&cell.settings, &cell.plan, cpus)?;
-    }
     // On a swarm, checked against its nodes before anything is built or started.
     let placement = if engine.is_swarm() {
         let services = placement::Services {
@@ -155,6 +152,20 @@ async fn run_with(
     } else {
         None
     };
+    // The load generator runs on the load node's engine, so it is pinned to that node's CPUs.
+    let workload_cpus = match &placement {
+        Some(p) => Cpus {
+            count: engine_cpus(&engine.on_node(&p.load_node)?).await,
+            of: format!("swarm node {}, the load generator's,", p.load_node),
+        },
+        None => Cpus {
+            count: cpus,
+            of: "the engine".to_string(),
+        },
+    };
+    for cell in &run.cells {
+        check_cpusets(&cell.settings, &cell.plan, cpus, &workload_cpus)?;
+    }
     let prepared = prepare(engine, run).await?;
     let mut deployment = Deployment::new(engine, plan.project.clone(), &project_name(run_id));
     let workload_engine = match &placement {

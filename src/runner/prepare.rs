@@ -31,11 +31,23 @@ pub(super) async fn engine_cpus(engine: &Engine) -> usize {
     }
 }
 
-/// Refuses, before anything starts, a pinning to CPUs the engine does not have (the engine's
-/// own error would come only when the container is created, mid-run).
-pub(super) fn check_cpusets(settings: &Settings, plan: &Plan, cpus: usize) -> Result<()> {
+/// The CPUs of the machine a container runs on, and which machine that is.
+pub(super) struct Cpus {
+    pub(super) count: usize,
+    pub(super) of: String,
+}
+
+/// Refuses, before anything starts, a pinning to CPUs the engine (`cpus`), or for the load
+/// generator its machine, does not have (the engine's own error would come only when the
+/// container is created, mid-run).
+pub(super) fn check_cpusets(
+    settings: &Settings,
+    plan: &Plan,
+    cpus: usize,
+    workload: &Cpus,
+) -> Result<()> {
     if let Some(w) = &plan.workload_cpuset {
-        crate::cpuset::check_exists("WORKLOAD_CPUSET", w, cpus)?;
+        crate::cpuset::check_exists("WORKLOAD_CPUSET", w, workload.count, &workload.of)?;
     }
     for name in &plan.services {
         let Some(set) = plan
@@ -51,7 +63,7 @@ pub(super) fn check_cpusets(settings: &Settings, plan: &Plan, cpus: usize) -> Re
         } else {
             format!("service \"{name}\" cpuset")
         };
-        crate::cpuset::check_exists(&what, set, cpus)?;
+        crate::cpuset::check_exists(&what, set, cpus, "the engine")?;
     }
     Ok(())
 }

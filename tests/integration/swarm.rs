@@ -609,6 +609,82 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
     );
     assert_eq!(left_on_the_swarm(), Vec::<String>::new());
 
+    // The proxy profiled on its node, the load generator pinned to a CPU of its node; a CPU
+    // the load node lacks refused naming it, before anything starts.
+    let cpus = text(&Command::new("nproc").output().unwrap().stdout);
+    let missing = cpus.trim().to_string();
+    let out = run_on(
+        &manager,
+        results.path(),
+        &[
+            ("ENGINE", "swarm"),
+            ("TEST", "02-.*"),
+            ("WORKLOAD_CPUSET", &missing),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "WORKLOAD_CPUSET=\"{missing}\": CPU {missing} does not exist; swarm node \
+             pt-swarm-3, the load generator's, has {missing} CPUs"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(left_on_the_swarm(), Vec::<String>::new());
+    let profiled = tempfile::tempdir().unwrap();
+    let mut run = common::perf_tests_run(profiled.path());
+    run.envs(engine_env(&manager)).envs([
+        ("ENGINE", "swarm"),
+        ("TEST", "02-.*"),
+        ("NUM_RECORDS", "5000"),
+        ("NETWORK_CEILING", "0"),
+        ("PROFILE", "cpu"),
+        ("WORKLOAD_CPUSET", "1"),
+    ]);
+    let started = common::start_run(run, |l| l.starts_with("==> 02-no-filters"));
+    let load_node = Node(3).host();
+    common::wait_for(
+        "the load generator pinned to CPU 1 on its node",
+        Duration::from_secs(120),
+        || {
+            let label = "label=io.perf-tests.service=workload";
+            docker_at(&load_node, &["ps", "-q", "--filter", label])
+                .lines()
+                .any(|id| {
+                    let format = "{{.HostConfig.CpusetCpus}}";
+                    docker_at(&load_node, &["inspect", "--format", format, id]).trim() == "1"
+                })
+        },
+    );
+    let said: Vec<String> = started.lines.map(|l| l.unwrap()).collect();
+    let mut child = started.child;
+    assert_eq!(child.wait().unwrap().code(), Some(0), "{said:?}");
+    let run = common::only_run(profiled.path());
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
+    let recorded = result["repetitions"][0]["profiles"].as_array().unwrap();
+    let phases: Vec<(&str, &str)> = recorded
+        .iter()
+        .map(|r| (r["service"].as_str().unwrap(), r["phase"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            ("kroxylicious-no-filters", "produce"),
+            ("kroxylicious-no-filters", "consume")
+        ]
+    );
+    for r in recorded {
+        // A JFR recording ("FLR\0"), brought back from the proxy's node.
+        let bytes = std::fs::read(run.join("profiles").join(r["file"].as_str().unwrap())).unwrap();
+        assert!(bytes.starts_with(b"FLR\0"), "{r}");
+    }
+    assert!(run
+        .join("profiles/02-no-filters.kroxylicious-no-filters.produce.html")
+        .is_file());
+    assert_eq!(left_on_the_swarm(), Vec::<String>::new(), "{said:?}");
+
     // The proxy killed on its node during the measurement ends the phase, naming it.
     let mut run = common::perf_tests_run(results.path());
     run.envs(engine_env(&manager))
