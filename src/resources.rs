@@ -193,14 +193,19 @@ pub fn combine(reps: &[Vec<ServiceResources>]) -> Vec<ServiceResources> {
 ///   90% of `cpus` cores: the machine's cores are all busy, the client competes for them.
 pub fn load_generator_saturation(resources: &[ServiceResources], cpus: usize) -> Vec<String> {
     let mut out = Vec::new();
-    // A paired run has one load generator a side (side B's named after side A's).
+    // A paired run has its load generators a side (side B's named after side A's), several
+    // load generators are numbered.
     for w in resources
         .iter()
         .filter(|r| r.service.starts_with(LOAD_GENERATOR))
     {
-        let who = match w.service == LOAD_GENERATOR {
-            true => "the load generator",
-            false => "side B's load generator",
+        let who = match w.service[LOAD_GENERATOR.len()..].trim() {
+            "" => "the load generator".to_string(),
+            "B" => "side B's load generator".to_string(),
+            number => match number.strip_suffix(" B") {
+                Some(number) => format!("side B's load generator {number}"),
+                None => format!("load generator {number}"),
+            },
         };
         if w.cpu_pct_mean >= SATURATED_SHARE * 100.0 {
             out.push(format!(
@@ -407,6 +412,23 @@ mod tests {
         assert!(
             load_generator_saturation(&[used("broker1", 30.0), used(LOAD_GENERATOR, 89.9)], 8)
                 .is_empty()
+        );
+        // Several load generators, and a paired run's side B's, are each named.
+        let named = |service: &str| {
+            load_generator_saturation(&[used(service, 95.0)], 8)[0]
+                .split(" is saturated")
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(named("workload (load generator) 2"), "load generator 2");
+        assert_eq!(
+            named("workload (load generator) B"),
+            "side B's load generator"
+        );
+        assert_eq!(
+            named("workload (load generator) 2 B"),
+            "side B's load generator 2"
         );
     }
 

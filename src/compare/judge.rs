@@ -601,7 +601,8 @@ fn run_values(side: &Side, f: &dyn Fn(&RunInfo) -> String) -> Vec<String> {
 }
 
 /// Warnings for the containers' machines of the two sides: their names and roles, then each
-/// fact of [`COMPARED_NODE`], node by node (a fact alike on every node said once); one warning
+/// fact of [`COMPARED_NODE`], node by node (a fact alike on every node said once, as one
+/// engine's); one warning
 /// instead for runs that did not record them.
 fn machines_differ(base: &Side, new: &Side) -> Vec<String> {
     let all = run_values;
@@ -625,8 +626,9 @@ fn machines_differ(base: &Side, new: &Side) -> Vec<String> {
     }
     let each = |info: &RunInfo, f: &dyn Fn(&NodeFacts) -> String| -> String {
         let values: Vec<String> = info.nodes.iter().map(f).collect();
-        if values.iter().all(|v| *v == values[0]) && info.nodes.len() > 1 {
-            format!("{} on every node", values[0])
+        // Alike on every machine: one value, so one engine and a swarm of its like agree.
+        if values.iter().all(|v| *v == values[0]) && !values.is_empty() {
+            values[0].clone()
         } else {
             // By role, not by name: two swarms of like machines under other names agree.
             let by_role = info.nodes.iter().zip(values);

@@ -616,12 +616,20 @@ mod tests {
         assert_eq!(
             compare(&base, &new, 5.0).warnings,
             [
-                "machines differ: cpu_model is AMD EPYC 7763 64-Core Processor on every node in \
-                 the base and AMD EPYC 7763 64-Core Processor (broker), Intel(R) Xeon(R) \
-                 Platinum 8370C (proxy), AMD EPYC 7763 64-Core Processor (load) in the new \
-                 results",
-                "machines differ: kernel is 6.12.48+deb13-amd64 on every node in the base and \
-                 6.1.0-40-amd64 on every node in the new results",
+                "machines differ: cpu_model is AMD EPYC 7763 64-Core Processor in the base and \
+                 AMD EPYC 7763 64-Core Processor (broker), Intel(R) Xeon(R) Platinum 8370C \
+                 (proxy), AMD EPYC 7763 64-Core Processor (load) in the new results",
+                "machines differ: kernel is 6.12.48+deb13-amd64 in the base and \
+                 6.1.0-40-amd64 in the new results",
+            ]
+        );
+        // One engine against a swarm of its like: only where the containers ran differs.
+        let c = compare(&side(&[1.0]), &swarm(["a1", "a2", "a3"]), 5.0);
+        assert_eq!(
+            c.warnings,
+            [
+                "machines differ: the containers ran on a in the base and on a1 (broker), a2 \
+              (proxy), a3 (load) in the new results"
             ]
         );
         // One engine against another with fewer CPUs.

@@ -9,11 +9,14 @@
 //! - [`native`]: the built-in librdkafka workload (`crate::workload`), one long-lived container
 //!   per session on the scenario network, each step an `exec` of `perf-tests workload <step>`;
 //! - [`kafka_tools`]: Apache Kafka's perf-test scripts in one-off containers.
+//!
+//! [`spread::Spread`] makes several sessions (`LOAD_GENERATORS`) one.
 
 pub mod flow;
 pub mod kafka_tools;
 pub mod native;
 mod path_check;
+pub mod spread;
 
 pub use path_check::path_check;
 

@@ -152,45 +152,50 @@ async fn run_with(
     } else {
         None
     };
-    // The load generator runs on the load node's engine, so it is pinned to that node's CPUs.
-    let workload_cpus = match &placement {
-        Some(p) => Cpus {
-            count: engine_cpus(&engine.on_node(&p.load_node)?).await,
-            of: format!("swarm node {}, the load generator's,", p.load_node),
-        },
-        None => Cpus {
-            count: cpus,
-            of: "the engine".to_string(),
-        },
-    };
+    // Each load generator's engine: on a swarm the load nodes' in turn, so it is pinned to
+    // CPUs of its node.
+    let generators = run.cells[0].settings.load_generators.max(1) as usize;
+    let mut workload_engines = Vec::new();
+    let mut workload_cpus = Vec::new();
+    for i in 0..generators {
+        let (on, of) = match &placement {
+            Some(p) => {
+                let node = p.load_node(i);
+                let of = format!("swarm node {node}, load generator {}'s,", i + 1);
+                (engine.on_node(node)?, of)
+            }
+            None => (engine.clone(), "the engine".to_string()),
+        };
+        if i < placement.as_ref().map_or(1, |p| p.load_nodes.len()) {
+            let count = engine_cpus(&on).await;
+            workload_cpus.push(Cpus { count, of });
+        }
+        workload_engines.push(on);
+    }
     for cell in &run.cells {
         check_cpusets(&cell.settings, &cell.plan, cpus, &workload_cpus)?;
     }
     let prepared = prepare(engine, run).await?;
     let mut deployment = Deployment::new(engine, plan.project.clone(), &project_name(run_id));
-    let workload_engine = match &placement {
-        Some(placement) => {
-            let workload = prepared.driver.images();
-            // The workload image reads each node's CPU model; iperf3 measures between nodes.
-            let mut everywhere = vec![prepared.workload_image.clone()];
-            if run.cells.iter().any(|c| c.settings.network_ceiling) {
-                everywhere.push(crate::ceiling::IMAGE.to_string());
-            }
-            let plans: Vec<&Plan> = run.cells.iter().map(|c| &c.plan).collect();
-            let registry = run.cells[0].settings.registry.as_deref();
-            let images = (workload.as_slice(), everywhere.as_slice());
-            placement::deliver_images(engine, &plans, placement, images, registry).await?;
-            deployment.set_constraints(placement.constraints());
-            engine.on_node(&placement.load_node)?
+    if let Some(placement) = &placement {
+        let workload = prepared.driver.images();
+        // The workload image reads each node's CPU model; iperf3 measures between nodes.
+        let mut everywhere = vec![prepared.workload_image.clone()];
+        if run.cells.iter().any(|c| c.settings.network_ceiling) {
+            everywhere.push(crate::ceiling::IMAGE.to_string());
         }
-        None => engine.clone(),
-    };
+        let plans: Vec<&Plan> = run.cells.iter().map(|c| &c.plan).collect();
+        let registry = run.cells[0].settings.registry.as_deref();
+        let images = (workload.as_slice(), everywhere.as_slice());
+        placement::deliver_images(engine, &plans, placement, images, registry).await?;
+        deployment.set_constraints(placement.constraints());
+    }
     phase("reading the machines' facts");
     *nodes.borrow_mut() =
         machines::node_facts(engine, placement.as_ref(), &prepared.workload_image).await?;
     let mut site = EngineSite {
         engine,
-        workload_engine,
+        workload_engines,
         deployment,
         plan,
         prepared: &prepared,

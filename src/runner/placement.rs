@@ -27,8 +27,8 @@ pub(super) struct Placement {
     pub(super) roles: BTreeMap<String, String>,
     /// Role → the ready nodes (host names) that carry it.
     pub(super) nodes: BTreeMap<String, Vec<String>>,
-    /// The node the load generator's containers run on.
-    pub(super) load_node: String,
+    /// The nodes the load generators' containers may run on, by host name.
+    pub(super) load_nodes: Vec<String>,
 }
 
 /// The services a run places: all of them, and the run-wide ones among them.
@@ -44,6 +44,11 @@ impl Placement {
             .iter()
             .map(|(s, role)| (s.clone(), format!("node.labels.{ROLE_LABEL}=={role}")))
             .collect()
+    }
+
+    /// The node load generator `i` (from 0) runs on: the load nodes in turn, by host name.
+    pub(super) fn load_node(&self, i: usize) -> &str {
+        &self.load_nodes[i % self.load_nodes.len()]
     }
 
     /// Every node the run may place anything on, with the roles it carries for the run.
@@ -127,14 +132,16 @@ pub(super) fn place(
     let mut placement = Placement {
         roles: BTreeMap::new(),
         nodes: BTreeMap::new(),
-        load_node: String::new(),
+        load_nodes: Vec::new(),
     };
     let all = roles(services, settings);
     for (what, role, why) in &all {
-        let carrying: Vec<&NodeEngine> = nodes
+        let mut carrying: Vec<&NodeEngine> = nodes
             .iter()
             .filter(|n| n.ready && n.labels.get(ROLE_LABEL) == Some(role))
             .collect();
+        // By name, so that the load generators take the load nodes in a known order.
+        carrying.sort_by(|a, b| a.hostname.cmp(&b.hostname));
         let shown = if what == LOAD {
             "the load generator".to_string()
         } else {
@@ -180,13 +187,13 @@ pub(super) fn place(
             );
         }
     }
-    placement.load_node = placement.nodes[load_role][0].clone();
+    placement.load_nodes = placement.nodes[load_role].clone();
     Ok(placement)
 }
 
 /// The images each node needs, by host name: a service's image in any of `plans` (a matrix's
 /// combinations may run other images) on every node of its role, `workload` (the load
-/// generator's images) on the load generator's node, `everywhere` on every node of the run.
+/// generators' images) on the load nodes, `everywhere` on every node of the run.
 fn wanted(
     plans: &[&Plan],
     placement: &Placement,
@@ -211,11 +218,11 @@ fn wanted(
             }
         }
     }
-    for image in workload {
+    for node in &placement.load_nodes {
         wanted
-            .entry(placement.load_node.clone())
+            .entry(node.clone())
             .or_default()
-            .insert(image.clone());
+            .extend(workload.iter().cloned());
     }
     wanted
 }
@@ -367,7 +374,7 @@ mod tests {
         assert_eq!(p.roles["broker1"], "broker");
         assert_eq!(p.roles["kms"], "proxy");
         assert_eq!(p.roles["proxy"], "proxy");
-        assert_eq!(p.load_node, "n3");
+        assert_eq!(p.load_node(0), "n3");
         assert_eq!(p.nodes["proxy"], ["n2"]);
         assert_eq!(p.constraints()["kms"], "node.labels.perf-tests.role==proxy");
     }

@@ -38,16 +38,18 @@ pub(super) struct Cpus {
 }
 
 /// Refuses, before anything starts, a pinning to CPUs the engine (`cpus`), or for the load
-/// generator its machine, does not have (the engine's own error would come only when the
-/// container is created, mid-run).
+/// generators each one's machine (`workload`), does not have (the engine's own error would
+/// come only when the container is created, mid-run).
 pub(super) fn check_cpusets(
     settings: &Settings,
     plan: &Plan,
     cpus: usize,
-    workload: &Cpus,
+    workload: &[Cpus],
 ) -> Result<()> {
     if let Some(w) = &plan.workload_cpuset {
-        crate::cpuset::check_exists("WORKLOAD_CPUSET", w, workload.count, &workload.of)?;
+        for machine in workload {
+            crate::cpuset::check_exists("WORKLOAD_CPUSET", w, machine.count, &machine.of)?;
+        }
     }
     for name in &plan.services {
         let Some(set) = plan

@@ -286,8 +286,9 @@ impl flow::Marks for PhaseMarks<'_> {
 /// The run on the Docker engine: the plan's Compose project deployed, the chosen driver.
 pub(super) struct EngineSite<'a> {
     pub(super) engine: &'a Engine,
-    /// Where the load generator's containers run: the engine, or on a swarm its load node's.
-    pub(super) workload_engine: Engine,
+    /// Where each load generator's containers run (`LOAD_GENERATORS`, at least one): the
+    /// engine, or on a swarm the load nodes' in turn.
+    pub(super) workload_engines: Vec<Engine>,
     pub(super) deployment: Deployment,
     pub(super) plan: &'a Plan,
     pub(super) prepared: &'a Prepared,
@@ -322,7 +323,31 @@ impl Site for EngineSite<'_> {
         tls: bool,
         network: &'a str,
     ) -> LocalBoxFuture<'a, Result<Box<dyn Session>>> {
-        self.prepared.driver.open(self.place(client, tls, network))
+        Box::pin(async move {
+            let mut parts: Vec<Box<dyn Session>> = Vec::new();
+            for (i, engine) in self.workload_engines.iter().enumerate() {
+                let opened = self
+                    .prepared
+                    .driver
+                    .open(self.place_on(engine, client, tls, network))
+                    .await;
+                match opened {
+                    Ok(session) => parts.push(session),
+                    Err(e) if self.workload_engines.len() == 1 => return Err(e),
+                    Err(e) => {
+                        // The parts already open hold containers: closed before the error.
+                        for part in &parts {
+                            let _ = part.close().await;
+                        }
+                        return Err(e.context(format!("load generator {}", i + 1)));
+                    }
+                }
+            }
+            Ok(match parts.len() {
+                1 => parts.remove(0),
+                _ => Box::new(driver::spread::Spread::new(parts)) as Box<dyn Session>,
+            })
+        })
     }
 
     fn sample(
@@ -377,7 +402,7 @@ impl Site for EngineSite<'_> {
                 let server = engine_of(&pair.to_container)?;
                 let client = match &pair.from_container {
                     Some(container) => engine_of(container)?,
-                    None => self.workload_engine.clone(),
+                    None => self.workload_engines[0].clone(),
                 };
                 let ends = crate::ceiling::Ends {
                     server: &server,
@@ -445,10 +470,21 @@ impl Site for EngineSite<'_> {
 }
 
 impl EngineSite<'_> {
-    /// Where driver sessions and the path check run: the services' Compose network `network`,
-    /// the run's TLS material when `tls`.
+    /// Where the path check runs: the first load generator's place.
     fn place<'a>(
         &'a self,
+        client: &BTreeMap<String, String>,
+        tls: bool,
+        network: &str,
+    ) -> Place<'a> {
+        self.place_on(&self.workload_engines[0], client, tls, network)
+    }
+
+    /// Where a driver session runs on `engine`: the services' Compose network `network`, the
+    /// run's TLS material when `tls`.
+    fn place_on<'a>(
+        &'a self,
+        engine: &'a Engine,
         client: &BTreeMap<String, String>,
         tls: bool,
         network: &str,
@@ -459,7 +495,7 @@ impl EngineSite<'_> {
             Vec::new()
         };
         Place {
-            engine: &self.workload_engine,
+            engine,
             workload_image: &self.prepared.workload_image,
             network: self.deployment.network_name(network),
             client: client.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),

@@ -45,6 +45,8 @@ pub const MAX_PARTITIONS: u32 = 10_000;
 pub const MAX_TOPICS: u32 = 1000;
 /// Largest `PRODUCERS` or `CONSUMERS` accepted: each is a thread of the one workload container.
 pub const MAX_CLIENTS: u32 = 64;
+/// Most load generators a run spreads its clients over (`LOAD_GENERATORS`).
+pub const MAX_LOAD_GENERATORS: u32 = 8;
 /// Longest DURATION accepted: 30 days.
 pub const MAX_DURATION_S: u64 = 30 * 24 * 3600;
 /// `COMMIT_ID` when the suite is not inside a git checkout.
@@ -165,6 +167,10 @@ pub struct Settings {
     pub producers: u32,
     /// Consumers of the one consumer group, sharing the partitions.
     pub consumers: u32,
+    /// Load generators the producers and consumers are spread over, each a workload container
+    /// of its own (on a swarm, on the load nodes in turn), their figures merged.
+    #[serde(default = "one")]
+    pub load_generators: u32,
     /// A rate is sustained (sweeps) only while the producer's p99 stays within this many ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p99_limit_ms: Option<u64>,
@@ -286,6 +292,7 @@ impl Settings {
             topics: 0,
             producers: 0,
             consumers: 0,
+            load_generators: 1,
             p99_limit_ms: None,
             catch_up_seconds: 0,
             duration: None,

@@ -395,6 +395,23 @@ pub static SETTINGS: &[Setting] = &[
         get: |s| s.consumers.to_string(),
     },
     Setting {
+        var: "LOAD_GENERATORS",
+        help: "Load generators the producers and consumers are spread over, each a workload \
+               container with its own topics (on a swarm, on the load nodes in turn), their \
+               figures merged",
+        default: "1",
+        default_help: None,
+        ab_default: None,
+        lists: Lists::Refused,
+        measured: true,
+        field: "load_generators",
+        put: |s, var, v| {
+            s.load_generators = parse_bounded(var, v, crate::settings::MAX_LOAD_GENERATORS)?;
+            Ok(())
+        },
+        get: |s| s.load_generators.to_string(),
+    },
+    Setting {
         var: "WARM_UP_SECONDS_PRE_TEST",
         help: "Seconds the pre-test warm-up goes on for at least, in rounds of its records \
                (0: one round); with MODE=end-to-end and a THROUGHPUT, rounds of at least 10 s \

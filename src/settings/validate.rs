@@ -12,12 +12,57 @@ impl Settings {
         self.consumers_have_partitions()?;
         self.duration_fits_the_mode()?;
         self.engine_takes_the_settings()?;
+        self.load_generators_share_the_clients()?;
         if self.mode == Mode::Backlog && self.throughput <= 0 {
             bail!(
                 "MODE=backlog needs THROUGHPUT: the rate a producer keeps sending at while the \
                  group catches up with the backlog (THROUGHPUT={} is unlimited, and an \
                  unlimited producer never lets a group catch up)",
                 self.throughput
+            );
+        }
+        Ok(())
+    }
+
+    /// Several load generators each run at least one producer and one consumer and a share of
+    /// the rate, in the modes whose figures merge from their histograms.
+    fn load_generators_share_the_clients(&self) -> Result<()> {
+        let n = self.load_generators;
+        if n <= 1 {
+            return Ok(());
+        }
+        let each = format!(
+            "LOAD_GENERATORS={n} spreads the producers, the consumers and the rate over {n} \
+             load generators, each with at least one"
+        );
+        for (var, count) in [("PRODUCERS", self.producers), ("CONSUMERS", self.consumers)] {
+            if count < n {
+                bail!("{each}: {var}={count} is too few (set {var}={n} or more)");
+            }
+        }
+        if self.throughput >= 0 && self.throughput < i64::from(n) {
+            bail!(
+                "{each}: THROUGHPUT={} is too low (set THROUGHPUT={n} or more, or -1)",
+                self.throughput
+            );
+        }
+        if self.mode == Mode::Backlog || self.duration.is_some() {
+            let what = if self.mode == Mode::Backlog {
+                "MODE=backlog".to_string()
+            } else {
+                format!("DURATION={}", self.duration.unwrap_or_default())
+            };
+            bail!(
+                "LOAD_GENERATORS={n} cannot be used with {what}: several load generators' \
+                 figures are merged from whole phases, not from a catch-up or second by second"
+            );
+        }
+        if self.driver != "native" {
+            bail!(
+                "LOAD_GENERATORS={n} needs DRIVER=native (DRIVER={}): several load generators' \
+                 latencies are merged from their histograms, which only the native workload \
+                 keeps",
+                self.driver
             );
         }
         Ok(())
@@ -152,5 +197,30 @@ mod tests {
         with(&[("ENGINE", "swarm"), ("SWARM_ROLES", "kms=broker")])
             .validate()
             .unwrap();
+        // Several load generators: each with a producer, a consumer and a share of the rate,
+        // in the modes that merge.
+        let two = ("LOAD_GENERATORS", "2");
+        let partitions = ("PARTITIONS", "2");
+        assert_eq!(
+            refused(&[two, partitions, ("CONSUMERS", "2")]),
+            "LOAD_GENERATORS=2 spreads the producers, the consumers and the rate over 2 load \
+             generators, each with at least one: PRODUCERS=1 is too few (set PRODUCERS=2 or more)"
+        );
+        let clients = [two, partitions, ("PRODUCERS", "2"), ("CONSUMERS", "2")];
+        let and = |more: &[(&'static str, &'static str)]| {
+            let mut all = clients.to_vec();
+            all.extend_from_slice(more);
+            all
+        };
+        assert!(refused(&and(&[("CONSUMERS", "1")]))
+            .ends_with("CONSUMERS=1 is too few (set CONSUMERS=2 or more)"));
+        assert!(refused(&and(&[("THROUGHPUT", "1")]))
+            .ends_with("THROUGHPUT=1 is too low (set THROUGHPUT=2 or more, or -1)"));
+        assert!(refused(&and(&[("MODE", "backlog"), ("THROUGHPUT", "100")]))
+            .starts_with("LOAD_GENERATORS=2 cannot be used with MODE=backlog"));
+        assert!(refused(&and(&[("DRIVER", "kafka-tools")]))
+            .starts_with("LOAD_GENERATORS=2 needs DRIVER=native (DRIVER=kafka-tools)"));
+        with(&clients).validate().unwrap();
+        with(&and(&[("MODE", "end-to-end")])).validate().unwrap();
     }
 }

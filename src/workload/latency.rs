@@ -88,6 +88,23 @@ impl Latencies {
     }
 }
 
+/// One tally of several, each given as [`Latencies::encoded`] wrote it with its mean and
+/// maximum in ms (which a histogram keeps only to its resolution): the merged histogram,
+/// encoded, and its summary. Several load generators' latencies become one this way.
+pub fn merge_encoded(parts: &[(&str, f64, f64)]) -> anyhow::Result<(String, LatencySummary)> {
+    let mut all = Latencies::new();
+    for (text, avg_ms, max_ms) in parts {
+        let h = decode(text)?;
+        all.histogram
+            .add(&h)
+            .map_err(|e| anyhow::anyhow!("a histogram beyond the bounds of latencies: {e:?}"))?;
+        all.sum_us += (avg_ms * 1000.0 * h.len() as f64).round() as u64;
+        all.max_us = all.max_us.max((max_ms * 1000.0).round() as u64);
+    }
+    let count = all.count();
+    Ok((all.encoded(), all.summary(count)))
+}
+
 impl Default for Latencies {
     fn default() -> Self {
         Latencies::new()
@@ -127,6 +144,30 @@ mod tests {
         assert!((3_500..3_505).contains(&p50), "{p50}");
         assert!(h.max() >= 250_000 && h.max() < 250_300, "{}", h.max());
         assert!(h.min() <= 100);
+    }
+
+    #[test]
+    fn tallies_merge_as_if_one_had_recorded_every_latency() {
+        let (mut a, mut b, mut one) = (Latencies::new(), Latencies::new(), Latencies::new());
+        for us in [1_000u64, 2_000, 3_000] {
+            a.record(us);
+            one.record(us);
+        }
+        for us in [10_000u64, 20_000] {
+            b.record(us);
+            one.record(us);
+        }
+        let part = |l: &Latencies| {
+            let s = l.summary(l.count());
+            (l.encoded(), s.avg_lat_ms, s.max_lat_ms)
+        };
+        let (pa, pb) = (part(&a), part(&b));
+        let (encoded, summary) =
+            merge_encoded(&[(&pa.0, pa.1, pa.2), (&pb.0, pb.1, pb.2)]).unwrap();
+        assert_eq!(summary, one.summary(5));
+        assert_eq!(summary.avg_lat_ms, 7.2);
+        assert_eq!(decode(&encoded).unwrap().len(), 5);
+        assert!(merge_encoded(&[("not base64!", 1.0, 1.0)]).is_err());
     }
 
     #[test]

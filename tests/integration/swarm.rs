@@ -428,6 +428,10 @@ fn run_on(host: &str, results: &std::path::Path, env: &[(&str, &str)]) -> Output
         .unwrap()
 }
 
+/// The nodes of the swarm the default suite's test makes: one each for the broker and the
+/// proxy, two for load generators.
+const NODES: usize = 4;
+
 /// What the runner made that is still on the swarm: every node's managed containers, the
 /// manager's managed services, configs and networks.
 fn left_on_the_swarm() -> Vec<String> {
@@ -441,7 +445,7 @@ fn left_on_the_swarm() -> Vec<String> {
     };
     let manager = local::manager_host();
     let mut left = Vec::new();
-    for i in 1..=3 {
+    for i in 1..=NODES {
         left.extend(on(&Node(i).host(), &["ps", "-a"]));
     }
     for what in ["service", "config", "network"] {
@@ -468,8 +472,16 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
         text(&out.stderr)
     );
 
-    let out = swarm(&["local", "--nodes", "3"]);
+    let out = swarm(&["local", "--nodes", &NODES.to_string()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // The fourth node a second load node, labelled as an operator would.
+    manager(&[
+        "node",
+        "update",
+        "--label-add",
+        "perf-tests.role=load",
+        "pt-swarm-4",
+    ]);
     let manager = local::manager_host();
 
     // Refused before anything starts, with nothing left on any node: a worker, the load
@@ -518,8 +530,8 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
     // Each node's machine with the role the run gave it, as the node's engine and this
     // machine's own tools (the local swarm's nodes share this machine) describe it.
     let nodes = info["nodes"].as_array().unwrap();
-    assert_eq!(nodes.len(), 3, "{nodes:?}");
-    for (i, role) in [(1, "broker"), (2, "proxy"), (3, "load")] {
+    assert_eq!(nodes.len(), 4, "{nodes:?}");
+    for (i, role) in [(1, "broker"), (2, "proxy"), (3, "load"), (4, "load")] {
         let node = &nodes[i - 1];
         assert_eq!(node["name"], format!("pt-swarm-{i}"), "{nodes:?}");
         let version = docker_at(
@@ -588,6 +600,7 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
         for service in resources.as_array().unwrap() {
             if service["service"] != "workload (load generator)" {
                 assert_ne!(service["node"], "pt-swarm-3", "{scenario}: {resources}");
+                assert_ne!(service["node"], "pt-swarm-4", "{scenario}: {resources}");
             }
         }
     }
@@ -609,8 +622,9 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
     );
     assert_eq!(left_on_the_swarm(), Vec::<String>::new());
 
-    // The proxy profiled on its node, the load generator pinned to a CPU of its node; a CPU
-    // the load node lacks refused naming it, before anything starts.
+    // The proxy profiled on its node, two load generators on the two load nodes, each pinned to
+    // a CPU of its node, their figures merged; a CPU a load node lacks refused naming it,
+    // before anything starts.
     let cpus = text(&Command::new("nproc").output().unwrap().stdout);
     let missing = cpus.trim().to_string();
     let out = run_on(
@@ -627,7 +641,7 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
     assert!(
         stderr.contains(&format!(
             "WORKLOAD_CPUSET=\"{missing}\": CPU {missing} does not exist; swarm node \
-             pt-swarm-3, the load generator's, has {missing} CPUs"
+             pt-swarm-3, load generator 1's, has {missing} CPUs"
         )),
         "{stderr}"
     );
@@ -641,21 +655,26 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
         ("NETWORK_CEILING", "0"),
         ("PROFILE", "cpu"),
         ("WORKLOAD_CPUSET", "1"),
+        ("LOAD_GENERATORS", "2"),
+        ("PRODUCERS", "2"),
+        ("CONSUMERS", "2"),
+        ("PARTITIONS", "2"),
     ]);
     let started = common::start_run(run, |l| l.starts_with("==> 02-no-filters"));
-    let load_node = Node(3).host();
+    let pinned = |node: usize| {
+        let label = "label=io.perf-tests.service=workload";
+        let host = Node(node).host();
+        docker_at(&host, &["ps", "-q", "--filter", label])
+            .lines()
+            .any(|id| {
+                let format = "{{.HostConfig.CpusetCpus}}";
+                docker_at(&host, &["inspect", "--format", format, id]).trim() == "1"
+            })
+    };
     common::wait_for(
-        "the load generator pinned to CPU 1 on its node",
+        "a load generator pinned to CPU 1 on each load node",
         Duration::from_secs(120),
-        || {
-            let label = "label=io.perf-tests.service=workload";
-            docker_at(&load_node, &["ps", "-q", "--filter", label])
-                .lines()
-                .any(|id| {
-                    let format = "{{.HostConfig.CpusetCpus}}";
-                    docker_at(&load_node, &["inspect", "--format", format, id]).trim() == "1"
-                })
-        },
+        || pinned(3) && pinned(4),
     );
     let said: Vec<String> = started.lines.map(|l| l.unwrap()).collect();
     let mut child = started.child;
@@ -663,6 +682,43 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
     let run = common::only_run(profiled.path());
     let result: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run.join("02-no-filters.json")).unwrap()).unwrap();
+    // Each load generator on its load node; every record counted once across them, the
+    // latencies of all of them in one histogram.
+    let resources = &result["resources"];
+    let node = |service: &str| common::service_entry(resources, service)["node"].clone();
+    assert_eq!(
+        node("workload (load generator) 1"),
+        "pt-swarm-3",
+        "{resources}"
+    );
+    assert_eq!(
+        node("workload (load generator) 2"),
+        "pt-swarm-4",
+        "{resources}"
+    );
+    let rep = &result["repetitions"][0];
+    assert_eq!(rep["producer"]["sent"], 5000, "{}", rep["producer"]);
+    assert_eq!(
+        rep["consumer"]["consumed_recs"], 5000,
+        "{}",
+        rep["consumer"]
+    );
+    assert_eq!(
+        rep["consumer"]["per_client"].as_array().unwrap().len(),
+        2,
+        "{}",
+        rep["consumer"]
+    );
+    assert_eq!(
+        rep["integrity"]["end_offsets"], 5000,
+        "{}",
+        rep["integrity"]
+    );
+    let send = rep["producer"]["histograms"]["send"].as_str().unwrap();
+    assert_eq!(
+        perf_tests::workload::latency::decode(send).unwrap().len(),
+        5000
+    );
     let recorded = result["repetitions"][0]["profiles"].as_array().unwrap();
     let phases: Vec<(&str, &str)> = recorded
         .iter()
