@@ -602,21 +602,26 @@ fn run_values(side: &Side, f: &dyn Fn(&RunInfo) -> String) -> Vec<String> {
 
 /// Warnings for the containers' machines of the two sides: their names and roles, then each
 /// fact of [`COMPARED_NODE`], node by node (a fact alike on every node said once, as one
-/// engine's); one warning
-/// instead for runs that did not record them.
+/// engine's); one warning instead for runs that did not record them beside runs that did.
 fn machines_differ(base: &Side, new: &Side) -> Vec<String> {
     let all = run_values;
-    let unrecorded: Vec<String> = [base, new]
-        .iter()
-        .flat_map(|side| {
+    let runs = || {
+        [base, new].into_iter().flat_map(|side| {
             let dirs = side.runs.iter().map(|d| d.display().to_string());
             side.runs_info
                 .iter()
                 .zip(dirs.chain(std::iter::repeat(side.dir.display().to_string())))
         })
+    };
+    let mut unrecorded: Vec<String> = runs()
         .filter(|(info, _)| info.nodes.is_empty())
         .map(|(_, dir)| dir)
         .collect();
+    unrecorded.dedup();
+    // Results that all lack them (all of an older layout) compare as they always did.
+    if runs().all(|(info, _)| info.nodes.is_empty()) {
+        return Vec::new();
+    }
     if !unrecorded.is_empty() {
         return vec![format!(
             "the machines the containers ran on are not recorded in {} (results of an older \

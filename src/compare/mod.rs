@@ -650,6 +650,8 @@ mod tests {
               an older layout), so a difference of hardware cannot be told"
             ]
         );
+        // Results that all lack them compare as results of that layout always did.
+        assert_eq!(compare(&old, &old, 5.0).warnings, Vec::<String>::new());
     }
 
     #[test]
