@@ -564,33 +564,34 @@ pub(super) fn incomplete_runs(side: &Side) -> Vec<String> {
 pub(super) fn differences(base: &Side, new: &Side) -> Vec<String> {
     let mut out = incomplete_runs(base);
     out.extend(incomplete_runs(new));
-    let all = run_values;
     // Every setting that changes what is measured (the one table says which).
     for setting in SETTINGS.iter().filter(|s| s.measured) {
-        let var = setting.var;
         let f = |i: &RunInfo| setting.value(&i.settings);
-        let (b, n) = (all(base, &f), all(new, &f));
-        if b != n {
-            out.push(format!(
-                "settings differ: {var} is {} in the base and {} in the new results",
-                b.join(" / "),
-                n.join(" / ")
-            ));
-        }
+        out.extend(differ((base, new), "settings", setting.var, &f));
     }
     for (key, get) in COMPARED_HOST {
-        let f = |i: &RunInfo| get(&i.host);
-        let (b, n) = (all(base, &f), all(new, &f));
-        if b != n {
-            out.push(format!(
-                "hosts differ: {key} is {} in the base and {} in the new results",
-                b.join(" / "),
-                n.join(" / ")
-            ));
-        }
+        out.extend(differ((base, new), "hosts", key, &|i| get(&i.host)));
     }
     out.extend(machines_differ(base, new));
     out
+}
+
+/// `"{what} differ: {key} is …"` when `f` reads other values of the base's runs than of the
+/// new ones'.
+fn differ(
+    (base, new): (&Side, &Side),
+    what: &str,
+    key: &str,
+    f: &dyn Fn(&RunInfo) -> String,
+) -> Option<String> {
+    let (b, n) = (run_values(base, f), run_values(new, f));
+    (b != n).then(|| {
+        format!(
+            "{what} differ: {key} is {} in the base and {} in the new results",
+            b.join(" / "),
+            n.join(" / ")
+        )
+    })
 }
 
 /// What `f` reads of each run of `side`, runs in a row alike said once.
@@ -604,7 +605,6 @@ fn run_values(side: &Side, f: &dyn Fn(&RunInfo) -> String) -> Vec<String> {
 /// fact of [`COMPARED_NODE`], node by node (a fact alike on every node said once, as one
 /// engine's); one warning instead for runs that did not record them beside runs that did.
 fn machines_differ(base: &Side, new: &Side) -> Vec<String> {
-    let all = run_values;
     let runs = || {
         [base, new].into_iter().flat_map(|side| {
             let dirs = side.runs.iter().map(|d| d.display().to_string());
@@ -654,7 +654,7 @@ fn machines_differ(base: &Side, new: &Side) -> Vec<String> {
         });
         nodes.collect::<Vec<_>>().join(", ")
     };
-    let (b, n) = (all(base, &layout), all(new, &layout));
+    let (b, n) = (run_values(base, &layout), run_values(new, &layout));
     if b != n {
         out.push(format!(
             "machines differ: the containers ran on {} in the base and on {} in the new results",
@@ -663,15 +663,7 @@ fn machines_differ(base: &Side, new: &Side) -> Vec<String> {
         ));
     }
     for (key, get) in COMPARED_NODE {
-        let f = |i: &RunInfo| each(i, &get);
-        let (b, n) = (all(base, &f), all(new, &f));
-        if b != n {
-            out.push(format!(
-                "machines differ: {key} is {} in the base and {} in the new results",
-                b.join(" / "),
-                n.join(" / ")
-            ));
-        }
+        out.extend(differ((base, new), "machines", key, &|i| each(i, &get)));
     }
     out
 }

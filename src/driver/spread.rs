@@ -47,6 +47,26 @@ impl Spread {
         }
     }
 
+    /// `step` in every part at once, each with its own spec for `spec`; the results in part
+    /// order, an error naming the load generator it came from.
+    async fn in_each<T, F>(&self, spec: &MeasureSpec, step: F) -> Result<Vec<T>>
+    where
+        F: for<'p> Fn(&'p dyn Session, &'p MeasureSpec) -> BoxFuture<'p, Result<T>> + Sync,
+        T: Send,
+    {
+        let specs = self.specs(spec);
+        let step = &step;
+        let runs = self
+            .parts
+            .iter()
+            .zip(&specs)
+            .enumerate()
+            .map(|(i, (part, s))| async move {
+                step(part.as_ref(), s).await.with_context(part_error(i))
+            });
+        try_join_all(runs).await
+    }
+
     /// Every part's spec for `spec`.
     fn specs(&self, spec: &MeasureSpec) -> Vec<MeasureSpec> {
         (0..self.parts.len())
@@ -97,16 +117,8 @@ impl Session for Spread {
 
     fn create_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let specs = self.specs(spec);
-            let made = self
-                .parts
-                .iter()
-                .zip(&specs)
-                .enumerate()
-                .map(|(i, (part, s))| async move {
-                    part.create_topic(s).await.with_context(part_error(i))
-                });
-            try_join_all(made).await.map(drop)
+            let made = self.in_each(spec, |part, s| part.create_topic(s)).await;
+            made.map(drop)
         })
     }
 
@@ -214,31 +226,15 @@ impl Session for Spread {
 
     fn end_offsets<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<u64>> {
         Box::pin(async move {
-            let specs = self.specs(spec);
-            let counted =
-                self.parts
-                    .iter()
-                    .zip(&specs)
-                    .enumerate()
-                    .map(|(i, (part, s))| async move {
-                        part.end_offsets(s).await.with_context(part_error(i))
-                    });
-            Ok(try_join_all(counted).await?.into_iter().sum())
+            let counted = self.in_each(spec, |part, s| part.end_offsets(s)).await?;
+            Ok(counted.into_iter().sum())
         })
     }
 
     fn delete_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let specs = self.specs(spec);
-            let deleted =
-                self.parts
-                    .iter()
-                    .zip(&specs)
-                    .enumerate()
-                    .map(|(i, (part, s))| async move {
-                        part.delete_topic(s).await.with_context(part_error(i))
-                    });
-            try_join_all(deleted).await.map(drop)
+            let deleted = self.in_each(spec, |part, s| part.delete_topic(s)).await;
+            deleted.map(drop)
         })
     }
 
