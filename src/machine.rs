@@ -52,7 +52,13 @@ pub fn kernel() -> Option<String> {
 
 /// This machine's host name.
 pub fn hostname() -> Option<String> {
-    proc_line("/proc/sys/kernel/hostname").or_else(|| std::env::var("HOSTNAME").ok())
+    proc_line("/proc/sys/kernel/hostname")
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+}
+
+/// The CPUs this process may run on.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn proc_line(path: &str) -> Option<String> {

@@ -40,7 +40,7 @@ impl HostFacts {
             os: std::env::consts::OS.to_string(),
             arch: std::env::consts::ARCH.to_string(),
             cpu_model: crate::machine::cpu_model(),
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpus: crate::machine::cpus(),
             memory_bytes: crate::machine::memory_bytes(),
             kernel: crate::machine::kernel(),
         }

@@ -605,23 +605,18 @@ fn run_values(side: &Side, f: &dyn Fn(&RunInfo) -> String) -> Vec<String> {
 /// fact of [`COMPARED_NODE`], node by node (a fact alike on every node said once, as one
 /// engine's); one warning instead for runs that did not record them beside runs that did.
 fn machines_differ(base: &Side, new: &Side) -> Vec<String> {
-    let runs = || {
-        [base, new].into_iter().flat_map(|side| {
-            let dirs = side.runs.iter().map(|d| d.display().to_string());
-            side.runs_info
-                .iter()
-                .zip(dirs.chain(std::iter::repeat(side.dir.display().to_string())))
-        })
-    };
-    let mut unrecorded: Vec<String> = runs()
-        .filter(|(info, _)| info.nodes.is_empty())
-        .map(|(_, dir)| dir)
-        .collect();
-    unrecorded.dedup();
+    let infos = || [base, new].into_iter().flat_map(|s| &s.runs_info);
     // Results that all lack them (all of an older layout) compare as they always did.
-    if runs().all(|(info, _)| info.nodes.is_empty()) {
+    if infos().all(|info| info.nodes.is_empty()) {
         return Vec::new();
     }
+    let mut unrecorded: Vec<String> = [base, new]
+        .into_iter()
+        .flat_map(|side| side.runs.iter().zip(&side.runs_info))
+        .filter(|(_, info)| info.nodes.is_empty())
+        .map(|(dir, _)| dir.display().to_string())
+        .collect();
+    unrecorded.dedup();
     if !unrecorded.is_empty() {
         return vec![format!(
             "the machines the containers ran on are not recorded in {} (results of an older \

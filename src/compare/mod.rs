@@ -642,7 +642,7 @@ mod tests {
         // Results that did not record them: said once.
         let mut old = side(&[1.0]);
         old.runs_info[0].nodes.clear();
-        old.dir = PathBuf::from("results/old");
+        old.runs = vec![PathBuf::from("results/old")];
         assert_eq!(
             compare(&old, &side(&[1.0]), 5.0).warnings,
             [

@@ -125,12 +125,7 @@ fn start_time_in(stat: &str) -> Option<u64> {
 
 /// This machine's host name.
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown".to_string())
+    crate::machine::hostname().unwrap_or_else(|| "unknown".to_string())
 }
 
 // A container or network with the managed label.

@@ -153,24 +153,27 @@ async fn run_with(
         None
     };
     // Each load generator's engine: on a swarm the load nodes' in turn, so it is pinned to
-    // CPUs of its node.
+    // CPUs of its node; the first of them on each machine (the first ones) checked.
     let generators = run.cells[0].settings.load_generators.max(1) as usize;
-    let mut workload_engines = Vec::new();
-    let mut workload_cpus = Vec::new();
-    for i in 0..generators {
-        let (on, of) = match &placement {
-            Some(p) => {
-                let node = p.load_node(i);
-                let of = format!("swarm node {node}, load generator {}'s,", i + 1);
-                (engine.on_node(node)?, of)
-            }
-            None => (engine.clone(), "the engine".to_string()),
-        };
-        if i < placement.as_ref().map_or(1, |p| p.load_nodes.len()) {
-            let count = engine_cpus(&on).await;
-            workload_cpus.push(Cpus { count, of });
+    let (workload_engines, machines) = match &placement {
+        Some(p) => {
+            let engines = (0..generators)
+                .map(|i| engine.on_node(p.load_node(i)))
+                .collect::<Result<Vec<_>>>()?;
+            (engines, generators.min(p.load_nodes().len()))
         }
-        workload_engines.push(on);
+        None => (vec![engine.clone(); generators], 1),
+    };
+    let mut workload_cpus = Vec::new();
+    for (i, on) in workload_engines.iter().take(machines).enumerate() {
+        let of = match on.node() {
+            Some(node) => format!("swarm node {node}, load generator {}'s,", i + 1),
+            None => "the engine".to_string(),
+        };
+        workload_cpus.push(Cpus {
+            count: engine_cpus(on).await,
+            of,
+        });
     }
     for cell in &run.cells {
         check_cpusets(&cell.settings, &cell.plan, cpus, &workload_cpus)?;

@@ -27,8 +27,8 @@ pub(super) struct Placement {
     pub(super) roles: BTreeMap<String, String>,
     /// Role → the ready nodes (host names) that carry it.
     pub(super) nodes: BTreeMap<String, Vec<String>>,
-    /// The nodes the load generators' containers may run on, by host name.
-    pub(super) load_nodes: Vec<String>,
+    /// The role of the nodes the load generators' containers run on.
+    pub(super) load_role: String,
 }
 
 /// The services a run places: all of them, and the run-wide ones among them.
@@ -48,7 +48,13 @@ impl Placement {
 
     /// The node load generator `i` (from 0) runs on: the load nodes in turn, by host name.
     pub(super) fn load_node(&self, i: usize) -> &str {
-        &self.load_nodes[i % self.load_nodes.len()]
+        let nodes = self.load_nodes();
+        &nodes[i % nodes.len()]
+    }
+
+    /// The nodes the load generators may run on, by host name.
+    pub(super) fn load_nodes(&self) -> &[String] {
+        &self.nodes[&self.load_role]
     }
 
     /// Every node the run may place anything on, with the roles it carries for the run.
@@ -132,7 +138,7 @@ pub(super) fn place(
     let mut placement = Placement {
         roles: BTreeMap::new(),
         nodes: BTreeMap::new(),
-        load_nodes: Vec::new(),
+        load_role: String::new(),
     };
     let all = roles(services, settings);
     for (what, role, why) in &all {
@@ -187,7 +193,7 @@ pub(super) fn place(
             );
         }
     }
-    placement.load_nodes = placement.nodes[load_role].clone();
+    placement.load_role = load_role.clone();
     Ok(placement)
 }
 
@@ -218,7 +224,7 @@ fn wanted(
             }
         }
     }
-    for node in &placement.load_nodes {
+    for node in placement.load_nodes() {
         wanted
             .entry(node.clone())
             .or_default()

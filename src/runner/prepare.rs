@@ -27,7 +27,7 @@ pub(super) struct Prepared {
 pub(super) async fn engine_cpus(engine: &Engine) -> usize {
     match engine.cpus().await {
         Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        None => crate::machine::cpus(),
     }
 }
 

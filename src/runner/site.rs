@@ -69,7 +69,7 @@ pub(super) trait Site {
     fn watcher(&self) -> Rc<dyn Watcher>;
     /// The machine's online CPUs (what 100% per core of every container adds up to).
     fn cpus(&self) -> usize {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        crate::machine::cpus()
     }
     /// Image id per image reference of the containers created so far.
     fn image_ids(&self) -> BTreeMap<String, String>;
