@@ -5,8 +5,8 @@
 //! this kernel has no netem for a network delay; a JVM started at that quota would outlast its
 //! health check), and `perf-tests compare` must exit 1. A broker slowed the same way once the
 //! rounds begin moves the reference scenario (01), and compare warns that the machine or the
-//! broker changed. The proxy's test runs alone (`.config/nextest.toml`): a neighbour's load on
-//! some of the base repetitions widens their spread past what five repetitions can tell apart.
+//! broker changed. Both tests run alone (`.config/nextest.toml`): a neighbour's load on some of
+//! the base repetitions widens their spread past what five repetitions can tell apart.
 
 use crate::common;
 use common::engine_lock;
