@@ -29,9 +29,91 @@ pub enum Table {
     Cost,
 }
 
+/// A metric's identity: code names a metric by it, never by its column name (which is the
+/// entry's data, shown and stored). Its order is [`METRICS`]' order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Id {
+    Sent,
+    RateRecS,
+    RateMibS,
+    AvgLatMs,
+    MaxLatMs,
+    P50Ms,
+    P95Ms,
+    P99Ms,
+    P999Ms,
+    ConsumedMib,
+    ConsumedMibS,
+    ConsumedRecs,
+    ConsumedRecS,
+    RebalanceMs,
+    FetchMs,
+    FetchMibS,
+    FetchRecS,
+    IntendedAvgMs,
+    IntendedMaxMs,
+    IntendedP50Ms,
+    IntendedP95Ms,
+    IntendedP99Ms,
+    IntendedP999Ms,
+    E2eAvgMs,
+    E2eP50Ms,
+    E2eP95Ms,
+    E2eP99Ms,
+    E2eP999Ms,
+    E2eP9999Ms,
+    E2eMaxMs,
+    BacklogRecs,
+    LiveTargetRecS,
+    LiveRecS,
+    CatchUpS,
+    FinalLagRecs,
+    PathCost,
+    PathRestCost,
+    PathCostProduce,
+    PathCostConsume,
+}
+
+impl Id {
+    /// The metric's entry.
+    pub fn metric(self) -> &'static Metric {
+        &METRICS[self as usize]
+    }
+
+    /// The metric's column name.
+    pub fn name(self) -> &'static str {
+        self.metric().name
+    }
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// When a metric decides `compare`'s verdict (see [`decides`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decides {
+    /// Reported only.
+    Never,
+    /// Always: can the path carry as many records to the consumers.
+    Always,
+    /// When the producers ran unthrottled: their rate is then a result.
+    Unthrottled,
+    /// At a fixed rate without intended send times: the 99th percentile from the sends.
+    ThrottledFromSends,
+    /// At a fixed rate with intended send times: the 99th percentile from those.
+    ThrottledFromIntended,
+    /// At one fixed rate on both sides: CPU per MB/s depends on batching, so only then.
+    AtOneRate,
+}
+
 /// One metric of a measurement.
 #[derive(Clone, Copy)]
 pub struct Metric {
+    /// Its identity.
+    pub id: Id,
     /// Column name, as in the reference's tables.
     pub name: &'static str,
     /// Unit of the value.
@@ -44,6 +126,8 @@ pub struct Metric {
     pub decimals: usize,
     /// Header of its coefficient-of-variation column when a scenario was repeated, if it has one.
     pub spread: Option<&'static str>,
+    /// When it decides `compare`'s verdict.
+    pub decides: Decides,
     /// The value of one measurement.
     pub get: fn(&Measurement) -> f64,
 }
@@ -61,6 +145,7 @@ impl Metric {
 }
 
 const fn metric(
+    id: Id,
     name: &'static str,
     unit: &'static str,
     better: Option<Better>,
@@ -69,12 +154,14 @@ const fn metric(
     get: fn(&Measurement) -> f64,
 ) -> Metric {
     Metric {
+        id,
         name,
         unit,
         better,
         table,
         decimals,
         spread: None,
+        decides: Decides::Never,
         get,
     }
 }
@@ -84,6 +171,10 @@ const fn with_spread(m: Metric, header: &'static str) -> Metric {
         spread: Some(header),
         ..m
     }
+}
+
+const fn deciding(m: Metric, decides: Decides) -> Metric {
+    Metric { decides, ..m }
 }
 
 use Better::{Higher, Lower};
@@ -126,156 +217,377 @@ fn path_cost(m: &Measurement, phase: Option<&str>) -> f64 {
     .unwrap_or(f64::NAN)
 }
 
-/// The name of the path's coefficient, produce and consume together.
-pub const PATH_COST: &str = "Path mc per MB/s";
-
-/// The name of the path's coefficient without its JVMs' compilers and collectors: reported and
-/// compared beside the whole, which decides (the JIT's and the GC's work is part of what a path
-/// costs, but they vary most between repetitions).
-pub const PATH_REST_COST: &str = "Path rest mc per MB/s";
-
 /// Every metric, in table column order (producer, then consumer).
 pub const METRICS: [Metric; 39] = [
-    metric("Sent", "records", None, Producer, 0, |m| {
+    metric(Id::Sent, "Sent", "records", None, Producer, 0, |m| {
         m.producer.sent as f64
     }),
-    with_spread(
-        metric("Rate rec/s", "rec/s", Some(Higher), Producer, 6, |m| {
-            m.producer.rate_rec_s
-        }),
-        "Rate ±CV%",
+    deciding(
+        with_spread(
+            metric(
+                Id::RateRecS,
+                "Rate rec/s",
+                "rec/s",
+                Some(Higher),
+                Producer,
+                6,
+                |m| m.producer.rate_rec_s,
+            ),
+            "Rate ±CV%",
+        ),
+        Decides::Unthrottled,
     ),
-    metric("Rate Mi/s", "MiB/s", Some(Higher), Producer, 2, |m| {
-        m.producer.rate_mib_s
-    }),
+    metric(
+        Id::RateMibS,
+        "Rate Mi/s",
+        "MiB/s",
+        Some(Higher),
+        Producer,
+        2,
+        |m| m.producer.rate_mib_s,
+    ),
     with_spread(
-        metric("Avg Lat ms", "ms", Some(Lower), Producer, 2, |m| {
-            m.producer.avg_lat_ms
-        }),
+        metric(
+            Id::AvgLatMs,
+            "Avg Lat ms",
+            "ms",
+            Some(Lower),
+            Producer,
+            2,
+            |m| m.producer.avg_lat_ms,
+        ),
         "Avg Lat ±CV%",
     ),
-    metric("Max Lat ms", "ms", Some(Lower), Producer, 2, |m| {
-        m.producer.max_lat_ms
-    }),
-    metric("Percentile50", "ms", Some(Lower), Producer, 0, |m| {
-        m.producer.p50_ms
-    }),
-    metric("Percentile95", "ms", Some(Lower), Producer, 0, |m| {
-        m.producer.p95_ms
-    }),
-    with_spread(
-        metric("Percentile99", "ms", Some(Lower), Producer, 0, |m| {
-            m.producer.p99_ms
-        }),
-        "P99 ±CV%",
+    metric(
+        Id::MaxLatMs,
+        "Max Lat ms",
+        "ms",
+        Some(Lower),
+        Producer,
+        2,
+        |m| m.producer.max_lat_ms,
     ),
-    metric("Percentile999", "ms", Some(Lower), Producer, 0, |m| {
-        m.producer.p999_ms
-    }),
-    metric("Consumed Mi", "MiB", None, Consumer, 4, |m| {
-        m.consumer.consumed_mib
-    }),
-    metric("Consumed Mi/s", "MiB/s", Some(Higher), Consumer, 4, |m| {
-        m.consumer.consumed_mib_s
-    }),
-    metric("Consumed recs", "records", None, Consumer, 0, |m| {
-        m.consumer.consumed_recs as f64
-    }),
-    with_spread(
-        metric("Consumed rec/s", "rec/s", Some(Higher), Consumer, 4, |m| {
-            m.consumer.consumed_rec_s
-        }),
-        "Consumed rec/s ±CV%",
+    metric(
+        Id::P50Ms,
+        "Percentile50",
+        "ms",
+        Some(Lower),
+        Producer,
+        0,
+        |m| m.producer.p50_ms,
     ),
-    metric("Rebalance Time ms", "ms", Some(Lower), Consumer, 0, |m| {
-        m.consumer.rebalance_ms
-    }),
-    metric("Fetch Time ms", "ms", Some(Lower), Consumer, 0, |m| {
-        fetched(m, m.consumer.fetch_ms)
-    }),
-    metric("Fetch Mi/s", "MiB/s", Some(Higher), Consumer, 4, |m| {
-        fetched(m, m.consumer.fetch_mib_s)
-    }),
+    metric(
+        Id::P95Ms,
+        "Percentile95",
+        "ms",
+        Some(Lower),
+        Producer,
+        0,
+        |m| m.producer.p95_ms,
+    ),
+    deciding(
+        with_spread(
+            metric(
+                Id::P99Ms,
+                "Percentile99",
+                "ms",
+                Some(Lower),
+                Producer,
+                0,
+                |m| m.producer.p99_ms,
+            ),
+            "P99 ±CV%",
+        ),
+        Decides::ThrottledFromSends,
+    ),
+    metric(
+        Id::P999Ms,
+        "Percentile999",
+        "ms",
+        Some(Lower),
+        Producer,
+        0,
+        |m| m.producer.p999_ms,
+    ),
+    metric(
+        Id::ConsumedMib,
+        "Consumed Mi",
+        "MiB",
+        None,
+        Consumer,
+        4,
+        |m| m.consumer.consumed_mib,
+    ),
+    metric(
+        Id::ConsumedMibS,
+        "Consumed Mi/s",
+        "MiB/s",
+        Some(Higher),
+        Consumer,
+        4,
+        |m| m.consumer.consumed_mib_s,
+    ),
+    metric(
+        Id::ConsumedRecs,
+        "Consumed recs",
+        "records",
+        None,
+        Consumer,
+        0,
+        |m| m.consumer.consumed_recs as f64,
+    ),
+    deciding(
+        with_spread(
+            metric(
+                Id::ConsumedRecS,
+                "Consumed rec/s",
+                "rec/s",
+                Some(Higher),
+                Consumer,
+                4,
+                |m| m.consumer.consumed_rec_s,
+            ),
+            "Consumed rec/s ±CV%",
+        ),
+        Decides::Always,
+    ),
+    metric(
+        Id::RebalanceMs,
+        "Rebalance Time ms",
+        "ms",
+        Some(Lower),
+        Consumer,
+        0,
+        |m| m.consumer.rebalance_ms,
+    ),
+    metric(
+        Id::FetchMs,
+        "Fetch Time ms",
+        "ms",
+        Some(Lower),
+        Consumer,
+        0,
+        |m| fetched(m, m.consumer.fetch_ms),
+    ),
+    metric(
+        Id::FetchMibS,
+        "Fetch Mi/s",
+        "MiB/s",
+        Some(Higher),
+        Consumer,
+        4,
+        |m| fetched(m, m.consumer.fetch_mib_s),
+    ),
     with_spread(
-        metric("Fetch rec/s", "rec/s", Some(Higher), Consumer, 4, |m| {
-            fetched(m, m.consumer.fetch_rec_s)
-        }),
+        metric(
+            Id::FetchRecS,
+            "Fetch rec/s",
+            "rec/s",
+            Some(Higher),
+            Consumer,
+            4,
+            |m| fetched(m, m.consumer.fetch_rec_s),
+        ),
         "Fetch rec/s ±CV%",
     ),
-    metric("Intended Avg Lat ms", "ms", Some(Lower), Intended, 2, |m| {
-        intended(m, |l| l.avg_lat_ms)
-    }),
-    metric("Intended Max Lat ms", "ms", Some(Lower), Intended, 2, |m| {
-        intended(m, |l| l.max_lat_ms)
-    }),
-    metric("Intended P50 ms", "ms", Some(Lower), Intended, 0, |m| {
-        intended(m, |l| l.p50_ms)
-    }),
-    metric("Intended P95 ms", "ms", Some(Lower), Intended, 0, |m| {
-        intended(m, |l| l.p95_ms)
-    }),
-    with_spread(
-        metric("Intended P99 ms", "ms", Some(Lower), Intended, 0, |m| {
-            intended(m, |l| l.p99_ms)
-        }),
-        "Intended P99 ±CV%",
+    metric(
+        Id::IntendedAvgMs,
+        "Intended Avg Lat ms",
+        "ms",
+        Some(Lower),
+        Intended,
+        2,
+        |m| intended(m, |l| l.avg_lat_ms),
     ),
-    metric("Intended P999 ms", "ms", Some(Lower), Intended, 0, |m| {
-        intended(m, |l| l.p999_ms)
-    }),
-    metric("E2E Avg Lat ms", "ms", Some(Lower), EndToEnd, 2, |m| {
-        end_to_end(m, |l| l.avg_lat_ms)
-    }),
-    metric("E2E P50 ms", "ms", Some(Lower), EndToEnd, 0, |m| {
-        end_to_end(m, |l| l.p50_ms)
-    }),
-    metric("E2E P95 ms", "ms", Some(Lower), EndToEnd, 0, |m| {
-        end_to_end(m, |l| l.p95_ms)
-    }),
+    metric(
+        Id::IntendedMaxMs,
+        "Intended Max Lat ms",
+        "ms",
+        Some(Lower),
+        Intended,
+        2,
+        |m| intended(m, |l| l.max_lat_ms),
+    ),
+    metric(
+        Id::IntendedP50Ms,
+        "Intended P50 ms",
+        "ms",
+        Some(Lower),
+        Intended,
+        0,
+        |m| intended(m, |l| l.p50_ms),
+    ),
+    metric(
+        Id::IntendedP95Ms,
+        "Intended P95 ms",
+        "ms",
+        Some(Lower),
+        Intended,
+        0,
+        |m| intended(m, |l| l.p95_ms),
+    ),
+    deciding(
+        with_spread(
+            metric(
+                Id::IntendedP99Ms,
+                "Intended P99 ms",
+                "ms",
+                Some(Lower),
+                Intended,
+                0,
+                |m| intended(m, |l| l.p99_ms),
+            ),
+            "Intended P99 ±CV%",
+        ),
+        Decides::ThrottledFromIntended,
+    ),
+    metric(
+        Id::IntendedP999Ms,
+        "Intended P999 ms",
+        "ms",
+        Some(Lower),
+        Intended,
+        0,
+        |m| intended(m, |l| l.p999_ms),
+    ),
+    metric(
+        Id::E2eAvgMs,
+        "E2E Avg Lat ms",
+        "ms",
+        Some(Lower),
+        EndToEnd,
+        2,
+        |m| end_to_end(m, |l| l.avg_lat_ms),
+    ),
+    metric(
+        Id::E2eP50Ms,
+        "E2E P50 ms",
+        "ms",
+        Some(Lower),
+        EndToEnd,
+        0,
+        |m| end_to_end(m, |l| l.p50_ms),
+    ),
+    metric(
+        Id::E2eP95Ms,
+        "E2E P95 ms",
+        "ms",
+        Some(Lower),
+        EndToEnd,
+        0,
+        |m| end_to_end(m, |l| l.p95_ms),
+    ),
     with_spread(
-        metric("E2E P99 ms", "ms", Some(Lower), EndToEnd, 0, |m| {
-            end_to_end(m, |l| l.p99_ms)
-        }),
+        metric(
+            Id::E2eP99Ms,
+            "E2E P99 ms",
+            "ms",
+            Some(Lower),
+            EndToEnd,
+            0,
+            |m| end_to_end(m, |l| l.p99_ms),
+        ),
         "E2E P99 ±CV%",
     ),
-    metric("E2E P999 ms", "ms", Some(Lower), EndToEnd, 0, |m| {
-        end_to_end(m, |l| l.p999_ms)
-    }),
-    metric("E2E P9999 ms", "ms", Some(Lower), EndToEnd, 0, |m| {
-        end_to_end(m, |l| l.p9999_ms)
-    }),
-    metric("E2E Max Lat ms", "ms", Some(Lower), EndToEnd, 2, |m| {
-        end_to_end(m, |l| l.max_lat_ms)
-    }),
-    metric("Backlog recs", "records", None, CatchUp, 0, |m| {
-        catch_up(m, |c| c.backlog as f64)
-    }),
-    metric("Live Target rec/s", "rec/s", None, CatchUp, 0, |m| {
-        catch_up(m, |c| c.live_target_rec_s)
-    }),
-    metric("Live rec/s", "rec/s", None, CatchUp, 0, |m| {
+    metric(
+        Id::E2eP999Ms,
+        "E2E P999 ms",
+        "ms",
+        Some(Lower),
+        EndToEnd,
+        0,
+        |m| end_to_end(m, |l| l.p999_ms),
+    ),
+    metric(
+        Id::E2eP9999Ms,
+        "E2E P9999 ms",
+        "ms",
+        Some(Lower),
+        EndToEnd,
+        0,
+        |m| end_to_end(m, |l| l.p9999_ms),
+    ),
+    metric(
+        Id::E2eMaxMs,
+        "E2E Max Lat ms",
+        "ms",
+        Some(Lower),
+        EndToEnd,
+        2,
+        |m| end_to_end(m, |l| l.max_lat_ms),
+    ),
+    metric(
+        Id::BacklogRecs,
+        "Backlog recs",
+        "records",
+        None,
+        CatchUp,
+        0,
+        |m| catch_up(m, |c| c.backlog as f64),
+    ),
+    metric(
+        Id::LiveTargetRecS,
+        "Live Target rec/s",
+        "rec/s",
+        None,
+        CatchUp,
+        0,
+        |m| catch_up(m, |c| c.live_target_rec_s),
+    ),
+    metric(Id::LiveRecS, "Live rec/s", "rec/s", None, CatchUp, 0, |m| {
         catch_up(m, |c| c.live_rec_s)
     }),
     // n/a when the group did not catch up within the limit: the final lag says by how much.
-    metric("Catch-Up s", "s", Some(Lower), CatchUp, 2, |m| {
-        catch_up(m, |c| c.caught_up_s.unwrap_or(f64::NAN))
-    }),
-    metric("Final Lag recs", "records", None, CatchUp, 0, |m| {
-        catch_up(m, |c| c.final_lag as f64)
-    }),
-    with_spread(
-        metric(PATH_COST, "mc/(MB/s)", Some(Lower), Cost, 2, |m| {
-            path_cost(m, None)
-        }),
-        "Path mc ±CV%",
+    metric(
+        Id::CatchUpS,
+        "Catch-Up s",
+        "s",
+        Some(Lower),
+        CatchUp,
+        2,
+        |m| catch_up(m, |c| c.caught_up_s.unwrap_or(f64::NAN)),
     ),
+    metric(
+        Id::FinalLagRecs,
+        "Final Lag recs",
+        "records",
+        None,
+        CatchUp,
+        0,
+        |m| catch_up(m, |c| c.final_lag as f64),
+    ),
+    deciding(
+        with_spread(
+            metric(
+                Id::PathCost,
+                "Path mc per MB/s",
+                "mc/(MB/s)",
+                Some(Lower),
+                Cost,
+                2,
+                |m| path_cost(m, None),
+            ),
+            "Path mc ±CV%",
+        ),
+        Decides::AtOneRate,
+    ),
+    // The path's coefficient without its JVMs' compilers and collectors: reported and compared
+    // beside the whole, which decides (the JIT's and the GC's work is part of what a path costs,
+    // but they vary most between repetitions).
     with_spread(
-        metric(PATH_REST_COST, "mc/(MB/s)", Some(Lower), Cost, 2, |m| {
-            crate::cost::path_rest_coefficient(&m.cost).unwrap_or(f64::NAN)
-        }),
+        metric(
+            Id::PathRestCost,
+            "Path rest mc per MB/s",
+            "mc/(MB/s)",
+            Some(Lower),
+            Cost,
+            2,
+            |m| crate::cost::path_rest_coefficient(&m.cost).unwrap_or(f64::NAN),
+        ),
         "Path rest mc ±CV%",
     ),
     metric(
+        Id::PathCostProduce,
         "Path mc per MB/s produce",
         "mc/(MB/s)",
         Some(Lower),
@@ -284,6 +596,7 @@ pub const METRICS: [Metric; 39] = [
         |m| path_cost(m, Some("produce")),
     ),
     metric(
+        Id::PathCostConsume,
         "Path mc per MB/s consume",
         "mc/(MB/s)",
         Some(Lower),
@@ -296,14 +609,6 @@ pub const METRICS: [Metric; 39] = [
 /// The metrics of one table, in column order.
 pub fn of_table(table: Table) -> impl Iterator<Item = &'static Metric> {
     METRICS.iter().filter(move |m| m.table == table)
-}
-
-/// The metric named `name` (a column name).
-pub fn named(name: &str) -> &'static Metric {
-    METRICS
-        .iter()
-        .find(|m| m.name == name)
-        .unwrap_or_else(|| panic!("no metric named {name}"))
 }
 
 /// The metrics `compare` judges: those with a better direction, producer first, rates first.
@@ -322,12 +627,52 @@ pub fn compared() -> impl Iterator<Item = &'static Metric> {
 /// the path burn more CPU at the rate it still holds is found; CPU per record depends on
 /// batching, so at different rates or unthrottled it is only reported.
 pub fn decides(m: &Metric, throttled: bool, intended: bool, same_rate: bool) -> bool {
-    match (m.table, m.name) {
-        (Table::Cost, PATH_COST) => throttled && same_rate,
-        (Table::Producer, "Rate rec/s") => !throttled,
-        (Table::Producer, "Percentile99") => throttled && !intended,
-        (Table::Intended, "Intended P99 ms") => throttled && intended,
-        (Table::Consumer, "Consumed rec/s") => true,
-        _ => false,
+    match m.decides {
+        Decides::Never => false,
+        Decides::Always => true,
+        Decides::Unthrottled => !throttled,
+        Decides::ThrottledFromSends => throttled && !intended,
+        Decides::ThrottledFromIntended => throttled && intended,
+        Decides::AtOneRate => throttled && same_rate,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_id_is_its_entrys_place_and_names_are_unique() {
+        for (i, m) in METRICS.iter().enumerate() {
+            assert_eq!(m.id as usize, i, "{} is out of its place", m.name);
+            assert_eq!(m.id.metric().name, m.name);
+        }
+        let mut names: Vec<&str> = METRICS.iter().map(|m| m.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), METRICS.len(), "a column name is used twice");
+    }
+
+    #[test]
+    fn one_metric_decides_each_question() {
+        let deciding = |throttled, intended, same_rate| -> Vec<Id> {
+            METRICS
+                .iter()
+                .filter(|m| decides(m, throttled, intended, same_rate))
+                .map(|m| m.id)
+                .collect()
+        };
+        assert_eq!(
+            deciding(false, false, false),
+            [Id::RateRecS, Id::ConsumedRecS]
+        );
+        assert_eq!(
+            deciding(true, false, true),
+            [Id::P99Ms, Id::ConsumedRecS, Id::PathCost]
+        );
+        assert_eq!(
+            deciding(true, true, false),
+            [Id::ConsumedRecS, Id::IntendedP99Ms]
+        );
     }
 }

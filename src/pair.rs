@@ -272,12 +272,18 @@ pub enum Metric {
 impl Metric {
     pub const ALL: [Metric; 3] = [Metric::Cpu, Metric::P50, Metric::P99];
 
-    pub fn name(self) -> &'static str {
+    /// The registry's metric it is the paired form of, whose name it is shown by.
+    pub fn id(self) -> crate::metrics::Id {
+        use crate::metrics::Id;
         match self {
-            Metric::Cpu => "Path mc per MB/s",
-            Metric::P50 => "Intended P50 ms",
-            Metric::P99 => "Intended P99 ms",
+            Metric::Cpu => Id::PathCost,
+            Metric::P50 => Id::IntendedP50Ms,
+            Metric::P99 => Id::IntendedP99Ms,
         }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.id().name()
     }
 
     /// Each side's figure in a phase.

@@ -46,7 +46,7 @@ pub struct Suite {
     /// Extra client properties for the run-wide endpoint.
     pub client: BTreeMap<String, String>,
     /// Image recipes keyed by image reference, kept opaque here.
-    pub images: BTreeMap<String, serde_yaml::Value>,
+    pub images: BTreeMap<String, yaml_serde::Value>,
     /// The file the recipes are written in (`suite.yaml`, or the file its `images:` names):
     /// their paths are relative to it.
     pub images_file: PathBuf,
@@ -116,7 +116,7 @@ pub enum Step {
     },
 }
 
-/// The file form of a step. serde_yaml 0.9 reads enums only from `!tag` syntax, so the
+/// The file form of a step. yaml_serde reads enums only from `!tag` syntax, so the
 /// one-key map form goes through this struct: one optional field per step kind.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -220,7 +220,7 @@ struct ScenarioFile {
 /// `images:` of a suite file: the recipes themselves, or a file holding them, so that suites
 /// of the same systems share one list.
 enum Images {
-    Here(BTreeMap<String, serde_yaml::Value>),
+    Here(BTreeMap<String, yaml_serde::Value>),
     File(PathBuf),
 }
 
@@ -231,7 +231,7 @@ impl Default for Images {
 }
 
 impl<'de> Deserialize<'de> for Images {
-    // By hand rather than `untagged`, so that a wrong type keeps serde_yaml's line and key.
+    // By hand rather than `untagged`, so that a wrong type keeps yaml_serde's line and key.
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
@@ -256,7 +256,7 @@ impl<'de> Deserialize<'de> for Images {
 
 impl Images {
     /// The recipes and the file they are written in (`suite` when they are in it).
-    fn load(self, suite: &Path) -> Result<(BTreeMap<String, serde_yaml::Value>, PathBuf)> {
+    fn load(self, suite: &Path) -> Result<(BTreeMap<String, yaml_serde::Value>, PathBuf)> {
         match self {
             Images::Here(map) => Ok((map, suite.to_path_buf())),
             Images::File(path) => {
@@ -310,12 +310,12 @@ fn scalars(map: BTreeMap<String, Scalar>) -> BTreeMap<String, String> {
     map.into_iter().map(|(k, v)| (k, v.0)).collect()
 }
 
-/// Reads and parses a YAML file; errors name the file, and serde_yaml's message names the key
+/// Reads and parses a YAML file; errors name the file, and yaml_serde's message names the key
 /// and the line.
 fn read_yaml<T: for<'de> Deserialize<'de>>(file: &Path) -> Result<T> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    serde_yaml::from_str(&text).map_err(|e| match e.location() {
+    yaml_serde::from_str(&text).map_err(|e| match e.location() {
         Some(loc) => anyhow::anyhow!("{}:{}:{}: {e}", file.display(), loc.line(), loc.column()),
         None => anyhow::anyhow!("{}: {e}", file.display()),
     })

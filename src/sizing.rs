@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cost;
-use crate::metrics::PATH_COST;
+use crate::metrics::Id;
 use crate::model::{Measurement, ScenarioResult};
 use crate::stats::{Fit, Interval};
 use crate::sweep::{self, shortfall, Climb};
@@ -263,7 +263,7 @@ impl Sizing {
             title: "Sizing",
             columns: [
                 "Name",
-                PATH_COST,
+                Id::PathCost.name(),
                 "n",
                 "Produce mc per MB/s",
                 "Consume mc per MB/s",
@@ -302,7 +302,7 @@ impl Sizing {
             columns: [
                 "Name",
                 sweep::VAR,
-                PATH_COST,
+                Id::PathCost.name(),
                 "Against",
                 "+P50 ms",
                 "+P99 ms",

@@ -161,7 +161,7 @@ pub fn table(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Option<Ta
                     let m = &r.measurement;
                     row.push(rate.to_string());
                     row.push(format!("{:.1}", p99(m)));
-                    row.push(crate::metrics::named(crate::metrics::PATH_COST).format(m));
+                    row.push(crate::metrics::Id::PathCost.metric().format(m));
                 }
                 None => row.extend(["none".to_string(), String::new(), String::new()]),
             }

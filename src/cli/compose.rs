@@ -62,7 +62,7 @@ pub async fn execute(cmd: ComposeCommand) -> Result<i32> {
     match cmd {
         ComposeCommand::Config { files, vars } => {
             let project = compose::load(&files, &vars.into_iter().collect())?;
-            print!("{}", serde_yaml::to_string(&project)?);
+            print!("{}", yaml_serde::to_string(&project)?);
             Ok(0)
         }
         ComposeCommand::Up {

@@ -32,8 +32,8 @@ pub enum Verdict {
 pub struct Row {
     /// Scenario name.
     pub scenario: String,
-    /// Metric name.
-    pub metric: &'static str,
+    /// The metric.
+    pub metric: metrics::Id,
     /// Which direction is better.
     pub better: Better,
     /// Whether the metric decides the verdict (see [`metrics::decides`]); the others are
@@ -265,7 +265,7 @@ fn unlike_rates(
     new: &[Measurement],
     d: Decides,
 ) -> Option<String> {
-    let cost = metrics::named(metrics::PATH_COST);
+    let cost = metrics::Id::PathCost.metric();
     let measured = |reps: &[Measurement]| reps.iter().any(|m| !(cost.get)(m).is_nan());
     if !d.throttled || d.same_rate || !measured(base) || !measured(new) {
         return None;
@@ -284,7 +284,7 @@ fn unlike_rates(
          the rate, so its {} is reported, not judged",
         rates(base),
         rates(new),
-        metrics::PATH_COST
+        cost.name
     ))
 }
 
@@ -310,7 +310,7 @@ pub(super) fn measure_change(
     let (bm, nm) = (stats::median(&b), stats::median(&n));
     let row = Row {
         scenario: scenario.to_string(),
-        metric: m.name,
+        metric: m.id,
         better: m.better.unwrap_or(Better::Higher),
         primary: decides.primary(m),
         base: bm,

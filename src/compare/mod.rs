@@ -91,7 +91,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::metrics::{self, Better};
+    use crate::metrics::{self, Better, Id};
     use crate::results::{HostFacts, NodeFacts, RunInfo};
     use crate::settings::Settings;
     use crate::stats::SIGNIFICANCE as ALPHA;
@@ -157,7 +157,7 @@ mod tests {
         c.rows
             .iter()
             .filter(|r| r.verdict == v)
-            .map(|r| (r.scenario.as_str(), r.metric))
+            .map(|r| (r.scenario.as_str(), r.metric.name()))
             .collect()
     }
 
@@ -171,7 +171,7 @@ mod tests {
         let reg: Vec<(&str, &str)> = c
             .regressions()
             .iter()
-            .map(|r| (r.scenario.as_str(), r.metric))
+            .map(|r| (r.scenario.as_str(), r.metric.name()))
             .collect();
         assert_eq!(
             reg,
@@ -181,7 +181,7 @@ mod tests {
             ]
         );
         // The latency moved too: reported, but secondary, so it does not fail the comparison.
-        let p99 = c.rows.iter().find(|r| r.metric == "Percentile99").unwrap();
+        let p99 = c.rows.iter().find(|r| r.metric == Id::P99Ms).unwrap();
         assert!(!p99.primary);
         assert_eq!(p99.verdict, Verdict::Regression);
         assert!(c.plain().contains("regression (secondary)"));
@@ -275,14 +275,10 @@ mod tests {
         let reg: Vec<(&str, &str)> = c
             .regressions()
             .iter()
-            .map(|r| (r.scenario.as_str(), r.metric))
+            .map(|r| (r.scenario.as_str(), r.metric.name()))
             .collect();
-        assert_eq!(reg, [("02-no-filters", metrics::PATH_COST)]);
-        let row = c
-            .rows
-            .iter()
-            .find(|r| r.metric == metrics::PATH_COST)
-            .unwrap();
+        assert_eq!(reg, [("02-no-filters", Id::PathCost.name())]);
+        let row = c.rows.iter().find(|r| r.metric == Id::PathCost).unwrap();
         // 1 s over 100 MB each phase: 10 millicores per MB/s, then 11.
         assert!(
             (row.base - 10.0).abs() < 1e-9 && (row.new - 11.0).abs() < 1e-9,
@@ -292,16 +288,12 @@ mod tests {
         assert!(!c
             .rows
             .iter()
-            .any(|r| r.scenario == "01-no-proxy-baseline" && r.metric == metrics::PATH_COST));
+            .any(|r| r.scenario == "01-no-proxy-baseline" && r.metric == Id::PathCost));
         // The same CPU is no regression.
         assert_eq!(compare(&base, &costly(5000.0, &spread), 5.0).exit_code(), 0);
         // At another rate the cost is reported, not judged, and the warning names THROUGHPUT.
         let c = compare(&base, &costly(6000.0, &dearer), 5.0);
-        let row = c
-            .rows
-            .iter()
-            .find(|r| r.metric == metrics::PATH_COST)
-            .unwrap();
+        let row = c.rows.iter().find(|r| r.metric == Id::PathCost).unwrap();
         assert!(!row.primary);
         assert!(
             c.warnings.iter().any(|w| w.starts_with(
@@ -320,7 +312,7 @@ mod tests {
         assert!(c
             .rows
             .iter()
-            .filter(|r| r.metric == metrics::PATH_COST)
+            .filter(|r| r.metric == Id::PathCost)
             .all(|r| !r.primary));
     }
 
@@ -343,7 +335,7 @@ mod tests {
         let new = side_of_runs(&[0.8, 0.81, 0.79, 0.82, 0.83, 0.81], &runs);
         let c = compare(&base, &new, 5.0);
         assert_eq!(c.exit_code(), 0, "{}", c.plain());
-        let rate = c.rows.iter().find(|r| r.metric == "Rate rec/s").unwrap();
+        let rate = c.rows.iter().find(|r| r.metric == Id::RateRecS).unwrap();
         assert!(rate.by_run);
         assert_eq!(rate.n, (2, 2));
         assert_eq!(rate.verdict, Verdict::TooFew);
@@ -383,7 +375,7 @@ mod tests {
             5.0,
         );
         assert_eq!(c.exit_code(), 0);
-        let rate = c.rows.iter().find(|r| r.metric == "Rate rec/s").unwrap();
+        let rate = c.rows.iter().find(|r| r.metric == Id::RateRecS).unwrap();
         assert!(rate.p.unwrap() < rate.level);
         assert_eq!(rate.verdict, Verdict::Unchanged);
         // Three against three can never be significant: n/a, never a claim.
@@ -410,7 +402,7 @@ mod tests {
         let base = side(&[1.0, 1.02, 0.98, 1.01, 0.99, 1.03]);
         let new = side(&[0.9, 0.91, 0.92, 0.93, 0.94, 1.005]);
         let c = compare(&base, &new, 5.0);
-        let rate = c.rows.iter().find(|r| r.metric == "Rate rec/s").unwrap();
+        let rate = c.rows.iter().find(|r| r.metric == Id::RateRecS).unwrap();
         let p = rate.p.unwrap();
         assert!(p < ALPHA && p > ALPHA / 4.0, "{p}");
         assert_ne!(rate.verdict, Verdict::Regression);
@@ -423,7 +415,7 @@ mod tests {
         let noisy = [1.0, 1.3, 0.8, 1.2, 0.7, 1.1];
         let c = compare(&side(&noisy), &side(&noisy), 5.0);
         assert_eq!(c.exit_code(), 0);
-        let rate = c.rows.iter().find(|r| r.metric == "Rate rec/s").unwrap();
+        let rate = c.rows.iter().find(|r| r.metric == Id::RateRecS).unwrap();
         assert_eq!(rate.verdict, Verdict::NotDetectable);
         let d = rate.detectable_pct.unwrap();
         assert!(d > 20.0 && d < 100.0, "{d}");
@@ -437,7 +429,7 @@ mod tests {
         let consumer = c
             .rows
             .iter()
-            .find(|r| r.metric == "Consumed rec/s")
+            .find(|r| r.metric == Id::ConsumedRecS)
             .unwrap();
         assert_eq!(consumer.detectable_pct, Some(0.0));
         assert_eq!(consumer.verdict, Verdict::Unchanged);
@@ -527,7 +519,7 @@ mod tests {
                 .rows
                 .iter()
                 .filter(|r| r.primary)
-                .map(|r| r.metric)
+                .map(|r| r.metric.name())
                 .collect();
             p.sort();
             p.dedup();
@@ -536,7 +528,10 @@ mod tests {
         // Measured by a tool without them: the tool's own 99th percentile decides.
         let c = compare(&base, &new, 5.0);
         assert_eq!(primary(&c), ["Consumed rec/s", "Percentile99"]);
-        assert!(c.rows.iter().all(|r| !r.metric.starts_with("Intended")));
+        assert!(c
+            .rows
+            .iter()
+            .all(|r| !r.metric.name().starts_with("Intended")));
         // Both sides have them: a stall only they show is the regression.
         let with = |side: &mut Side, p99: f64| {
             for (_, reps) in &mut side.scenarios {
@@ -558,8 +553,8 @@ mod tests {
         with(&mut new, 1000.0);
         let c = compare(&base, &new, 5.0);
         assert_eq!(primary(&c), ["Consumed rec/s", "Intended P99 ms"]);
-        let reg: Vec<&str> = c.regressions().iter().map(|r| r.metric).collect();
-        assert_eq!(reg, ["Intended P99 ms", "Intended P99 ms"]);
+        let reg: Vec<Id> = c.regressions().iter().map(|r| r.metric).collect();
+        assert_eq!(reg, [Id::IntendedP99Ms, Id::IntendedP99Ms]);
         assert!(c
             .markdown()
             .contains("99th latency percentile from the intended send times"));
@@ -774,7 +769,7 @@ mod tests {
             .map(|r| r.scenario.as_str())
             .collect();
         assert_eq!(regressed.len(), 4, "{}", c.plain());
-        assert!(c.regressions().iter().all(|r| r.metric == "Rate rec/s"));
+        assert!(c.regressions().iter().all(|r| r.metric == Id::RateRecS));
         // Both sides are the same run: measured interleaved, no warning says otherwise.
         assert!(
             !c.warnings.iter().any(|w| w.contains("interleaved")),

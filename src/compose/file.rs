@@ -46,7 +46,7 @@ pub enum Scalar {
     /// A string.
     String(String),
     /// A number.
-    Number(serde_yaml::Number),
+    Number(yaml_serde::Number),
     /// A boolean.
     Bool(bool),
 }

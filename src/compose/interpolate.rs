@@ -226,12 +226,12 @@ fn expand_braced(body: &str, vars: &Variables, unset: &mut Vec<String>) -> Resul
 /// Interpolates every string scalar in a YAML tree (keys are left as written, as Compose does).
 /// `path` names the location for error messages (e.g. `services.proxy.image`).
 pub fn interpolate_value(
-    value: &mut serde_yaml::Value,
+    value: &mut yaml_serde::Value,
     vars: &Variables,
     path: &mut Vec<String>,
     unset: &mut Vec<String>,
 ) -> Result<()> {
-    use serde_yaml::Value;
+    use yaml_serde::Value;
     match value {
         Value::String(s) => {
             let new = interpolate(s, vars, unset)
@@ -249,7 +249,7 @@ pub fn interpolate_value(
             for (k, v) in map.iter_mut() {
                 path.push(match k {
                     Value::String(s) => s.clone(),
-                    other => serde_yaml::to_string(other)
+                    other => yaml_serde::to_string(other)
                         .unwrap_or_default()
                         .trim()
                         .to_string(),

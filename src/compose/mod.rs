@@ -313,8 +313,8 @@ fn parse_file(path: &Path, variables: &Variables) -> Result<ParsedFile> {
     let f = path.display();
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read Compose file {f}"))?;
-    let mut doc: serde_yaml::Value =
-        serde_yaml::from_str(&text).with_context(|| format!("{f}: invalid YAML"))?;
+    let mut doc: yaml_serde::Value =
+        yaml_serde::from_str(&text).with_context(|| format!("{f}: invalid YAML"))?;
     // YAML merge keys (`<<: *anchor`), common with `x-` extension blocks.
     doc.apply_merge()
         .with_context(|| format!("{f}: invalid YAML merge key"))?;
@@ -324,7 +324,7 @@ fn parse_file(path: &Path, variables: &Variables) -> Result<ParsedFile> {
     for var in &unset {
         eprintln!("warning: {f}: variable {var} is not set; using an empty string");
     }
-    let serde_yaml::Value::Mapping(top) = doc else {
+    let yaml_serde::Value::Mapping(top) = doc else {
         bail!("{f}: expected a mapping at the top level");
     };
     let dir = parent_dir(path);
@@ -342,12 +342,12 @@ fn parse_file(path: &Path, variables: &Variables) -> Result<ParsedFile> {
         match key.as_str() {
             "name" => {
                 parsed.name = Some(
-                    serde_yaml::from_value(value)
+                    yaml_serde::from_value(value)
                         .with_context(|| format!("{f}: \"name\" must be a string"))?,
                 )
             }
             "services" => {
-                let serde_yaml::Value::Mapping(services) = value else {
+                let yaml_serde::Value::Mapping(services) = value else {
                     bail!("{f}: \"services\" must be a mapping");
                 };
                 for (svc, body) in services {
@@ -357,7 +357,7 @@ fn parse_file(path: &Path, variables: &Variables) -> Result<ParsedFile> {
                 }
             }
             "networks" => {
-                let map: BTreeMap<String, Option<RawNetwork>> = serde_yaml::from_value(value)
+                let map: BTreeMap<String, Option<RawNetwork>> = yaml_serde::from_value(value)
                     .with_context(|| format!("{f}: top-level \"networks\""))?;
                 for (n, raw) in map {
                     parsed.networks.insert(n, raw.unwrap_or_default());
@@ -365,7 +365,7 @@ fn parse_file(path: &Path, variables: &Variables) -> Result<ParsedFile> {
             }
             "configs" => {
                 let map: BTreeMap<String, ConfigDef> =
-                    serde_yaml::from_value(value).with_context(|| {
+                    yaml_serde::from_value(value).with_context(|| {
                         format!(
                             "{f}: top-level \"configs\" (only `name: {{file: path}}` is supported)"
                         )
@@ -384,10 +384,10 @@ fn parse_file(path: &Path, variables: &Variables) -> Result<ParsedFile> {
 }
 
 /// Types a service one key at a time so that an error names the exact key.
-fn parse_service(f: &str, svc: &str, body: serde_yaml::Value, dir: &Path) -> Result<RawService> {
+fn parse_service(f: &str, svc: &str, body: yaml_serde::Value, dir: &Path) -> Result<RawService> {
     let map = match body {
-        serde_yaml::Value::Mapping(m) => m,
-        serde_yaml::Value::Null => serde_yaml::Mapping::new(),
+        yaml_serde::Value::Mapping(m) => m,
+        yaml_serde::Value::Null => yaml_serde::Mapping::new(),
         _ => bail!("{f}: service \"{svc}\": expected a mapping"),
     };
     let mut raw = RawService::default();
@@ -399,9 +399,9 @@ fn parse_service(f: &str, svc: &str, body: serde_yaml::Value, dir: &Path) -> Res
         if !SERVICE_KEYS.contains(&key.as_str()) {
             bail!("{f}: service \"{svc}\": unsupported key \"{key}\"");
         }
-        let mut single = serde_yaml::Mapping::new();
-        single.insert(serde_yaml::Value::String(key.clone()), value);
-        let one: RawService = serde_yaml::from_value(serde_yaml::Value::Mapping(single))
+        let mut single = yaml_serde::Mapping::new();
+        single.insert(yaml_serde::Value::String(key.clone()), value);
+        let one: RawService = yaml_serde::from_value(yaml_serde::Value::Mapping(single))
             .map_err(|e| anyhow::anyhow!("{f}: service \"{svc}\": key \"{key}\": {e}"))?;
         raw.merge(one);
     }
@@ -409,9 +409,9 @@ fn parse_service(f: &str, svc: &str, body: serde_yaml::Value, dir: &Path) -> Res
     Ok(raw)
 }
 
-fn key_str(key: &serde_yaml::Value, f: &str) -> Result<String> {
+fn key_str(key: &yaml_serde::Value, f: &str) -> Result<String> {
     match key {
-        serde_yaml::Value::String(s) => Ok(s.clone()),
+        yaml_serde::Value::String(s) => Ok(s.clone()),
         other => bail!("{f}: keys must be strings, found {other:?}"),
     }
 }

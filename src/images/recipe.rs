@@ -65,7 +65,7 @@ pub struct DebianRecipe {
     pub bin: PathBuf,
 }
 
-/// A recipe as written: a map with exactly one of its kinds (serde_yaml reads enums only from
+/// A recipe as written: a map with exactly one of its kinds (yaml_serde reads enums only from
 /// YAML tags, so the one-key map is read through this struct).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -97,12 +97,12 @@ pub struct ImageRecipe {
 /// Parses the `images:` map of a suite file; `file` names the suite file in errors.
 pub fn parse_recipes(
     file: &Path,
-    images: &BTreeMap<String, serde_yaml::Value>,
+    images: &BTreeMap<String, yaml_serde::Value>,
 ) -> Result<Vec<ImageRecipe>> {
     images
         .iter()
         .map(|(image, value)| {
-            let recipe = serde_yaml::from_value::<RecipeFile>(value.clone())
+            let recipe = yaml_serde::from_value::<RecipeFile>(value.clone())
                 .map_err(anyhow::Error::from)
                 .and_then(Recipe::try_from)
                 .and_then(|mut r| {
@@ -443,15 +443,15 @@ b/iperf3:2:
 c/kms:3:
   go: { module: github.com/nsmithuk/local-kms, version: v0.0.0-20260228092603-2a5e92d09ab6 }
 "#;
-        let map: BTreeMap<String, serde_yaml::Value> = serde_yaml::from_str(yaml).unwrap();
+        let map: BTreeMap<String, yaml_serde::Value> = yaml_serde::from_str(yaml).unwrap();
         let r = parse_recipes(Path::new("suite.yaml"), &map).unwrap();
         assert_eq!(r.len(), 2);
         assert!(matches!(&r[0].recipe, Recipe::Debian(d) if d.package == "iperf3"));
         assert!(matches!(&r[1].recipe, Recipe::Go(g) if g.program() == "local-kms"));
         assert_eq!(r[1].image_path(), "/usr/local/bin/local-kms");
 
-        let bad: BTreeMap<String, serde_yaml::Value> =
-            serde_yaml::from_str("x/y:1:\n  debian: { package: a, bin: /a, binary: /b }\n")
+        let bad: BTreeMap<String, yaml_serde::Value> =
+            yaml_serde::from_str("x/y:1:\n  debian: { package: a, bin: /a, binary: /b }\n")
                 .unwrap();
         let err = format!(
             "{:#}",

@@ -407,7 +407,7 @@ fn apply(
                 "# {} merged with {} (side {label})\n{}",
                 source.display(),
                 overlay.display(),
-                serde_yaml::to_string(&doc)?
+                yaml_serde::to_string(&doc)?
             );
             files.push(GeneratedFile {
                 path: path.clone(),
@@ -464,16 +464,16 @@ fn is_yaml_file(path: &Path) -> bool {
     ) && path.is_file()
 }
 
-fn read_yaml(path: &Path) -> Result<serde_yaml::Value> {
+fn read_yaml(path: &Path) -> Result<yaml_serde::Value> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_yaml::from_str(&text).with_context(|| format!("{}: invalid YAML", path.display()))
+    yaml_serde::from_str(&text).with_context(|| format!("{}: invalid YAML", path.display()))
 }
 
 /// `patch` merged into `doc`: maps key by key, recursively; any other value replaces.
-fn merge(doc: &mut serde_yaml::Value, patch: &serde_yaml::Value) {
+fn merge(doc: &mut yaml_serde::Value, patch: &yaml_serde::Value) {
     match (doc, patch) {
-        (serde_yaml::Value::Mapping(d), serde_yaml::Value::Mapping(p)) => {
+        (yaml_serde::Value::Mapping(d), yaml_serde::Value::Mapping(p)) => {
             for (k, v) in p {
                 match d.get_mut(k) {
                     Some(existing) => merge(existing, v),
@@ -491,8 +491,8 @@ fn merge(doc: &mut serde_yaml::Value, patch: &serde_yaml::Value) {
 mod tests {
     use super::*;
 
-    fn yaml(text: &str) -> serde_yaml::Value {
-        serde_yaml::from_str(text).unwrap()
+    fn yaml(text: &str) -> yaml_serde::Value {
+        yaml_serde::from_str(text).unwrap()
     }
 
     #[test]
@@ -615,7 +615,7 @@ mod tests {
         let file = &d.files[0];
         assert_eq!(p.services["proxy-b"].mounts[0].source, file.path);
         assert!(file.path.starts_with(dir.path().join("run/sides/b/proxy")));
-        let merged: serde_yaml::Value = serde_yaml::from_str(&file.contents).unwrap();
+        let merged: yaml_serde::Value = yaml_serde::from_str(&file.contents).unwrap();
         assert_eq!(merged, yaml("filters: [a, a]\nport: 9092\n"));
         assert_eq!(
             p.services["proxy"].mounts[0].source,

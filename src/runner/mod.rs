@@ -33,6 +33,7 @@ mod machines;
 mod placement;
 mod prepare;
 mod profiler;
+mod schedule;
 mod site;
 
 use combine::*;
@@ -240,87 +241,75 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
     let cells = &run.cells;
     let repeat = cells[0].settings.repeat.max(1) as usize;
     let n = run.first().scenarios.len();
-    let mut reps: Vec<Vec<Repetition>> = vec![Vec::new(); n * cells.len()];
+    let mut gathered = schedule::Gathered::new(n, cells.len());
+    let mut ceilings = schedule::Ceilings::default();
     // The cell whose project the site deploys, and the one whose run-wide services are up.
     let mut deployed = 0;
     let mut run_wide_of: Option<usize> = None;
-    // A sweep's lowest rate each line (scenario, other settings) did not sustain.
-    let mut ceiling: BTreeMap<(usize, String), i64> = BTreeMap::new();
-    for round in 0..repeat {
-        if repeat > 1 {
-            phase(&format!("round {} of {repeat}", round + 1));
-        }
-        // A sweep climbs its rates in order; anything else rotates, against drift.
-        let order = if run.sweep {
-            (0..cells.len()).collect()
-        } else {
-            round_order(cells.len(), round)
+    for step in schedule::steps(repeat, cells.len(), n, run.sweep) {
+        let (c, i) = match step {
+            schedule::Step::Round(round) => {
+                if repeat > 1 {
+                    phase(&format!("round {} of {repeat}", round + 1));
+                }
+                continue;
+            }
+            schedule::Step::Measure { cell, scenario } => (cell, scenario),
         };
-        for c in order {
-            let cell = &cells[c];
-            if c != deployed {
-                // Only an image of a run-wide service varying restarts them.
-                if let Some(w) =
-                    run_wide_of.filter(|&w| plan::run_wide_differs(&cells[w].plan, &cell.plan))
-                {
-                    phase(&format!(
-                        "stopping {} for the next combination",
-                        cells[w].plan.run_wide.join(", ")
-                    ));
-                    site.down(&cells[w].plan.run_wide).await?;
-                    run_wide_of = None;
-                }
-                site.switch(&cell.plan.project);
-                deployed = c;
+        let cell = &cells[c];
+        if c != deployed {
+            // Only an image of a run-wide service varying restarts them.
+            if let Some(w) =
+                run_wide_of.filter(|&w| plan::run_wide_differs(&cells[w].plan, &cell.plan))
+            {
+                phase(&format!(
+                    "stopping {} for the next combination",
+                    cells[w].plan.run_wide.join(", ")
+                ));
+                site.down(&cells[w].plan.run_wide).await?;
+                run_wide_of = None;
             }
-            if run_wide_of.is_none() {
-                start_run_wide(site, &*watcher, cell).await?;
-                run_wide_of = Some(c);
+            site.switch(&cell.plan.project);
+            deployed = c;
+        }
+        if run_wide_of.is_none() {
+            start_run_wide(site, &*watcher, cell).await?;
+            run_wide_of = Some(c);
+        }
+        let planned = &cell.plan.scenarios[i];
+        let rate = cell.settings.throughput;
+        let line = (i, crate::matrix::label(&sweep::line_of(&cell.combination)));
+        if run.sweep && ceilings.skips(&line, rate) {
+            continue;
+        }
+        let label = crate::model::row_label(&planned.scenario.name, &cell.combination);
+        completed.measuring(Some(label.clone()));
+        let first = gathered.first(i, c);
+        let measured = run_scenario(site, &*watcher, cell, planned, first).await?;
+        completed.measuring(None);
+        for rep in &measured {
+            let m = &rep.measurement;
+            crate::progress::println(&crate::report::measured_rows(&label, m));
+            if let Some(pair) = &planned.pair {
+                crate::progress::println(&crate::report::measured_pair(&pair.pair, m));
             }
-            for i in round_order(n, round) {
-                let planned = &cell.plan.scenarios[i];
-                let rate = cell.settings.throughput;
-                let line = (i, crate::matrix::label(&sweep::line_of(&cell.combination)));
-                if run.sweep && ceiling.get(&line).is_some_and(|&max| rate > max) {
-                    continue;
-                }
-                let label = crate::model::row_label(&planned.scenario.name, &cell.combination);
-                completed.measuring(Some(label.clone()));
-                // Results are kept scenario by scenario, each scenario's combinations in order.
-                let k = i * cells.len() + c;
-                let first = reps[k].is_empty();
-                let measured = run_scenario(site, &*watcher, cell, planned, first).await?;
-                completed.measuring(None);
-                for rep in &measured {
-                    let m = &rep.measurement;
-                    crate::progress::println(&crate::report::measured_rows(&label, m));
-                    if let Some(pair) = &planned.pair {
-                        crate::progress::println(&crate::report::measured_pair(&pair.pair, m));
-                    }
-                }
-                if let Some(why) = run
-                    .sweep
-                    .then(|| {
-                        let limit = cell.settings.p99_limit_ms;
-                        measured
-                            .iter()
-                            .find_map(|r| sweep::shortfall(&r.measurement, limit))
-                    })
-                    .flatten()
-                {
-                    crate::progress::println(&format!(
-                        "    {label} does not sustain {rate} rec/s: {why}; its higher rates are \
-                         not measured"
-                    ));
-                    let max = ceiling.entry(line).or_insert(rate);
-                    *max = (*max).min(rate);
-                }
-                reps[k].extend(measured);
-                if reps[k].len() == repeat * planned.phases(&cell.settings) {
-                    let all = std::mem::take(&mut reps[k]);
-                    completed.push(k, combine(cell, planned, all, site.cpus()));
-                }
-            }
+        }
+        let limit = cell.settings.p99_limit_ms;
+        let shortfall = || {
+            measured
+                .iter()
+                .find_map(|r| sweep::shortfall(&r.measurement, limit))
+        };
+        if let Some(why) = run.sweep.then(shortfall).flatten() {
+            crate::progress::println(&format!(
+                "    {label} does not sustain {rate} rec/s: {why}; its higher rates are not \
+                 measured"
+            ));
+            ceilings.not_sustained(line, rate);
+        }
+        let all = repeat * planned.phases(&cell.settings);
+        if let Some((k, reps)) = gathered.add(i, c, measured, all) {
+            completed.push(k, combine(cell, planned, reps, site.cpus()));
         }
     }
     Ok(())
@@ -359,11 +348,6 @@ async fn start_run_wide(site: &mut impl Site, watcher: &dyn Watcher, cell: &Cell
     warmed?;
     closed?;
     Ok(())
-}
-
-/// The scenario indices of round `round` (0-based): `0..n` rotated left by `round`.
-pub fn round_order(n: usize, round: usize) -> Vec<usize> {
-    (0..n).map(|i| (i + round) % n.max(1)).collect()
 }
 
 async fn run_scenario(
@@ -729,6 +713,32 @@ fn paired_phase(spec: &MeasureSpec, phase: usize, topic: &str) -> MeasureSpec {
     }
 }
 
+/// What the workload is asked to measure, from the cell's settings: every measured setting that
+/// reaches the workload goes through here.
+fn measure_spec(settings: &Settings, bootstrap: &str, topic: &str) -> MeasureSpec {
+    let mut spec = MeasureSpec::new(bootstrap, topic, settings.num_records);
+    spec.record_size = settings.record_size as usize;
+    spec.throughput = settings.throughput;
+    spec.properties = settings.producer_properties.clone();
+    spec.warm_up_records = settings.warm_up_pre_test;
+    spec.warm_up_for = Duration::from_secs(settings.warm_up_seconds_pre_test);
+    spec.warm_up_jit = (settings.warm_up_jit_percent > 0).then(|| crate::driver::JitQuiet {
+        percent: settings.warm_up_jit_percent,
+        window: Duration::from_secs(crate::settings::WARM_UP_JIT_WINDOW_SECONDS),
+        limit: Duration::from_secs(crate::settings::WARM_UP_JIT_LIMIT_SECONDS),
+    });
+    spec.consume_timeout = CONSUME_TIMEOUT;
+    spec.mode = settings.mode;
+    spec.catch_up_limit = Duration::from_secs(settings.catch_up_seconds);
+    spec.duration = settings.duration.map(Duration::from_secs);
+    spec.duration_warm_up = Duration::from_secs(settings.duration_warm_up);
+    spec.partitions = settings.partitions as i32;
+    spec.topics = settings.topics;
+    spec.producers = settings.producers;
+    spec.consumers = settings.consumers;
+    spec
+}
+
 /// A scenario whose services are up: readiness and its own broker's warm-up, setup, then the
 /// measurement with its resources sampled (each measured phase's, for a paired scenario).
 async fn measure_scenario(
@@ -793,35 +803,8 @@ async fn measure_scenario(
 
     let t = Instant::now();
     let sampler = site.sample(run_wide, sc.own_broker, &workload);
-    let mut spec = MeasureSpec::new(&sc.bootstrap, &planned.topic, settings.num_records);
-    spec.record_size = settings.record_size as usize;
-    spec.throughput = settings.throughput;
-    spec.properties = settings.producer_properties.clone();
-    spec.warm_up_records = settings.warm_up_pre_test;
-    spec.warm_up_for = Duration::from_secs(settings.warm_up_seconds_pre_test);
-    spec.warm_up_jit = (settings.warm_up_jit_percent > 0).then(|| crate::driver::JitQuiet {
-        percent: settings.warm_up_jit_percent,
-        window: Duration::from_secs(crate::settings::WARM_UP_JIT_WINDOW_SECONDS),
-        limit: Duration::from_secs(crate::settings::WARM_UP_JIT_LIMIT_SECONDS),
-    });
-    spec.consume_timeout = CONSUME_TIMEOUT;
-    spec.mode = settings.mode;
-    spec.catch_up_limit = Duration::from_secs(settings.catch_up_seconds);
-    spec.duration = settings.duration.map(Duration::from_secs);
-    spec.duration_warm_up = Duration::from_secs(settings.duration_warm_up);
-    spec.partitions = settings.partitions as i32;
-    spec.topics = settings.topics;
-    spec.producers = settings.producers;
-    spec.consumers = settings.consumers;
-    let marks = PhaseMarks {
-        sampling: sampler.as_ref(),
-        profiling: profiler.as_deref(),
-        record_size: settings.record_size,
-        started: RefCell::new(None),
-        phases: RefCell::new(Vec::new()),
-        compiling: RefCell::new(std::collections::VecDeque::new()),
-        stage: RefCell::new(PhaseMarks::WARM_UP.to_string()),
-    };
+    let spec = measure_spec(settings, &sc.bootstrap, &planned.topic);
+    let marks = PhaseMarks::new(sampler.as_ref(), profiler.as_deref(), settings.record_size);
     // Each measured phase with the costs read at its edges.
     let measure = async {
         let (Some(pair), Some(session_b)) = (&planned.pair, sessions.b) else {
@@ -877,16 +860,6 @@ mod tests {
     use crate::compose::Project;
     use crate::driver::flow::tests::Fake;
     use crate::engine::ExecOutput;
-
-    #[test]
-    fn rounds_rotate_the_scenario_order() {
-        assert_eq!(round_order(3, 0), [0, 1, 2]);
-        assert_eq!(round_order(3, 1), [1, 2, 0]);
-        assert_eq!(round_order(3, 2), [2, 0, 1]);
-        assert_eq!(round_order(3, 3), [0, 1, 2]);
-        assert_eq!(round_order(1, 5), [0]);
-        assert!(round_order(0, 2).is_empty());
-    }
 
     /// A site that records what the orchestration asks of it; its sessions are fake drivers
     /// recording into the same log.

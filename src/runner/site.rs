@@ -201,9 +201,26 @@ pub(super) struct PhaseMarks<'a> {
     pub(super) stage: RefCell<String>,
 }
 
-impl PhaseMarks<'_> {
+impl<'a> PhaseMarks<'a> {
     /// Before any measured phase starts.
     pub(super) const WARM_UP: &'static str = "the warm-up before the measurement";
+
+    /// Marks for one measurement, at its warm-up: no phase started yet.
+    pub(super) fn new(
+        sampling: &'a dyn Sampling,
+        profiling: Option<&'a dyn Profiling>,
+        record_size: u64,
+    ) -> Self {
+        PhaseMarks {
+            sampling,
+            profiling,
+            record_size,
+            started: RefCell::new(None),
+            phases: RefCell::new(Vec::new()),
+            compiling: RefCell::new(std::collections::VecDeque::new()),
+            stage: RefCell::new(Self::WARM_UP.to_string()),
+        }
+    }
 }
 
 impl flow::Marks for PhaseMarks<'_> {

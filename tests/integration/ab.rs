@@ -337,7 +337,7 @@ async fn side_b_is_derived_from_the_scenario_and_measured_against_side_a() {
             .clone();
         std::fs::read_to_string(mount["Source"].as_str().unwrap()).unwrap()
     };
-    let merged: serde_yaml::Value = serde_yaml::from_str(&config(&b)).unwrap();
+    let merged: yaml_serde::Value = yaml_serde::from_str(&config(&b)).unwrap();
     assert_eq!(merged["defaultFilters"].as_sequence().unwrap().len(), 12);
     assert_eq!(
         merged["virtualClusters"][0]["gateways"][0]["portIdentifiesNode"]["bootstrapAddress"],

@@ -169,7 +169,7 @@ async fn every_second_is_recorded_and_a_stall_shows_where_it_happened() {
     );
 
     let svg = std::fs::read_to_string(run.join("series.svg")).unwrap();
-    perf_tests::export::svg::check_well_formed(&svg).unwrap();
+    roxmltree::Document::parse(&svg).unwrap();
     assert!(svg.contains("02-no-filters: "), "{svg}");
     assert!(std::fs::read_to_string(run.join("tables.md"))
         .unwrap()

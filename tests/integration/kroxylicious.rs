@@ -21,7 +21,7 @@ use perf_tests::model::{BrokerHolds, ConsumerReceives, Expect};
 use perf_tests::plan::{self, Plan};
 use perf_tests::scenario::Step;
 use perf_tests::settings::Settings;
-use serde_yaml::Value;
+use yaml_serde::Value;
 
 /// The default suite: an AWS KMS (local-kms) over the network, no Vault.
 const SUITE: &str = "scenarios/kroxylicious";
@@ -723,7 +723,7 @@ fn config_path(suite: &str, scenario: &str) -> PathBuf {
 fn proxy_config(suite: &str, scenario: &str) -> Value {
     let path = config_path(suite, scenario);
     let text = std::fs::read_to_string(&path).unwrap();
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The `filterDefinitions` of a configuration as (name, type) pairs.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value as Json;
-use serde_yaml::Value as Yaml;
+use yaml_serde::Value as Yaml;
 
 /// Records per measurement: enough for every counter and rate, small enough for a quick run.
 const RECORDS: u64 = 3000;
@@ -546,11 +546,11 @@ async fn run_with_broken_recipe(image: &str, recipe: &str) -> String {
     let results = tempfile::tempdir().unwrap();
     let (_root, suite) = copied_suite();
     let file = suite.join("images/recipes.yaml");
-    let mut doc: Yaml = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let mut doc: Yaml = yaml_serde::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     doc.as_mapping_mut()
         .expect("the suite's recipes are a map")
-        .insert(image.into(), serde_yaml::from_str(recipe).unwrap());
-    std::fs::write(&file, serde_yaml::to_string(&doc).unwrap()).unwrap();
+        .insert(image.into(), yaml_serde::from_str(recipe).unwrap());
+    std::fs::write(&file, yaml_serde::to_string(&doc).unwrap()).unwrap();
 
     let ran = Ran::of(run(
         &[

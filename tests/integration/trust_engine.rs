@@ -114,7 +114,7 @@ fn same_runs_agree_and_a_throttled_producer_is_a_regression() {
 
     // One throughput bar for the one scenario, with its error bar.
     let svg = std::fs::read_to_string(run_a.join("charts.svg")).unwrap();
-    perf_tests::export::svg::check_well_formed(&svg).unwrap();
+    roxmltree::Document::parse(&svg).unwrap();
     assert_eq!(svg.matches(r#"class="bar throughput""#).count(), 1);
     assert!(svg.contains(r#"class="error""#));
     assert!(std::fs::read_to_string(run_a.join("tables.md"))

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_yaml::Value;
+use yaml_serde::Value;
 
 fn workflows() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(".github/workflows")
@@ -82,7 +82,7 @@ fn actionlint_accepts_both_workflows_and_the_documented_caller() {
 }
 
 fn document(name: &str) -> Value {
-    serde_yaml::from_str(&std::fs::read_to_string(workflows().join(name)).unwrap()).unwrap()
+    yaml_serde::from_str(&std::fs::read_to_string(workflows().join(name)).unwrap()).unwrap()
 }
 
 fn jobs(doc: &Value) -> Vec<(String, Value)> {
@@ -125,7 +125,7 @@ fn writes(job: &Value) -> bool {
 
 /// No token in the job's environment, any step's, any step's inputs.
 fn holds_no_token(name: &str, job: &Value) {
-    let text = serde_yaml::to_string(job).unwrap();
+    let text = yaml_serde::to_string(job).unwrap();
     for token in ["github.token", "secrets.", "GH_TOKEN", "GITHUB_TOKEN"] {
         assert!(!text.contains(token), "job {name} holds {token}:\n{text}");
     }
@@ -149,7 +149,7 @@ fn only_the_build_job_runs_the_pull_requests_code_and_it_holds_no_token() {
     }
     assert_eq!(
         doc["permissions"],
-        serde_yaml::from_str::<Value>("{}").unwrap()
+        yaml_serde::from_str::<Value>("{}").unwrap()
     );
     // A checkout of the caller's repository (no `repository:`) is of the pull request's code.
     let of_the_pull_request: Vec<String> = jobs(&doc)
@@ -165,7 +165,7 @@ fn only_the_build_job_runs_the_pull_requests_code_and_it_holds_no_token() {
     let build = &doc["jobs"]["build"];
     assert_eq!(permissions(build), [("contents".into(), "read".into())]);
     holds_no_token("build", build);
-    let text = serde_yaml::to_string(build).unwrap();
+    let text = yaml_serde::to_string(build).unwrap();
     assert!(text.contains("BUILD: ${{ inputs.build }}"), "{text}");
     assert!(text.contains("bash -euo pipefail -c \"$BUILD\""), "{text}");
     for (name, job) in jobs(&doc) {
@@ -251,7 +251,7 @@ fn the_jobs_that_write_run_only_the_pinned_perf_tests() {
         holds_no_token(name, &doc["jobs"][name]);
     }
     // The answer judges again and fails when side B is worse.
-    let answer = serde_yaml::to_string(&doc["jobs"]["answer"]).unwrap();
+    let answer = yaml_serde::to_string(&doc["jobs"]["answer"]).unwrap();
     for needed in [
         "pr comment --state finished --results",
         "pr post --pr",
@@ -265,7 +265,7 @@ fn the_jobs_that_write_run_only_the_pinned_perf_tests() {
     );
     // The request is seen at once: the reaction needs nothing built.
     assert!(doc["jobs"]["ack"].get("needs").is_none());
-    let measure = serde_yaml::to_string(&doc["jobs"]["measure"]).unwrap();
+    let measure = yaml_serde::to_string(&doc["jobs"]["measure"]).unwrap();
     assert!(
         measure.contains("--a \"KROXYLICIOUS_IMAGE=$base\" --b \"KROXYLICIOUS_IMAGE=$head\" $ARGS"),
         "{measure}"
@@ -281,7 +281,7 @@ fn this_repository_calls_the_same_workflow_judged_by_its_default_branch() {
     let doc = document("perf.yml");
     assert_eq!(
         doc["on"]["issue_comment"]["types"],
-        serde_yaml::from_str::<Value>("[created]").unwrap()
+        yaml_serde::from_str::<Value>("[created]").unwrap()
     );
     let job = &doc["jobs"]["ab"];
     assert_eq!(job["uses"].as_str(), Some("./.github/workflows/ab.yml"));
@@ -303,7 +303,7 @@ fn this_repository_calls_the_same_workflow_judged_by_its_default_branch() {
         .unwrap()
         .contains("perf-tests images distribution --out dist"));
     // The documented caller pins perf-tests by commit in both places.
-    let caller: Value = serde_yaml::from_str(&documented_caller()).unwrap();
+    let caller: Value = yaml_serde::from_str(&documented_caller()).unwrap();
     let job = &caller["jobs"]["ab"];
     let pinned = job["with"]["perf-tests-ref"].as_str().unwrap();
     assert!(pinned.len() == 40 && pinned.chars().all(|c| c.is_ascii_hexdigit()));
