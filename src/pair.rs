@@ -48,6 +48,13 @@ pub struct PairPhase {
     pub mc_per_mb_s_b: f64,
     /// B's CPU per MB over A's.
     pub cpu_ratio: f64,
+    /// Each side's millicores per MB/s without its JVMs' JIT compilers and GC threads (see
+    /// [`crate::cost::path_rest_coefficient`]); 0 where a side's threads were not read, and in
+    /// results written before it was compared.
+    #[serde(default)]
+    pub rest_mc_per_mb_s_a: f64,
+    #[serde(default)]
+    pub rest_mc_per_mb_s_b: f64,
     /// Each side's producer's median and 99th percentile from the intended send times; the
     /// median is 0 in results written before it was compared.
     #[serde(default)]
@@ -94,6 +101,18 @@ impl PairPhase {
                 .sum()
         };
         let (cpu_a_s, cpu_b_s) = (cpu(&pair.a)?, cpu(&pair.b)?);
+        // A side's CPU seconds less its JVMs' compilers and collectors, when every service of
+        // the side had its threads read.
+        let rest = |services: &[String]| -> Option<f64> {
+            services
+                .iter()
+                .map(|name| {
+                    let s = phase.services.iter().find(|s| s.service == *name)?;
+                    let t = s.threads.as_ref()?;
+                    Some((s.cpu_s - t.jit_s - t.gc_s).max(0.0))
+                })
+                .sum()
+        };
         // Each side's share of the phase's traffic (counted as the sizing guide counts it, by
         // the phase) is its share of the phase's records.
         let mc = |cpu_s: f64, records: u64| {
@@ -115,6 +134,8 @@ impl PairPhase {
             mc_per_mb_s_a: mc_a,
             mc_per_mb_s_b: mc_b,
             cpu_ratio: mc_b / mc_a,
+            rest_mc_per_mb_s_a: rest(&pair.a).map_or(0.0, |r| mc(r, a.sent)),
+            rest_mc_per_mb_s_b: rest(&pair.b).map_or(0.0, |r| mc(r, b.sent)),
             p50_a_ms: a.p50_ms,
             p50_b_ms: b.p50_ms,
             p99_a_ms: a.p99_ms,
@@ -230,7 +251,8 @@ impl Ratio {
 }
 
 /// A paired scenario's result: its sides, every pair's phases, and B over A of the path's CPU
-/// per MB/s and of the intended p50 and p99.
+/// per MB/s (whole and without the JVMs' compilers and collectors) and of the intended p50 and
+/// p99.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairResult {
     pub pair: Pair,
@@ -252,6 +274,8 @@ pub struct PairResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<Ratio>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_rest: Option<Ratio>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p50: Option<Ratio>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99: Option<Ratio>,
@@ -263,6 +287,12 @@ pub struct PairResult {
 pub enum Metric {
     /// The side's services' millicores per MB/s of its records produced and consumed.
     Cpu,
+    /// The same without their JVMs' JIT compilers and GC threads: the work the path's code
+    /// does. A fresh JVM's compilers still run after the warm-up, at a pace that varies from
+    /// one bring-up to the next, so this figure varies less between pairs than the whole and
+    /// tells a smaller change of the code's own cost; the whole is judged beside it, so work
+    /// moved into the compilers or the collector is still found.
+    CpuRest,
     /// The producer's median latency from the intended send times.
     P50,
     /// Its 99th percentile.
@@ -270,13 +300,14 @@ pub enum Metric {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 3] = [Metric::Cpu, Metric::P50, Metric::P99];
+    pub const ALL: [Metric; 4] = [Metric::Cpu, Metric::CpuRest, Metric::P50, Metric::P99];
 
     /// The registry's metric it is the paired form of, whose name it is shown by.
     pub fn id(self) -> crate::metrics::Id {
         use crate::metrics::Id;
         match self {
             Metric::Cpu => Id::PathCost,
+            Metric::CpuRest => Id::PathRestCost,
             Metric::P50 => Id::IntendedP50Ms,
             Metric::P99 => Id::IntendedP99Ms,
         }
@@ -290,6 +321,7 @@ impl Metric {
     pub fn sides(self, p: &PairPhase) -> (f64, f64) {
         match self {
             Metric::Cpu => (p.mc_per_mb_s_a, p.mc_per_mb_s_b),
+            Metric::CpuRest => (p.rest_mc_per_mb_s_a, p.rest_mc_per_mb_s_b),
             Metric::P50 => (p.p50_a_ms, p.p50_b_ms),
             Metric::P99 => (p.p99_a_ms, p.p99_b_ms),
         }
@@ -298,7 +330,7 @@ impl Metric {
     /// Decimals its figures are shown with.
     pub fn decimals(self) -> usize {
         match self {
-            Metric::Cpu => 1,
+            Metric::Cpu | Metric::CpuRest => 1,
             Metric::P50 | Metric::P99 => 2,
         }
     }
@@ -309,6 +341,7 @@ impl PairResult {
     pub fn ratio(&self, metric: Metric) -> Option<&Ratio> {
         match metric {
             Metric::Cpu => self.cpu.as_ref(),
+            Metric::CpuRest => self.cpu_rest.as_ref(),
             Metric::P50 => self.p50.as_ref(),
             Metric::P99 => self.p99.as_ref(),
         }
@@ -387,6 +420,7 @@ impl PairResult {
             phases_per_pair: per_pair,
             threshold_percent,
             cpu: ratio(Metric::Cpu),
+            cpu_rest: ratio(Metric::CpuRest),
             p50: ratio(Metric::P50),
             p99: ratio(Metric::P99),
             phases: kept,
@@ -462,6 +496,30 @@ mod tests {
         assert_eq!(err, "service proxy-b was not costed");
         let err = PairPhase::of(&pair(), &[], a, b).unwrap_err();
         assert_eq!(err, "no cost of the produce-and-consume phase");
+    }
+
+    #[test]
+    fn the_rest_leaves_each_sides_compilers_and_collector_out_when_both_were_read() {
+        let (a, b) = (side(10_000, 4.0), side(10_000, 4.0));
+        // Without threads read, no rest to compare.
+        let p = PairPhase::of(&pair(), &cost(2.0, 2.5, 10_000), a, b).unwrap();
+        assert_eq!((p.rest_mc_per_mb_s_a, p.rest_mc_per_mb_s_b), (0.0, 0.0));
+        let mut read = cost(2.0, 2.5, 10_000);
+        for (s, (jit_s, gc_s)) in read[0].services[1..]
+            .iter_mut()
+            .zip([(0.4, 0.1), (1.0, 0.0)])
+        {
+            s.threads = Some(crate::jvm_threads::ThreadCpu { jit_s, gc_s });
+        }
+        let p = PairPhase::of(&pair(), &read, a, b).unwrap();
+        // 1.5 and 1.5 CPU s left over 20 MB each: 75 millicores per MB/s, B/A 1 while the
+        // whole is 1.25.
+        assert!((p.rest_mc_per_mb_s_a - 75.0).abs() < 1e-9, "{p:?}");
+        assert!((p.rest_mc_per_mb_s_b - 75.0).abs() < 1e-9, "{p:?}");
+        assert!((p.cpu_ratio - 1.25).abs() < 1e-12);
+        let (r, _) = PairResult::of(&pair(), vec![Ok(p.clone()), Ok(p)], 1, 5);
+        assert!((r.cpu_rest.unwrap().ratio - 1.0).abs() < 1e-12);
+        assert!((r.cpu.unwrap().ratio - 1.25).abs() < 1e-12);
     }
 
     #[test]

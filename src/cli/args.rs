@@ -32,9 +32,10 @@ pub enum Command {
     Run(RunArgs),
     /// Measure side B of every selected path against side A in the same phases: each scenario's
     /// services are side A, side B the same services started again beside them with B's
-    /// overrides; each repetition a fresh pair, the verdict over pairs (CPU per MB/s, intended
-    /// p50 and p99). With no TEST, every scenario with services of its own. Exit 1 when side B
-    /// is worse beyond PAIR_THRESHOLD on any of them
+    /// overrides; each repetition a fresh pair, the verdict over pairs (CPU per MB/s, with and
+    /// without the JVMs' compilers and collectors; intended p50 and p99). With no TEST, every
+    /// scenario with services of its own. Exit 1 when side B is worse beyond PAIR_THRESHOLD on
+    /// any of them
     Ab(AbArgs),
     /// Raise each scenario's producer rate (THROUGHPUT) step by step until the path no longer
     /// sustains it, and report the highest rate each sustained

@@ -155,6 +155,8 @@ mod tests {
             mc_per_mb_s_a: 10.0,
             mc_per_mb_s_b: 10.0 * ratio,
             cpu_ratio: ratio,
+            rest_mc_per_mb_s_a: 8.0,
+            rest_mc_per_mb_s_b: 8.0 * ratio,
             p50_a_ms: 2.0,
             p50_b_ms: 2.0,
             p99_a_ms: 5.0,
@@ -207,7 +209,8 @@ mod tests {
         assert_eq!(lines[0], "### perf-tests ab: side B against side A");
         assert_eq!(
             lines[2],
-            ":red_circle: **Side B is worse** beyond 5%: 02-no-filters Path mc per MB/s"
+            ":red_circle: **Side B is worse** beyond 5%: 02-no-filters Path mc per MB/s, \
+             02-no-filters Path rest mc per MB/s"
         );
         assert!(worse.contains("- Side A: as written\n"), "{worse}");
         assert!(
@@ -236,6 +239,13 @@ mod tests {
         let first = cells(rows[0]);
         assert_eq!(first[..2], ["02-no-filters", "Path mc per MB/s"], "{worse}");
         assert_eq!(first[7], "B higher", "{worse}");
+        let rest = cells(rows[1]);
+        assert_eq!(
+            rest[..2],
+            ["02-no-filters", "Path rest mc per MB/s"],
+            "{worse}"
+        );
+        assert_eq!(rest[7], "B higher", "{worse}");
         // Every table of the run, folded after it.
         let folded = worse.split("<details>").nth(1).expect(&worse);
         assert!(folded.contains("Producer") && folded.ends_with("</details>\n"));
