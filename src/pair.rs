@@ -101,17 +101,17 @@ impl PairPhase {
                 .sum()
         };
         let (cpu_a_s, cpu_b_s) = (cpu(&pair.a)?, cpu(&pair.b)?);
-        // A side's CPU seconds less its JVMs' compilers and collectors, when every service of
-        // the side had its threads read.
-        let rest = |services: &[String]| -> Option<f64> {
-            services
+        // A side's CPU seconds less its JVMs' compilers and collectors, as the path's rest
+        // coefficient counts them: a service that is no JVM (a KMS) counts whole; `None` when no
+        // service of the side had its threads read.
+        let rest = |services: &[String], cpu_s: f64| -> Option<f64> {
+            let threads: Vec<_> = services
                 .iter()
-                .map(|name| {
-                    let s = phase.services.iter().find(|s| s.service == *name)?;
-                    let t = s.threads.as_ref()?;
-                    Some((s.cpu_s - t.jit_s - t.gc_s).max(0.0))
-                })
-                .sum()
+                .filter_map(|name| phase.services.iter().find(|s| s.service == *name))
+                .filter_map(|s| s.threads.as_ref())
+                .collect();
+            let apart: f64 = threads.iter().map(|t| t.jit_s + t.gc_s).sum();
+            (!threads.is_empty()).then(|| (cpu_s - apart).max(0.0))
         };
         // Each side's share of the phase's traffic (counted as the sizing guide counts it, by
         // the phase) is its share of the phase's records.
@@ -134,8 +134,8 @@ impl PairPhase {
             mc_per_mb_s_a: mc_a,
             mc_per_mb_s_b: mc_b,
             cpu_ratio: mc_b / mc_a,
-            rest_mc_per_mb_s_a: rest(&pair.a).map_or(0.0, |r| mc(r, a.sent)),
-            rest_mc_per_mb_s_b: rest(&pair.b).map_or(0.0, |r| mc(r, b.sent)),
+            rest_mc_per_mb_s_a: rest(&pair.a, cpu_a_s).map_or(0.0, |r| mc(r, a.sent)),
+            rest_mc_per_mb_s_b: rest(&pair.b, cpu_b_s).map_or(0.0, |r| mc(r, b.sent)),
             p50_a_ms: a.p50_ms,
             p50_b_ms: b.p50_ms,
             p99_a_ms: a.p99_ms,
@@ -517,6 +517,13 @@ mod tests {
         assert!((p.rest_mc_per_mb_s_a - 75.0).abs() < 1e-9, "{p:?}");
         assert!((p.rest_mc_per_mb_s_b - 75.0).abs() < 1e-9, "{p:?}");
         assert!((p.cpu_ratio - 1.25).abs() < 1e-12);
+        // A service that is no JVM (a KMS) counts whole in its side's rest.
+        let mut with_kms = pair();
+        with_kms.a.push("kms".into());
+        let mut kms = read.clone();
+        kms[0].services.push(service("kms", 0.5));
+        let k = PairPhase::of(&with_kms, &kms, a, b).unwrap();
+        assert!((k.rest_mc_per_mb_s_a - 100.0).abs() < 1e-9, "{k:?}");
         let (r, _) = PairResult::of(&pair(), vec![Ok(p.clone()), Ok(p)], 1, 5);
         assert!((r.cpu_rest.unwrap().ratio - 1.0).abs() < 1e-12);
         assert!((r.cpu.unwrap().ratio - 1.25).abs() < 1e-12);
