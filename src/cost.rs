@@ -251,18 +251,25 @@ pub fn path_coefficient(phases: &[PhaseCost]) -> Option<f64> {
 /// when no service of the path had its threads read (then there is nothing to leave out).
 pub fn path_rest_coefficient(phases: &[PhaseCost]) -> Option<f64> {
     let load = PathLoad::of(phases)?;
-    let own = || {
-        phases
-            .iter()
-            .flat_map(|p| &p.services)
-            .filter(|s| s.role == Role::Path)
-    };
-    let threads: Vec<&ThreadCpu> = own().filter_map(|s| s.threads.as_ref()).collect();
-    if threads.is_empty() || load.traffic_mb <= 0.0 {
-        return None;
-    }
-    let apart: f64 = threads.iter().map(|t| t.jit_s + t.gc_s).sum();
-    Some((load.cpu_s - apart).max(0.0) * 1000.0 / load.traffic_mb)
+    let own = phases
+        .iter()
+        .flat_map(|p| &p.services)
+        .filter(|s| s.role == Role::Path);
+    let apart = compilers_and_collectors(own)?;
+    (load.traffic_mb > 0.0).then(|| (load.cpu_s - apart).max(0.0) * 1000.0 / load.traffic_mb)
+}
+
+/// The CPU seconds of `services`' JVMs' JIT compiler and GC threads, which a rest figure leaves
+/// out (a service that is no JVM, a KMS, has none and counts whole); `None` when no service had
+/// its threads read, so there is nothing to leave out.
+pub fn compilers_and_collectors<'a>(
+    services: impl IntoIterator<Item = &'a ServiceCost>,
+) -> Option<f64> {
+    let threads: Vec<&ThreadCpu> = services
+        .into_iter()
+        .filter_map(|s| s.threads.as_ref())
+        .collect();
+    (!threads.is_empty()).then(|| threads.iter().map(|t| t.jit_s + t.gc_s).sum())
 }
 
 /// The path's millicores per MB/s of records in the phase named `phase`; `None` when that phase

@@ -102,16 +102,14 @@ impl PairPhase {
         };
         let (cpu_a_s, cpu_b_s) = (cpu(&pair.a)?, cpu(&pair.b)?);
         // A side's CPU seconds less its JVMs' compilers and collectors, as the path's rest
-        // coefficient counts them: a service that is no JVM (a KMS) counts whole; `None` when no
-        // service of the side had its threads read.
+        // coefficient counts them.
         let rest = |services: &[String], cpu_s: f64| -> Option<f64> {
-            let threads: Vec<_> = services
+            let side = phase
+                .services
                 .iter()
-                .filter_map(|name| phase.services.iter().find(|s| s.service == *name))
-                .filter_map(|s| s.threads.as_ref())
-                .collect();
-            let apart: f64 = threads.iter().map(|t| t.jit_s + t.gc_s).sum();
-            (!threads.is_empty()).then(|| (cpu_s - apart).max(0.0))
+                .filter(|s| services.contains(&s.service));
+            let apart = crate::cost::compilers_and_collectors(side)?;
+            Some((cpu_s - apart).max(0.0))
         };
         // Each side's share of the phase's traffic (counted as the sizing guide counts it, by
         // the phase) is its share of the phase's records.

@@ -279,7 +279,8 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
         let planned = &cell.plan.scenarios[i];
         let rate = cell.settings.throughput;
         let line = (i, crate::matrix::label(&sweep::line_of(&cell.combination)));
-        if run.sweep && ceilings.skips(&line, rate) {
+        // Only a sweep records what a line did not sustain.
+        if ceilings.skips(&line, rate) {
             continue;
         }
         let label = crate::model::row_label(&planned.scenario.name, &cell.combination);
