@@ -46,7 +46,9 @@ impl Latencies {
     /// The figures in milliseconds, over `count` records.
     pub fn summary(&self, count: u64) -> LatencySummary {
         let ms = |us: u64| us as f64 / 1000.0;
-        let h = &self.histogram;
+        // A quantile is its bucket's highest value, which can lie above every latency tallied;
+        // the exact maximum bounds it.
+        let at = |q: f64| ms(self.histogram.value_at_quantile(q).min(self.max_us));
         LatencySummary {
             avg_lat_ms: if count == 0 {
                 0.0
@@ -54,11 +56,11 @@ impl Latencies {
                 self.sum_us as f64 / count as f64 / 1000.0
             },
             max_lat_ms: ms(self.max_us),
-            p50_ms: ms(h.value_at_quantile(0.50)),
-            p95_ms: ms(h.value_at_quantile(0.95)),
-            p99_ms: ms(h.value_at_quantile(0.99)),
-            p999_ms: ms(h.value_at_quantile(0.999)),
-            p9999_ms: ms(h.value_at_quantile(0.9999)),
+            p50_ms: at(0.50),
+            p95_ms: at(0.95),
+            p99_ms: at(0.99),
+            p999_ms: at(0.999),
+            p9999_ms: at(0.9999),
         }
     }
 }
@@ -132,6 +134,22 @@ mod tests {
         assert_eq!(s.max_lat_ms, 1000.0);
         assert!((1.99..2.01).contains(&s.p50_ms), "{s:?}");
         assert!((999.0..1001.0).contains(&s.p99_ms), "{s:?}");
+    }
+
+    #[test]
+    fn no_quantile_lies_above_the_exact_maximum() {
+        let mut l = Latencies::new();
+        // 67 823 µs falls in a bucket 64 µs wide whose highest value is above it.
+        for us in [60_000u64, 65_000, 67_823] {
+            l.record(us);
+        }
+        assert!(l.histogram.value_at_quantile(1.0) > 67_823);
+        let s = l.summary(3);
+        assert_eq!(s.max_lat_ms, 67.823);
+        for p in [s.p50_ms, s.p95_ms, s.p99_ms, s.p999_ms, s.p9999_ms] {
+            assert!(p <= s.max_lat_ms, "{p} above {s:?}");
+        }
+        assert_eq!(s.p99_ms, 67.823);
     }
 
     #[test]
