@@ -126,37 +126,7 @@ pub async fn measure(
     let result = async {
         wait_listening(engine, &server).await?;
         let out = client
-            .run_oneoff(
-                OneOff {
-                    image: IMAGE.to_string(),
-                    cmd: [
-                        "-c",
-                        &pair.hop.host,
-                        "-p",
-                        PORT,
-                        "-t",
-                        &SECONDS.to_string(),
-                        "-O",
-                        "1",
-                        "-J",
-                    ]
-                    .map(String::from)
-                    .to_vec(),
-                    env: vec!["TMPDIR=/".to_string()],
-                    network: Some(match &pair.from_container {
-                        Some(id) => format!("container:{id}"),
-                        None => network.to_string(),
-                    }),
-                    name_hint: "network-ceiling-client".to_string(),
-                    cpuset: if pair.from_container.is_none() {
-                        cpuset
-                    } else {
-                        None
-                    },
-                    ..Default::default()
-                },
-                |_| {},
-            )
+            .run_oneoff(iperf_client(pair, network, cpuset), |_| {})
             .await?;
         parse(&out.stdout, from, to).with_context(|| {
             format!(
@@ -178,6 +148,39 @@ pub async fn measure(
         to_node: engine.node().map(String::from),
         ..ceiling
     })
+}
+
+/// The iperf3 client of `pair`: from the sending service's container, or for the load
+/// generator's position on `network` and its `cpuset`; JSON out, the first second left out.
+fn iperf_client(pair: &Pair, network: &str, cpuset: Option<String>) -> OneOff {
+    OneOff {
+        image: IMAGE.to_string(),
+        cmd: [
+            "-c",
+            &pair.hop.host,
+            "-p",
+            PORT,
+            "-t",
+            &SECONDS.to_string(),
+            "-O",
+            "1",
+            "-J",
+        ]
+        .map(String::from)
+        .to_vec(),
+        env: vec!["TMPDIR=/".to_string()],
+        network: Some(match &pair.from_container {
+            Some(id) => format!("container:{id}"),
+            None => network.to_string(),
+        }),
+        name_hint: "network-ceiling-client".to_string(),
+        cpuset: if pair.from_container.is_none() {
+            cpuset
+        } else {
+            None
+        },
+        ..Default::default()
+    }
 }
 
 /// Waits for the server's own "listening" line, so the client never races its start; a server

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Counters;
+use crate::counters::Counters;
 use crate::gc::{GcSummary, Pause};
 use crate::jvm_threads::{Thread, ThreadCpu};
 
@@ -460,7 +460,7 @@ mod tests {
 
     #[test]
     fn a_phase_s_steal_is_its_busiest_host_s_and_the_summary_s_the_median() {
-        use crate::engine::HostClock;
+        use crate::counters::HostClock;
         let on = |mut r: Reading, s: i64, unstolen_s: u64| {
             r.counters.host = Some(HostClock {
                 at_ns: s * 1_000_000_000,

@@ -126,53 +126,12 @@ fn tools(to_make: &[ImageRecipe]) -> Vec<Check> {
     };
     let maven = names(|r| matches!(r, Recipe::Maven(_)));
     if !maven.is_empty() {
-        let mut missing: Vec<String> = Vec::new();
-        if !on_path("mvn") {
-            missing.push("mvn (Debian: apt-get install maven)".into());
-        }
-        if !Path::new(crate::images::maven::BUSYBOX).is_file() {
-            missing.push(format!(
-                "{} (Debian: apt-get install busybox-static)",
-                crate::images::maven::BUSYBOX
-            ));
-        }
-        for r in to_make {
-            if let Recipe::Maven(m) = &r.recipe {
-                match crate::images::maven::find_jdk(&m.jdk) {
-                    Ok(jdk) if jdk.home.join("bin/jlink").is_file() => {}
-                    Ok(jdk) => missing.push(format!(
-                        "jlink in the JDK at {} (for {}; Debian: apt-get install openjdk-17-jdk-headless)",
-                        jdk.home.display(),
-                        r.image
-                    )),
-                    Err(e) => missing.push(format!("{e:#} (for {})", r.image)),
-                }
-            }
-        }
-        missing.dedup();
-        checks.push(if missing.is_empty() {
-            ok(
-                "maven",
-                format!(
-                    "mvn, a JDK with jlink and busybox, to make {}",
-                    maven.join(", ")
-                ),
-            )
-        } else {
-            fail(
-                "maven",
-                format!(
-                    "to make {}: missing {}",
-                    maven.join(", "),
-                    missing.join("; ")
-                ),
-            )
-        });
+        checks.push(maven_check(to_make, &maven));
     }
     let go = names(|r| matches!(r, Recipe::Go(_)));
     if !go.is_empty() {
         let mut missing: Vec<&str> = Vec::new();
-        if !on_path("go") {
+        if !crate::machine::on_path("go") {
             missing.push("go (Go 1.21 or later, https://go.dev/dl)");
         }
         if !Path::new(crate::images::maven::BUSYBOX).is_file() {
@@ -215,6 +174,53 @@ fn tools(to_make: &[ImageRecipe]) -> Vec<Check> {
     checks
 }
 
+/// What making the Maven recipes `maven` (of `to_make`) needs: mvn, busybox, and for each the
+/// JDK it names, with jlink.
+fn maven_check(to_make: &[ImageRecipe], maven: &[&str]) -> Check {
+    let mut missing: Vec<String> = Vec::new();
+    if !crate::machine::on_path("mvn") {
+        missing.push("mvn (Debian: apt-get install maven)".into());
+    }
+    if !Path::new(crate::images::maven::BUSYBOX).is_file() {
+        missing.push(format!(
+            "{} (Debian: apt-get install busybox-static)",
+            crate::images::maven::BUSYBOX
+        ));
+    }
+    for r in to_make {
+        if let Recipe::Maven(m) = &r.recipe {
+            match crate::images::maven::find_jdk(&m.jdk) {
+                Ok(jdk) if jdk.home.join("bin/jlink").is_file() => {}
+                Ok(jdk) => missing.push(format!(
+                    "jlink in the JDK at {} (for {}; Debian: apt-get install openjdk-17-jdk-headless)",
+                    jdk.home.display(),
+                    r.image
+                )),
+                Err(e) => missing.push(format!("{e:#} (for {})", r.image)),
+            }
+        }
+    }
+    missing.dedup();
+    if missing.is_empty() {
+        ok(
+            "maven",
+            format!(
+                "mvn, a JDK with jlink and busybox, to make {}",
+                maven.join(", ")
+            ),
+        )
+    } else {
+        fail(
+            "maven",
+            format!(
+                "to make {}: missing {}",
+                maven.join(", "),
+                missing.join("; ")
+            ),
+        )
+    }
+}
+
 /// With PROFILE: what resolving the profiler (the first time) and rendering its flame graphs
 /// need on this host.
 fn profiler(run: &RunPlan) -> Option<Check> {
@@ -224,7 +230,7 @@ fn profiler(run: &RunPlan) -> Option<Check> {
         .iter()
         .all(|j| cached.join(j).is_file());
     let mut missing = Vec::new();
-    if !resolved && !on_path("mvn") {
+    if !resolved && !crate::machine::on_path("mvn") {
         missing.push(
             "mvn (to resolve async-profiler from Maven Central; Debian: apt-get install maven)",
         );
@@ -232,7 +238,7 @@ fn profiler(run: &RunPlan) -> Option<Check> {
     let java = std::env::var_os("JAVA_HOME")
         .map(|h| Path::new(&h).join("bin/java").is_file())
         .unwrap_or(false)
-        || on_path("java");
+        || crate::machine::on_path("java");
     if !java {
         missing.push(
             "java (to make the flame graphs; Debian: apt-get install openjdk-17-jdk-headless)",
@@ -249,11 +255,6 @@ fn profiler(run: &RunPlan) -> Option<Check> {
     } else {
         fail("profile", format!("PROFILE needs: {}", missing.join("; ")))
     })
-}
-
-pub(crate) fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
 /// Whether Maven's repository answers, when an image to make needs it: the mirror of
@@ -313,8 +314,12 @@ fn host_port(url: &str) -> Option<String> {
 /// the measured records; `None` for an unthrottled DURATION run, whose count nothing bounds.
 pub fn log_bytes(settings: &Settings) -> Option<u64> {
     let measured = match settings.duration {
-        Some(_) if settings.throughput <= 0 => return None,
-        Some(d) => (d + settings.duration_warm_up).saturating_mul(settings.throughput as u64),
+        Some(d) => match settings.throughput.limit() {
+            Some(rate) => (d + settings.duration_warm_up)
+                .as_secs()
+                .saturating_mul(rate),
+            None => return None,
+        },
         None => settings.num_records,
     };
     let records = measured
@@ -455,9 +460,9 @@ mod tests {
         };
         assert_eq!(log_bytes(&s), Some(1100 * (1024 + RECORD_OVERHEAD_BYTES)));
         let timed = Settings {
-            duration: Some(10),
-            duration_warm_up: 2,
-            throughput: 100,
+            duration: Some(std::time::Duration::from_secs(10)),
+            duration_warm_up: std::time::Duration::from_secs(2),
+            throughput: crate::rate::Rate::per_second(100).unwrap(),
             ..s.clone()
         };
         assert_eq!(
@@ -465,7 +470,7 @@ mod tests {
             Some((1200 + 100) * (1024 + RECORD_OVERHEAD_BYTES))
         );
         let unbounded = Settings {
-            throughput: -1,
+            throughput: crate::rate::Rate::Unlimited,
             ..timed
         };
         assert_eq!(log_bytes(&unbounded), None);

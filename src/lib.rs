@@ -36,6 +36,7 @@ pub mod compare;
 
 pub mod compose;
 pub mod cost;
+pub mod counters;
 pub mod cpuset;
 pub mod doctor;
 pub mod driver;
@@ -53,6 +54,7 @@ pub mod plan;
 pub mod pr;
 pub mod profile;
 pub mod progress;
+pub mod rate;
 pub mod report;
 pub mod resources;
 pub mod results;

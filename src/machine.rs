@@ -1,4 +1,4 @@
-//! Facts of the machine this process runs on, read from `/proc`. A container sees its host's
+//! Facts of the machine this process runs on, read from `/proc` and its `PATH`. A container sees its host's
 //! `/proc/cpuinfo`, `/proc/meminfo` and kernel release, so the workload image run on a node
 //! reads that node's.
 
@@ -64,6 +64,12 @@ pub fn cpus() -> usize {
 fn proc_line(path: &str) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     Some(text.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// Whether `program` is an executable file in a directory of this process's `PATH`.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
 #[cfg(test)]

@@ -13,60 +13,9 @@
 //! compiles its own code), so the verdict is over pairs; the spread within pairs is reported
 //! beside it, to show which of the two dominates.
 
-use serde::{Deserialize, Serialize};
-
 use crate::cost::{PhaseCost, PRODUCE_AND_CONSUME};
-
-/// A scenario's two sides: which services make each, and where side B is reached.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pair {
-    /// Side B's endpoint, reached on side B's `network`.
-    pub bootstrap: String,
-    /// The Compose network side B's clients join (side A's join `default`); empty in results
-    /// written when both sides' clients shared one network.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub network: String,
-    /// The services whose CPU is side A's cost (its proxy, say).
-    pub a: Vec<String>,
-    /// The services whose CPU is side B's cost.
-    pub b: Vec<String>,
-}
-
-/// A pair of sides over one measured phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PairPhase {
-    /// The pair (bring-up) it was measured in, from 1; 0 in results written before a pair could
-    /// have several phases (each phase its own pair).
-    #[serde(default)]
-    pub pair: usize,
-    /// Each side's services' CPU seconds.
-    pub cpu_a_s: f64,
-    pub cpu_b_s: f64,
-    /// Each side's millicores per MB/s of its records, produced and consumed counted (the
-    /// sizing guide's unit).
-    pub mc_per_mb_s_a: f64,
-    pub mc_per_mb_s_b: f64,
-    /// B's CPU per MB over A's.
-    pub cpu_ratio: f64,
-    /// Each side's millicores per MB/s without its JVMs' JIT compilers and GC threads (see
-    /// [`crate::cost::path_rest_coefficient`]); 0 where a side's threads were not read, and in
-    /// results written before it was compared.
-    #[serde(default)]
-    pub rest_mc_per_mb_s_a: f64,
-    #[serde(default)]
-    pub rest_mc_per_mb_s_b: f64,
-    /// Each side's producer's median and 99th percentile from the intended send times; the
-    /// median is 0 in results written before it was compared.
-    #[serde(default)]
-    pub p50_a_ms: f64,
-    #[serde(default)]
-    pub p50_b_ms: f64,
-    pub p99_a_ms: f64,
-    pub p99_b_ms: f64,
-    /// Each side's producer's rate, records/s.
-    pub rate_a: f64,
-    pub rate_b: f64,
-}
+use crate::model::pair::{Pair, PairPhase, PairResult, Ratio, Verdict};
+use crate::model::Measurement;
 
 /// What one side's producer did in a pair's phase, as far as the pair needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -144,60 +93,17 @@ impl PairPhase {
     }
 }
 
-/// Whether side B's figure differs from side A's, by the ratio's interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// The whole interval lies above 1.
-    Higher,
-    /// The whole interval lies below 1.
-    Lower,
-    /// The interval holds 1.
-    NoDifference,
-    /// The interval is clear of 1, but B/A lies within the smallest change that counts
-    /// (`PAIR_THRESHOLD`).
-    WithinThreshold,
-}
-
-impl Verdict {
-    pub fn text(self) -> &'static str {
-        match self {
-            Verdict::Higher => "B higher",
-            Verdict::Lower => "B lower",
-            Verdict::NoDifference => "no difference found",
-            Verdict::WithinThreshold => "within PAIR_THRESHOLD",
-        }
-    }
-}
-
-/// B over A over every pair: the geometric mean of the pairs' ratios (each pair's the geometric
-/// mean of its phases'), with (from two pairs on) its 95% interval, the pairs' spread, the
-/// spread of phases within a pair, the change the pairs could find and the verdict: a
-/// difference only when the interval is clear of 1 and the ratio beyond the smallest change that
-/// counts (as `compare` calls a change only when significant and beyond its threshold: with
-/// four pairs of equal means the interval is narrow enough to call a 0.5% difference no pair
-/// could find again).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Ratio {
-    pub ratio: f64,
-    pub pairs: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub low: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub high: Option<f64>,
-    /// The pairs' ratios' coefficient of variation, in percent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cv_percent: Option<f64>,
-    /// The phases' ratios' spread around their own pair's, pooled over the pairs with more than
-    /// one phase, in percent: the noise more phases per pair average out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub within_pair_cv_percent: Option<f64>,
-    /// The smallest change of the ratio, in percent, these pairs find with 80% power (two-sided
-    /// 5%) at their spread.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detectable_percent: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Verdict>,
+/// Repetition `m` of a paired scenario as a pair: side A's (`m`) and side B's (its
+/// [`Measurement::pair`]) producers and the phase's cost; `Err` says what is missing.
+pub fn phase_of(m: &Measurement, pair: &Pair) -> Result<PairPhase, String> {
+    let b = m.pair.as_deref().ok_or("side B has no measurement")?;
+    let side = |m: &Measurement| Side {
+        sent: m.producer.sent,
+        rate_rec_s: m.producer.rate_rec_s,
+        p50_ms: m.producer.intended.as_ref().map_or(0.0, |l| l.p50_ms),
+        p99_ms: m.producer.intended.as_ref().map_or(0.0, |l| l.p99_ms),
+    };
+    PairPhase::of(pair, &m.cost, side(m), side(b))
 }
 
 impl Ratio {
@@ -246,37 +152,6 @@ impl Ratio {
             }),
         })
     }
-}
-
-/// A paired scenario's result: its sides, every pair's phases, and B over A of the path's CPU
-/// per MB/s (whole and without the JVMs' compilers and collectors) and of the intended p50 and
-/// p99.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PairResult {
-    pub pair: Pair,
-    /// Side B's services were side A's: an A/A comparison.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub alike: bool,
-    /// The check of the scenario's `expect:` through side B's endpoint (the worst bring-up's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path_check_b: Option<crate::model::PathCheck>,
-    /// Measured phases of each pair (`PAIR_PHASES`).
-    #[serde(default = "one")]
-    pub phases_per_pair: usize,
-    /// The smallest change, in percent, the verdicts call a difference (`PAIR_THRESHOLD`); 0 in
-    /// results written before it existed.
-    #[serde(default)]
-    pub threshold_percent: u64,
-    /// Every phase that could be compared, in the order run, each naming its pair.
-    pub phases: Vec<PairPhase>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<Ratio>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_rest: Option<Ratio>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p50: Option<Ratio>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p99: Option<Ratio>,
 }
 
 /// A primary metric of a pair: what the verdict table shows and the exit code judges. Higher
@@ -352,10 +227,6 @@ impl PairResult {
             .filter(|m| self.ratio(*m).and_then(|r| r.verdict) == Some(Verdict::Higher))
             .collect()
     }
-}
-
-fn one() -> usize {
-    1
 }
 
 /// The pair (from 1) and its phase (from 1) of the `index`th phase run (from 0).

@@ -14,8 +14,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context as _, Result};
 
+use crate::model::pair::PairResult;
 use crate::model::ScenarioResult;
-use crate::pair::PairResult;
 use crate::results::RunInfo;
 
 /// The marker that leads the bot's comment, so that it is found and updated, never duplicated.

@@ -17,62 +17,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
-/// What a profile samples (`PROFILE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// CPU time, by the timer-based `ctimer` event (perf events are blocked in containers).
-    Cpu,
-    /// Heap allocations (TLAB and outside).
-    Alloc,
-    /// Contended locks.
-    Lock,
-    /// Every thread's stack on a wall clock, running or not.
-    Wall,
-}
+use crate::settings::ProfileMode;
 
-impl Mode {
-    /// `PROFILE`'s value: `off` (none) or a mode; anything else is refused naming the setting.
-    pub fn parse(var: &str, text: &str) -> Result<Option<Mode>> {
-        Ok(Some(match text.trim() {
-            "" | "off" | "0" => return Ok(None),
-            "cpu" => Mode::Cpu,
-            "alloc" => Mode::Alloc,
-            "lock" => Mode::Lock,
-            "wall" => Mode::Wall,
-            other => bail!("{var}={other:?}: expected off, cpu, alloc, lock or wall"),
-        }))
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Cpu => "cpu",
-            Mode::Alloc => "alloc",
-            Mode::Lock => "lock",
-            Mode::Wall => "wall",
-        }
-    }
-
-    /// The agent's event (the mode that ran).
-    pub fn event(self) -> &'static str {
-        match self {
-            Mode::Cpu => "ctimer",
-            Mode::Alloc => "alloc",
-            Mode::Lock => "lock",
-            Mode::Wall => "wall",
-        }
-    }
-
-    /// The converter's filter for the mode's samples.
-    fn converter_flag(self) -> &'static str {
-        match self {
-            Mode::Cpu => "--cpu",
-            Mode::Alloc => "--alloc",
-            Mode::Lock => "--lock",
-            Mode::Wall => "--wall",
-        }
+/// The converter's filter for `mode`'s samples.
+fn converter_flag(mode: ProfileMode) -> &'static str {
+    match mode {
+        ProfileMode::Cpu => "--cpu",
+        ProfileMode::Alloc => "--alloc",
+        ProfileMode::Lock => "--lock",
+        ProfileMode::Wall => "--wall",
     }
 }
 
@@ -106,7 +60,7 @@ pub fn jcmd(command: &str) -> Vec<String> {
 }
 
 /// The agent command that starts recording `phase` in `mode`.
-pub fn start_command(mode: Mode, phase: &str) -> String {
+pub fn start_command(mode: ProfileMode, phase: &str) -> String {
     format!(
         "start,event={},interval=10ms,jfr,file={},log={LOG}",
         mode.event(),
@@ -117,18 +71,6 @@ pub fn start_command(mode: Mode, phase: &str) -> String {
 /// The agent command that stops the recording (and writes it).
 pub fn stop_command() -> String {
     format!("stop,log={LOG}")
-}
-
-/// One recording kept with the results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Recording {
-    pub service: String,
-    pub phase: String,
-    /// `PROFILE`'s mode and the agent's event that ran it.
-    pub mode: Mode,
-    pub event: String,
-    /// The recording's file, relative to the run's `profiles/`.
-    pub file: String,
 }
 
 /// The file names of one scenario's profile of `service` in `phase` under `profiles/`: its
@@ -247,7 +189,13 @@ fn jar_entry(jar: &Path, name: &str) -> Result<Vec<u8>> {
 
 /// The converter run on `input` (a recording, or collapsed stacks) into `output` (html or
 /// collapsed, by its extension).
-pub fn convert(tools: &Tools, mode: Mode, input: &Path, output: &Path, title: &str) -> Result<()> {
+pub fn convert(
+    tools: &Tools,
+    mode: ProfileMode,
+    input: &Path,
+    output: &Path,
+    title: &str,
+) -> Result<()> {
     let format = if output.extension().is_some_and(|e| e == "html") {
         "html"
     } else {
@@ -261,7 +209,7 @@ pub fn convert(tools: &Tools, mode: Mode, input: &Path, output: &Path, title: &s
 /// output file the converter writes each over the one before; given a directory, one file each.
 pub fn collapse(
     tools: &Tools,
-    mode: Mode,
+    mode: ProfileMode,
     recordings: &[PathBuf],
     scratch: &Path,
 ) -> Result<Vec<String>> {
@@ -284,7 +232,7 @@ pub fn collapse(
 /// The converter run on `inputs` into `output` (a file, or a directory for one file each).
 fn run_converter(
     tools: &Tools,
-    mode: Mode,
+    mode: ProfileMode,
     inputs: &[PathBuf],
     output: &Path,
     format: &str,
@@ -293,7 +241,7 @@ fn run_converter(
     let out = Command::new(&tools.java)
         .arg("-jar")
         .arg(&tools.converter)
-        .arg(mode.converter_flag())
+        .arg(converter_flag(mode))
         .args(["-o", format, "--title", title])
         .args(inputs)
         .arg(output)
@@ -531,13 +479,9 @@ thread_native_entry;Thread::call_run;WorkerThread::run;G1EvacuateRegionsTask::wo
     }
 
     #[test]
-    fn modes_and_their_commands() {
-        assert_eq!(Mode::parse("PROFILE", "off").unwrap(), None);
-        assert_eq!(Mode::parse("PROFILE", "cpu").unwrap(), Some(Mode::Cpu));
-        let err = Mode::parse("PROFILE", "cycles").unwrap_err().to_string();
-        assert!(err.contains("PROFILE=\"cycles\""), "{err}");
+    fn the_agents_commands_and_files() {
         assert_eq!(
-            start_command(Mode::Cpu, "produce"),
+            start_command(ProfileMode::Cpu, "produce"),
             "start,event=ctimer,interval=10ms,jfr,file=/tmp/perf-tests-profiler/produce.jfr,log=/tmp/perf-tests-profiler/log"
         );
         assert_eq!(

@@ -301,8 +301,8 @@ pub const ADDED_LATENCY_COLUMNS: [&str; 9] = [
 
 /// One repetition of a paired run as it is measured: each side's CPU per MB/s and intended
 /// p50 and p99, and B over A of the CPU (or why the pair cannot be compared).
-pub fn measured_pair(pair: &crate::pair::Pair, m: &Measurement) -> String {
-    match m.pair_phase(pair) {
+pub fn measured_pair(pair: &crate::model::pair::Pair, m: &Measurement) -> String {
+    match crate::pair::phase_of(m, pair) {
         Ok(p) => format!(
             "    pair: A {:.3} mc per MB/s, p50 {:.2} ms, p99 {:.2} ms; B {:.3} mc per MB/s, \
              p50 {:.2} ms, p99 {:.2} ms; B/A {:.4}",
@@ -386,7 +386,7 @@ pub fn pair_table(results: &[ScenarioResult]) -> Option<TableData> {
                     x.detectable_percent
                         .map_or("n/a".into(), |d| format!("{d:.1}%")),
                     x.verdict
-                        .map_or("REPEAT=2 or more", crate::pair::Verdict::text)
+                        .map_or("REPEAT=2 or more", crate::model::pair::Verdict::text)
                         .to_string(),
                     pairs,
                     x.cv_percent.map_or("n/a".into(), |c| format!("{c:.1}")),

@@ -79,6 +79,14 @@ pub const RUN_FILE: &str = "run.json";
 
 /// A sizing run's statement beside its scenarios' records (not one of them).
 pub const SIZING_FILE: &str = "sizing.json";
+/// What the user asked of a sizing run (`perf-tests sizing`), kept in `run.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SizingRequest {
+    /// The traffic (produce + consume MB/s) whose cores are stated.
+    pub traffic_mb_s: f64,
+    /// The sweep's lowest rate, named when no rate was sustained.
+    pub from: u64,
+}
 
 /// Everything about a run except its per-scenario results. Written as `run.json` and read back
 /// through this same type; `settings` and `host` must be there, the rest (and any setting or
@@ -117,11 +125,11 @@ pub struct RunInfo {
     pub incomplete: Option<String>,
     /// A sizing run's request (`perf-tests sizing`); absent for any other run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sizing: Option<crate::sizing::Request>,
+    pub sizing: Option<SizingRequest>,
     /// A paired run's sides (`perf-tests ab`): what made each differ from the scenarios;
     /// absent for any other run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sides: Option<crate::plan::sides::Sides>,
+    pub sides: Option<crate::settings::sides::Sides>,
 }
 
 /// Where run `run_id`'s profile recordings are kept (inside `results_dir`, hidden) until its
@@ -152,45 +160,6 @@ impl<T> Versioned<T> {
             record,
         }
     }
-}
-
-/// The JSON Schema of each JSON file a run directory can hold, made from the types the files
-/// are written from, by file: `run.json`, `<scenario>.json`, `sizing.json`. The repository ships
-/// them under `schemas/`.
-pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
-    fn of<T: JsonSchema>(title: &str, description: &str) -> serde_json::Value {
-        let mut schema =
-            serde_json::to_value(schemars::schema_for!(Versioned<T>)).expect("a schema is JSON");
-        schema["title"] = title.into();
-        schema["description"] = description.into();
-        // A file of another layout is not one this schema describes.
-        schema["properties"]["schema_version"]["const"] = SCHEMA_VERSION.into();
-        schema
-    }
-    vec![
-        (
-            "run.schema.json",
-            of::<RunInfo>(
-                "perf-tests run.json",
-                "One run: its settings, the tool's version, the host, its times.",
-            ),
-        ),
-        (
-            "scenario.schema.json",
-            of::<ScenarioResult>(
-                "perf-tests <scenario>.json",
-                "Everything recorded about one scenario of a run (at one combination of its \
-                 matrix): every repetition's measurement and their median summary.",
-            ),
-        ),
-        (
-            "sizing.schema.json",
-            of::<crate::sizing::Sizing>(
-                "perf-tests sizing.json",
-                "A sizing run's statement, computed from its scenarios' results.",
-            ),
-        ),
-    ]
 }
 
 /// The record in a results file's `text`, refused when a newer layout than this build's wrote
@@ -358,6 +327,45 @@ pub(crate) mod tests {
             read_run_info(dir.path()).unwrap().incomplete.as_deref(),
             Some("interrupted")
         );
+    }
+
+    /// The JSON Schema of each JSON file a run directory can hold, made from the types the files
+    /// are written from, by file: `run.json`, `<scenario>.json`, `sizing.json`. The repository ships
+    /// them under `schemas/`.
+    fn schemas() -> Vec<(&'static str, serde_json::Value)> {
+        fn of<T: JsonSchema>(title: &str, description: &str) -> serde_json::Value {
+            let mut schema = serde_json::to_value(schemars::schema_for!(Versioned<T>))
+                .expect("a schema is JSON");
+            schema["title"] = title.into();
+            schema["description"] = description.into();
+            // A file of another layout is not one this schema describes.
+            schema["properties"]["schema_version"]["const"] = SCHEMA_VERSION.into();
+            schema
+        }
+        vec![
+            (
+                "run.schema.json",
+                of::<RunInfo>(
+                    "perf-tests run.json",
+                    "One run: its settings, the tool's version, the host, its times.",
+                ),
+            ),
+            (
+                "scenario.schema.json",
+                of::<ScenarioResult>(
+                    "perf-tests <scenario>.json",
+                    "Everything recorded about one scenario of a run (at one combination of its \
+                     matrix): every repetition's measurement and their median summary.",
+                ),
+            ),
+            (
+                "sizing.schema.json",
+                of::<crate::sizing::Sizing>(
+                    "perf-tests sizing.json",
+                    "A sizing run's statement, computed from its scenarios' results.",
+                ),
+            ),
+        ]
     }
 
     /// The schemas under `schemas/` are what the types make; `UPDATE_SCHEMAS=1 cargo test --lib

@@ -5,12 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use regex::Regex;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
+
+use crate::compose::absolute;
 
 /// File name of the suite description inside a suite directory.
 pub const SUITE_FILE: &str = "suite.yaml";
@@ -319,23 +321,6 @@ fn read_yaml<T: for<'de> Deserialize<'de>>(file: &Path) -> Result<T> {
         Some(loc) => anyhow::anyhow!("{}:{}:{}: {e}", file.display(), loc.line(), loc.column()),
         None => anyhow::anyhow!("{}: {e}", file.display()),
     })
-}
-
-/// Makes `path` absolute against the current directory and removes `.` and `..` lexically.
-pub fn absolute(path: &Path) -> Result<PathBuf> {
-    let abs = std::path::absolute(path)
-        .with_context(|| format!("cannot make {} absolute", path.display()))?;
-    let mut out = PathBuf::new();
-    for c in abs.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    Ok(out)
 }
 
 /// Resolves Compose paths relative to the file naming them and checks they exist.

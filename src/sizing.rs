@@ -13,23 +13,15 @@ use serde::{Deserialize, Serialize};
 use crate::cost;
 use crate::metrics::Id;
 use crate::model::{Measurement, ScenarioResult};
+use crate::results::SizingRequest;
 use crate::stats::{Fit, Interval};
 use crate::sweep::{self, shortfall, Climb};
 use crate::table::TableData;
 
-/// What the user asked of a sizing run, kept in `run.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Request {
-    /// The traffic (produce + consume MB/s) whose cores are stated.
-    pub traffic_mb_s: f64,
-    /// The sweep's lowest rate, named when no rate was sustained.
-    pub from: u64,
-}
-
 /// The sizing of every line (a scenario at one combination of the other varying settings).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sizing {
-    pub request: Request,
+    pub request: SizingRequest,
     pub lines: Vec<LineSizing>,
     /// Lines that could not be sized, and why.
     pub warnings: Vec<String>,
@@ -113,7 +105,11 @@ fn mean_of(reps: &[&Measurement], f: impl Fn(&Measurement) -> Option<f64>) -> Op
 }
 
 /// The sizing of `results` (a sizing run's).
-pub fn analyse(results: &[ScenarioResult], request: &Request, p99_limit_ms: Option<u64>) -> Sizing {
+pub fn analyse(
+    results: &[ScenarioResult],
+    request: &SizingRequest,
+    p99_limit_ms: Option<u64>,
+) -> Sizing {
     let coefficient = |m: &Measurement| cost::path_coefficient(&m.cost);
     let mut lines = Vec::new();
     let mut warnings = Vec::new();
@@ -410,8 +406,8 @@ mod tests {
             .collect()
     }
 
-    fn request() -> Request {
-        Request {
+    fn request() -> SizingRequest {
+        SizingRequest {
             traffic_mb_s: 100.0,
             from: 1000,
         }
@@ -498,7 +494,7 @@ mod tests {
         // (100 s a phase at 1000 rec/s), 0.07 at 2 MB/s (50 s a phase).
         let mut results = at(1000, 1.0, &[6.0, 6.0], 1.0);
         results.extend(at(2000, 1.0, &[3.5, 3.5], 1.0));
-        let request = Request {
+        let request = SizingRequest {
             traffic_mb_s: 1.5,
             from: 1000,
         };

@@ -131,8 +131,8 @@ pub struct AbArgs {
 
 impl AbArgs {
     /// Both sides' overrides.
-    pub fn sides(&self) -> crate::plan::sides::Sides {
-        use crate::plan::sides::{Overrides, Sides};
+    pub fn sides(&self) -> crate::settings::sides::Sides {
+        use crate::settings::sides::{Overrides, Sides};
         Sides {
             a: Overrides {
                 variables: self.a.clone(),

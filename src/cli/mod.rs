@@ -208,9 +208,9 @@ fn exit_code_of(e: &anyhow::Error) -> i32 {
 enum How {
     Run,
     Sweep,
-    Sizing(crate::sizing::Request),
+    Sizing(crate::results::SizingRequest),
     /// A paired run (`ab`) with its sides' overrides.
-    Ab(crate::plan::sides::Sides),
+    Ab(crate::settings::sides::Sides),
 }
 
 /// `ab`: a run whose scenarios are paired, side B derived from each; exit 1 when side B is worse
@@ -230,7 +230,7 @@ fn ab(settings: &Settings, args: &AbArgs) -> i32 {
 
 /// `sizing`: a sweep, repeated, whose results are also sized (see `crate::sizing`).
 fn sizing(settings: &Settings, args: &SizingArgs) -> i32 {
-    if let Some(d) = settings.duration {
+    if let Some(d) = settings.duration.map(|d| d.as_secs()) {
         eprintln!(
             "error: DURATION={d} cannot be sized: a run bounded by time is costed over its whole \
              span, its warm-up included, while a sizing counts measured phases only; give \
@@ -246,7 +246,7 @@ fn sizing(settings: &Settings, args: &SizingArgs) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let request = crate::sizing::Request {
+    let request = crate::results::SizingRequest {
         traffic_mb_s: args.traffic,
         from: sweep_from(&args.sweep),
     };
@@ -260,7 +260,11 @@ fn sweep_from(args: &SweepArgs) -> u64 {
 
 /// `sweep`: a run whose matrix gets THROUGHPUT as its last axis, over the sweep's rates (with
 /// `sizing`, a sizing run's).
-fn sweep(settings: &Settings, args: &SweepArgs, sizing: Option<crate::sizing::Request>) -> i32 {
+fn sweep(
+    settings: &Settings,
+    args: &SweepArgs,
+    sizing: Option<crate::results::SizingRequest>,
+) -> i32 {
     if settings.matrix.iter().any(|a| a.var == crate::sweep::VAR) {
         eprintln!(
             "error: THROUGHPUT cannot be given to a sweep: the sweep varies it (--from, --to, \
@@ -285,7 +289,8 @@ fn sweep(settings: &Settings, args: &SweepArgs, sizing: Option<crate::sizing::Re
     };
     let values: Vec<String> = rates.iter().map(u64::to_string).collect();
     let mut settings = settings.clone();
-    settings.throughput = rates[0] as i64;
+    settings.throughput =
+        crate::rate::Rate::per_second(rates[0]).expect("a sweep's rates start at 1 or more");
     settings.matrix.push(crate::matrix::Axis {
         var: crate::sweep::VAR.to_string(),
         values,
@@ -318,20 +323,7 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
         How::Sizing(request) => Some(request),
         _ => None,
     };
-    let alike: Vec<&str> = plan
-        .first()
-        .scenarios
-        .iter()
-        .filter(|p| p.pair.as_ref().is_some_and(|p| p.alike))
-        .map(|p| p.scenario.name.as_str())
-        .collect();
-    if !alike.is_empty() {
-        eprintln!(
-            "note: side B is side A as it is in {}: an A/A comparison (no difference is expected; \
-             give side B what differs with --b, --b-env or --b-config)",
-            alike.join(", ")
-        );
-    }
+    note_alike(&plan);
     if dry_run {
         print!("{}", plan.render());
         if let Some(s) = &sizing {
@@ -351,16 +343,7 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
             return EXIT_FAILURE;
         }
     };
-    let problems: Vec<String> = runtime
-        .block_on(crate::doctor::check(&plan))
-        .into_iter()
-        .filter_map(|c| c.found.err().map(|p| format!("{}: {p}", c.what)))
-        .collect();
-    if !problems.is_empty() {
-        eprintln!(
-            "error: this host cannot run the plan; nothing was built or started (`perf-tests doctor` shows every check):\n  {}",
-            problems.join("\n  ")
-        );
+    if !host_can_run(&runtime, &plan) {
         return EXIT_FAILURE;
     }
     // Profile recordings not taken into a results directory (the run failed before any
@@ -390,18 +373,63 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
     info.nodes = output.nodes;
     info.sizing = sizing;
     info.sides = plan.first().sides.clone();
-    let Some(failure) = output.failure else {
+    report_run(settings, info, &output.results, output.failure)
+}
+
+/// Says which paired scenarios compare side A with itself (an A/A comparison).
+fn note_alike(plan: &plan::RunPlan) {
+    let alike: Vec<&str> = plan
+        .first()
+        .scenarios
+        .iter()
+        .filter(|p| p.pair.as_ref().is_some_and(|p| p.alike))
+        .map(|p| p.scenario.name.as_str())
+        .collect();
+    if !alike.is_empty() {
+        eprintln!(
+            "note: side B is side A as it is in {}: an A/A comparison (no difference is expected; \
+             give side B what differs with --b, --b-env or --b-config)",
+            alike.join(", ")
+        );
+    }
+}
+
+/// Whether the host passes every check of the plan (`doctor`); if not, says what fails.
+fn host_can_run(runtime: &tokio::runtime::Runtime, plan: &plan::RunPlan) -> bool {
+    let problems: Vec<String> = runtime
+        .block_on(crate::doctor::check(plan))
+        .into_iter()
+        .filter_map(|c| c.found.err().map(|p| format!("{}: {p}", c.what)))
+        .collect();
+    if problems.is_empty() {
+        return true;
+    }
+    eprintln!(
+        "error: this host cannot run the plan; nothing was built or started (`perf-tests doctor` shows every check):\n  {}",
+        problems.join("\n  ")
+    );
+    false
+}
+
+/// A finished run's results reported and saved, and its exit code. A run a failure ended
+/// reports and saves the scenarios it completed before it, as an incomplete run; the exit code
+/// is the failure's either way.
+fn report_run(
+    settings: &Settings,
+    mut info: results::RunInfo,
+    completed: &[ScenarioResult],
+    failure: Option<anyhow::Error>,
+) -> i32 {
+    let Some(failure) = failure else {
         return finish(
             &settings.results_dir,
             &info,
-            &output.results,
+            completed,
             &mut std::io::stdout(),
         );
     };
-    // The scenarios completed before the failure are reported and saved as an incomplete run;
-    // the exit code is the failure's either way.
-    if !output.results.is_empty() {
-        let names: Vec<&str> = output.results.iter().map(|r| r.name.as_str()).collect();
+    if !completed.is_empty() {
+        let names: Vec<&str> = completed.iter().map(|r| r.name.as_str()).collect();
         eprintln!(
             "the run ended early; reporting the scenarios it completed: {}",
             names.join(", ")
@@ -410,7 +438,7 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
         finish(
             &settings.results_dir,
             &info,
-            &output.results,
+            completed,
             &mut std::io::stdout(),
         );
     }
@@ -573,7 +601,7 @@ mod tests {
         assert_eq!(s.num_records, 2000);
         assert!(matches!(cli.command, Some(Command::List)));
         let (cli, s) = parsed(&["perf-tests", "--throughput", "-1"]);
-        assert_eq!(s.throughput, -1);
+        assert_eq!(s.throughput, crate::rate::Rate::Unlimited);
         assert!(cli.command.is_none());
     }
 
@@ -617,7 +645,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(s.record_size, 100);
-        assert_eq!(s.throughput, 20_000);
+        assert_eq!(s.throughput.limit(), Some(20_000));
         let axes: Vec<(&str, Vec<&str>)> = s
             .matrix
             .iter()

@@ -88,9 +88,9 @@ impl std::str::FromStr for Slice {
     }
 }
 
-/// Reads one side: a run directory, or a directory of run directories (pooled); with `slice`,
-/// only the results at that value, matched without the setting.
-pub fn load(dir: &Path, slice: Option<&Slice>) -> Result<Side> {
+/// The run directories of `dir`: itself when it is one, else the run directories it holds; an
+/// error says what it is instead.
+fn runs_of(dir: &Path) -> Result<Vec<PathBuf>> {
     if !dir.exists() {
         bail!("results directory {} does not exist", dir.display());
     }
@@ -100,18 +100,23 @@ pub fn load(dir: &Path, slice: Option<&Slice>) -> Result<Side> {
             dir.display()
         );
     }
-    let runs = if dir.join(RUN_FILE).is_file() {
-        vec![dir.to_path_buf()]
-    } else {
-        let runs = run_dirs(dir)?;
-        if runs.is_empty() {
-            bail!(
-                "{} is not a results directory: it holds no run.json, nor run directories that do",
-                dir.display()
-            );
-        }
-        runs
-    };
+    if dir.join(RUN_FILE).is_file() {
+        return Ok(vec![dir.to_path_buf()]);
+    }
+    let runs = run_dirs(dir)?;
+    if runs.is_empty() {
+        bail!(
+            "{} is not a results directory: it holds no run.json, nor run directories that do",
+            dir.display()
+        );
+    }
+    Ok(runs)
+}
+
+/// Reads one side: a run directory, or a directory of run directories (pooled); with `slice`,
+/// only the results at that value, matched without the setting.
+pub fn load(dir: &Path, slice: Option<&Slice>) -> Result<Side> {
+    let runs = runs_of(dir)?;
     // The values of the slice's setting that other results have, for the error naming them.
     let mut seen: Vec<String> = Vec::new();
     let mut side = Side {

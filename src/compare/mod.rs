@@ -507,7 +507,7 @@ mod tests {
         let mut base = side(&[1.0, 1.01, 0.99, 1.02, 0.98]);
         let mut new = side(&[1.0, 1.01, 0.99, 1.02, 0.98]);
         for s in [&mut base, &mut new] {
-            s.runs_info[0].settings.throughput = 1000;
+            s.runs_info[0].settings.throughput = crate::rate::Rate::per_second(1000).unwrap();
             for (_, reps) in &mut s.scenarios {
                 for m in reps {
                     m.producer.target_rec_s = 1000.0;

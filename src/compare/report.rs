@@ -122,32 +122,7 @@ fn chart(row: &Row) -> String {
     let column = |k: usize| PLOT_LEFT + (WIDTH - PLOT_LEFT - 20.0) * (0.25 + 0.5 * k as f64);
 
     let mut s = String::new();
-    let verdict = match row.verdict_label().as_str() {
-        "" => "unchanged".to_string(),
-        v => v.to_string(),
-    };
-    let _ = write!(
-        s,
-        r##"<svg class="compare" xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{HEIGHT:.0}" viewBox="0 0 {WIDTH:.0} {HEIGHT:.0}" font-family="sans-serif" font-size="12"><rect width="{WIDTH:.0}" height="{HEIGHT:.0}" fill="white" stroke="#ccc"/>"##
-    );
-    let title = format!("{}: {}", row.scenario, row.metric);
-    let _ = write!(
-        s,
-        r#"<text class="title" x="8" y="16" font-weight="bold"><title>{}</title>"#,
-        escape(&title)
-    );
-    for (k, line) in wrap(&title, 2).iter().enumerate() {
-        let dy = if k == 0 { 0 } else { 14 };
-        let _ = write!(s, r#"<tspan x="8" dy="{dy}">{}</tspan>"#, escape(line));
-    }
-    s.push_str("</text>");
-    let _ = write!(
-        s,
-        r#"<text class="verdict" x="8" y="46" font-size="11">{} {}, p {}</text>"#,
-        escape(&verdict),
-        escape(&pct(row.change_pct)),
-        row.p.map_or("n/a".into(), |p| format!("{p:.3}"))
-    );
+    chart_heading(&mut s, row);
     if let Some((blo, bhi)) = band {
         let _ = write!(
             s,
@@ -181,33 +156,7 @@ fn chart(row: &Row) -> String {
     .into_iter()
     .enumerate()
     {
-        let x = column(k);
-        let n = values.len().max(1) as f64;
-        for (i, v) in values.iter().enumerate() {
-            let dx = (i as f64 - (n - 1.0) / 2.0) * (40.0 / n.max(2.0));
-            let _ = write!(
-                s,
-                r#"<circle class="point {side}" cx="{:.1}" cy="{:.1}" r="3.5" fill="{colour}" opacity="0.8"><title>{side} observation {}: {}</title></circle>"#,
-                x + dx,
-                y(*v),
-                i + 1,
-                escape(&num(*v))
-            );
-        }
-        let _ = write!(
-            s,
-            r#"<path class="median {side}" d="M{:.1} {:.1}H{:.1}" stroke="{colour}" stroke-width="2"><title>{side} median: {}</title></path>"#,
-            x - 30.0,
-            y(median),
-            x + 30.0,
-            escape(&num(median))
-        );
-        let _ = write!(
-            s,
-            r#"<text class="side" x="{x:.1}" y="{:.1}" text-anchor="middle">{side} (n={})</text>"#,
-            PLOT_BOTTOM + 18.0,
-            values.len()
-        );
+        chart_side(&mut s, side, values, median, colour, column(k), &y);
     }
     let _ = write!(
         s,
@@ -217,6 +166,75 @@ fn chart(row: &Row) -> String {
     );
     s.push_str("</svg>\n");
     s
+}
+
+/// A chart's frame, title (the scenario and metric, wrapped) and verdict line.
+fn chart_heading(s: &mut String, row: &Row) {
+    let verdict = match row.verdict_label().as_str() {
+        "" => "unchanged".to_string(),
+        v => v.to_string(),
+    };
+    let _ = write!(
+        s,
+        r##"<svg class="compare" xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{HEIGHT:.0}" viewBox="0 0 {WIDTH:.0} {HEIGHT:.0}" font-family="sans-serif" font-size="12"><rect width="{WIDTH:.0}" height="{HEIGHT:.0}" fill="white" stroke="#ccc"/>"##
+    );
+    let title = format!("{}: {}", row.scenario, row.metric);
+    let _ = write!(
+        s,
+        r#"<text class="title" x="8" y="16" font-weight="bold"><title>{}</title>"#,
+        escape(&title)
+    );
+    for (k, line) in wrap(&title, 2).iter().enumerate() {
+        let dy = if k == 0 { 0 } else { 14 };
+        let _ = write!(s, r#"<tspan x="8" dy="{dy}">{}</tspan>"#, escape(line));
+    }
+    s.push_str("</text>");
+    let _ = write!(
+        s,
+        r#"<text class="verdict" x="8" y="46" font-size="11">{} {}, p {}</text>"#,
+        escape(&verdict),
+        escape(&pct(row.change_pct)),
+        row.p.map_or("n/a".into(), |p| format!("{p:.3}"))
+    );
+}
+
+/// One side's observations as points (spread sideways by their order so equal values stay
+/// visible) in the column at `x`, its median as a line, and its label; `y` places a value.
+fn chart_side(
+    s: &mut String,
+    side: &str,
+    values: &[f64],
+    median: f64,
+    colour: &str,
+    x: f64,
+    y: &dyn Fn(f64) -> f64,
+) {
+    let n = values.len().max(1) as f64;
+    for (i, v) in values.iter().enumerate() {
+        let dx = (i as f64 - (n - 1.0) / 2.0) * (40.0 / n.max(2.0));
+        let _ = write!(
+            s,
+            r#"<circle class="point {side}" cx="{:.1}" cy="{:.1}" r="3.5" fill="{colour}" opacity="0.8"><title>{side} observation {}: {}</title></circle>"#,
+            x + dx,
+            y(*v),
+            i + 1,
+            escape(&num(*v))
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<path class="median {side}" d="M{:.1} {:.1}H{:.1}" stroke="{colour}" stroke-width="2"><title>{side} median: {}</title></path>"#,
+        x - 30.0,
+        y(median),
+        x + 30.0,
+        escape(&num(median))
+    );
+    let _ = write!(
+        s,
+        r#"<text class="side" x="{x:.1}" y="{:.1}" text-anchor="middle">{side} (n={})</text>"#,
+        PLOT_BOTTOM + 18.0,
+        values.len()
+    );
 }
 
 /// `text` in at most `max_lines` lines of at most [`TITLE_CHARS`] characters, broken at spaces

@@ -429,9 +429,21 @@ fn parent_dir(path: &Path) -> PathBuf {
 
 /// `p` made absolute against `dir`, with `.` and `..` components folded.
 fn resolve(dir: &Path, p: &str) -> PathBuf {
-    let joined = dir.join(p);
+    fold(&dir.join(p))
+}
+
+/// Makes `path` absolute against the current directory and removes `.` and `..` lexically, as
+/// paths in Compose files, scenario files and settings are read.
+pub fn absolute(path: &Path) -> Result<PathBuf> {
+    let abs = std::path::absolute(path)
+        .with_context(|| format!("cannot make {} absolute", path.display()))?;
+    Ok(fold(&abs))
+}
+
+/// `path` without `.` components, each `..` taking the component before it away.
+fn fold(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
-    for c in joined.components() {
+    for c in path.components() {
         match c {
             std::path::Component::CurDir => {}
             std::path::Component::ParentDir => {

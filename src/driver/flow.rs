@@ -226,9 +226,7 @@ async fn on_topic(
     let counted = crate::progress::records("produce", spec.num_records);
     marks.start(Phase::Produce).await;
     let producer = session
-        .produce(spec, spec.num_records, spec.throughput, &|e| {
-            count(&counted, e)
-        })
+        .produce(spec, spec.num_records, &|e| count(&counted, e))
         .await
         .context("produce")?;
     marks.end(Phase::Produce, producer.sent).await;
@@ -321,7 +319,7 @@ async fn together(
         // A consumer that never says so (another driver) is waited for a bounded time.
         let _ = tokio::time::timeout(ASSIGNMENT_WAIT, assigned.notified()).await;
         session
-            .produce(spec, records, spec.throughput, produced)
+            .produce(spec, records, produced)
             .await
             .context("produce")
     };
@@ -389,7 +387,9 @@ async fn backlog(
     let counted = crate::progress::records("produce the backlog", spec.num_records);
     marks.start(Phase::Produce).await;
     let producer = session
-        .produce(spec, spec.num_records, -1, &|e| count(&counted, e))
+        .produce(&spec.at_full_speed(), spec.num_records, &|e| {
+            count(&counted, e)
+        })
         .await
         .context("produce the backlog")?;
     marks.end(Phase::Produce, producer.sent).await;
@@ -524,16 +524,10 @@ async fn warm_up(
     group: &str,
     steps: &mut Steps,
 ) -> Result<()> {
-    let shaped = spec.mode == Mode::EndToEnd && spec.duration.is_none() && spec.throughput > 0;
-    let records = match spec.warm_up_records {
-        0 if spec.warm_up_for.is_zero() && spec.warm_up_jit.is_none() => return Ok(()),
-        0 => WARM_UP_ROUND_RECORDS,
-        n => n,
-    };
-    let records = if shaped && (!spec.warm_up_for.is_zero() || spec.warm_up_jit.is_some()) {
-        records.max(spec.throughput as u64 * SHAPED_ROUND.as_secs())
-    } else {
-        records
+    let shaped =
+        spec.mode == Mode::EndToEnd && spec.duration.is_none() && spec.throughput.is_limited();
+    let Some(records) = round_records(spec, shaped) else {
+        return Ok(());
     };
     let started = Instant::now();
     let (mut produced, mut consumed) = (0.0, 0.0);
@@ -541,45 +535,11 @@ async fn warm_up(
     if let Some(quiet) = &spec.warm_up_jit {
         marks.compiling(quiet.window).await;
     }
-    let shown = |e: Event<'_>| {
-        if let Event::Line(l) = e {
-            show(l)
-        }
-    };
     for round in 1.. {
-        let elapsed = started.elapsed().as_secs_f64();
-        match (&compiling, &spec.warm_up_jit) {
-            (Some((service, share)), Some(quiet)) => crate::progress::detail(&format!(
-                "warm-up round {round}: {elapsed:.0} s; the JIT compilers of {service} used \
-                 {share:.1}% of its CPU in the last {} s (until under {}%)",
-                quiet.window.as_secs(),
-                quiet.percent
-            )),
-            _ if !spec.warm_up_for.is_zero() => crate::progress::detail(&format!(
-                "warm-up round {round}: {elapsed:.0} of at least {} s",
-                spec.warm_up_for.as_secs()
-            )),
-            _ => {}
-        }
-        let t = Instant::now();
-        if shaped {
-            together(session, spec, records, group, &|_| {}, &shown)
-                .await
-                .context("warm-up produce and consume")?;
-            produced += t.elapsed().as_secs_f64();
-        } else {
-            let warm = session
-                .produce(spec, records, -1, &|_| {})
-                .await
-                .context("warm-up produce")?;
-            produced += t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            session
-                .consume(spec, warm.sent, group, &shown)
-                .await
-                .context("warm-up consume")?;
-            consumed += t.elapsed().as_secs_f64();
-        }
+        announce_round(round, started, compiling.as_ref(), spec);
+        let (p, c) = warm_round(session, spec, records, group, shaped).await?;
+        produced += p;
+        consumed += c;
         // Without the setting the warm-up is by time (or one round) alone.
         let Some(quiet) = &spec.warm_up_jit else {
             if started.elapsed() >= spec.warm_up_for {
@@ -592,27 +552,7 @@ async fn warm_up(
         if started.elapsed() < spec.warm_up_for.max(quiet.window) {
             continue;
         }
-        let Some((service, share)) = &compiling else {
-            crate::progress::println(&format!(
-                "note: WARM_UP_JIT_PERCENT={}: no sampled JVM's threads could be read (see JVM \
-                 threads in docs/guide/profiles-and-report.md), so the warm-up ended after {:.0} s",
-                quiet.percent,
-                started.elapsed().as_secs_f64()
-            ));
-            break;
-        };
-        if *share < quiet.percent as f64 {
-            break;
-        }
-        if started.elapsed() >= spec.warm_up_for + quiet.limit {
-            crate::progress::println(&format!(
-                "warning: after {:.0} s of warm-up the JIT compilers of {service} still used \
-                 {share:.1}% of its CPU in the last {} s (WARM_UP_JIT_PERCENT={}); measuring \
-                 anyway",
-                started.elapsed().as_secs_f64(),
-                quiet.window.as_secs(),
-                quiet.percent
-            ));
+        if compilers_done(started, spec.warm_up_for, quiet, compiling.as_ref()) {
             break;
         }
     }
@@ -626,6 +566,113 @@ async fn warm_up(
     }
     steps.since = Instant::now();
     Ok(())
+}
+
+/// The records of one warm-up round, `None` when there is no warm-up. A shaped round by time
+/// lasts at least [`SHAPED_ROUND`] at the phase's rate.
+fn round_records(spec: &MeasureSpec, shaped: bool) -> Option<u64> {
+    let by_time = !spec.warm_up_for.is_zero() || spec.warm_up_jit.is_some();
+    let records = match spec.warm_up_records {
+        0 if !by_time => return None,
+        0 => WARM_UP_ROUND_RECORDS,
+        n => n,
+    };
+    Some(match spec.throughput.limit() {
+        Some(rate) if shaped && by_time => records.max(rate * SHAPED_ROUND.as_secs()),
+        _ => records,
+    })
+}
+
+/// Says where a warm-up by time or by the JIT compilers is, as round `round` starts.
+fn announce_round(
+    round: u32,
+    started: Instant,
+    compiling: Option<&(String, f64)>,
+    spec: &MeasureSpec,
+) {
+    let elapsed = started.elapsed().as_secs_f64();
+    match (compiling, &spec.warm_up_jit) {
+        (Some((service, share)), Some(quiet)) => crate::progress::detail(&format!(
+            "warm-up round {round}: {elapsed:.0} s; the JIT compilers of {service} used \
+             {share:.1}% of its CPU in the last {} s (until under {}%)",
+            quiet.window.as_secs(),
+            quiet.percent
+        )),
+        _ if !spec.warm_up_for.is_zero() => crate::progress::detail(&format!(
+            "warm-up round {round}: {elapsed:.0} of at least {} s",
+            spec.warm_up_for.as_secs()
+        )),
+        _ => {}
+    }
+}
+
+/// One warm-up round of `records`: in the phase's shape (producer and group at once), or
+/// produced at full speed and then consumed. Returns the seconds spent producing and
+/// consuming (a shaped round's all count as producing).
+async fn warm_round(
+    session: &dyn Session,
+    spec: &MeasureSpec,
+    records: u64,
+    group: &str,
+    shaped: bool,
+) -> Result<(f64, f64)> {
+    let shown = |e: Event<'_>| {
+        if let Event::Line(l) = e {
+            show(l)
+        }
+    };
+    let t = Instant::now();
+    if shaped {
+        together(session, spec, records, group, &|_| {}, &shown)
+            .await
+            .context("warm-up produce and consume")?;
+        return Ok((t.elapsed().as_secs_f64(), 0.0));
+    }
+    let warm = session
+        .produce(&spec.at_full_speed(), records, &|_| {})
+        .await
+        .context("warm-up produce")?;
+    let produced = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    session
+        .consume(spec, warm.sent, group, &shown)
+        .await
+        .context("warm-up consume")?;
+    Ok((produced, t.elapsed().as_secs_f64()))
+}
+
+/// Whether a warm-up by the JIT compilers ends after a round: they went quiet, or no JVM's
+/// threads could be read, or the limit beyond `warm_up_for` passed (each but the first said).
+fn compilers_done(
+    started: Instant,
+    warm_up_for: Duration,
+    quiet: &super::JitQuiet,
+    compiling: Option<&(String, f64)>,
+) -> bool {
+    let Some((service, share)) = compiling else {
+        crate::progress::println(&format!(
+            "note: WARM_UP_JIT_PERCENT={}: no sampled JVM's threads could be read (see JVM \
+             threads in docs/guide/profiles-and-report.md), so the warm-up ended after {:.0} s",
+            quiet.percent,
+            started.elapsed().as_secs_f64()
+        ));
+        return true;
+    };
+    if *share < quiet.percent as f64 {
+        return true;
+    }
+    if started.elapsed() >= warm_up_for + quiet.limit {
+        crate::progress::println(&format!(
+            "warning: after {:.0} s of warm-up the JIT compilers of {service} still used \
+             {share:.1}% of its CPU in the last {} s (WARM_UP_JIT_PERCENT={}); measuring \
+             anyway",
+            started.elapsed().as_secs_f64(),
+            quiet.window.as_secs(),
+            quiet.percent
+        ));
+        return true;
+    }
+    false
 }
 
 /// Warms a broker: produces and consumes `records` records on a throw-away topic, then deletes
@@ -691,6 +738,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::driver::Progress;
     use crate::model::{ConsumerResult, ProducerResult};
+    use crate::rate::Rate;
 
     /// A session that records the steps asked of it and answers from a tiny in-memory topic.
     #[derive(Default)]
@@ -749,12 +797,12 @@ pub(crate) mod tests {
         }
         fn produce<'a>(
             &'a self,
-            _spec: &'a MeasureSpec,
+            spec: &'a MeasureSpec,
             records: u64,
-            throughput: i64,
             progress: Progress<'a>,
         ) -> BoxFuture<'a, Result<ProducerResult>> {
             Box::pin(async move {
+                let throughput = spec.throughput;
                 self.step(format!("produce {records} at {throughput}"), "produce")?;
                 progress(Event::Line("window"));
                 *self.records.lock().unwrap() += records.saturating_sub(self.lose);
@@ -827,7 +875,7 @@ pub(crate) mod tests {
     fn spec() -> MeasureSpec {
         let mut spec = MeasureSpec::new("proxy:9092", "t", 5000);
         spec.warm_up_records = 700;
-        spec.throughput = 2000;
+        spec.throughput = Rate::per_second(2000).unwrap();
         spec
     }
 
@@ -901,7 +949,7 @@ pub(crate) mod tests {
         assert_eq!(calls(&fake).await[2], "produce 700 at 2000");
         // Without a rate the phase has no shape to copy: full speed, then the backlog.
         let fake = Fake::default();
-        spec.throughput = -1;
+        spec.throughput = Rate::Unlimited;
         let m = measure(&fake, &spec).await.unwrap();
         assert_eq!(
             calls(&fake).await[1..3],

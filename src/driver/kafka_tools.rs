@@ -23,6 +23,7 @@ use super::{
 };
 use crate::engine::{Engine, OneOff};
 use crate::model::{ConsumerResult, ProducerResult};
+use crate::rate::Rate;
 use crate::scenario::{Scenario, Suite};
 use crate::settings::{Mode, Settings};
 
@@ -252,7 +253,7 @@ pub fn parse_consumer_output(stdout: &str) -> Result<ConsumerLine> {
 }
 
 /// The producer record of a run from its final line.
-pub fn producer_result(total: &ProducerTotal, requested: u64, throughput: i64) -> ProducerResult {
+pub fn producer_result(total: &ProducerTotal, requested: u64, throughput: Rate) -> ProducerResult {
     ProducerResult {
         histograms: Default::default(),
         sent: total.sent,
@@ -272,7 +273,7 @@ pub fn producer_result(total: &ProducerTotal, requested: u64, throughput: i64) -
         } else {
             0.0
         },
-        target_rec_s: throughput as f64,
+        target_rec_s: throughput.as_target(),
         intended: None,
         span: None,
         // Its tool prints neither: they follow from what it does print.
@@ -344,7 +345,7 @@ pub fn producer_command(
     topic: &str,
     num_records: u64,
     record_size: u64,
-    throughput: i64,
+    throughput: Rate,
     properties: &[(String, String)],
 ) -> Vec<String> {
     let mut cmd: Vec<String> = [
@@ -544,7 +545,6 @@ impl Session for KafkaTools {
         &'a self,
         spec: &'a MeasureSpec,
         records: u64,
-        throughput: i64,
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ProducerResult>> {
         Box::pin(async move {
@@ -556,7 +556,7 @@ impl Session for KafkaTools {
                         &spec.topic,
                         records,
                         spec.record_size as u64,
-                        throughput,
+                        spec.throughput,
                         &spec.properties,
                     ),
                     progress,
@@ -564,7 +564,7 @@ impl Session for KafkaTools {
                 .await?;
             // Its windows were streamed to `progress` as the tool printed them.
             let produced = parse_producer_output(&stdout)?;
-            Ok(producer_result(&produced.total, records, throughput))
+            Ok(producer_result(&produced.total, records, spec.throughput))
         })
     }
 
@@ -661,7 +661,7 @@ mod tests {
                 p999_ms: 1326.0,
             }
         );
-        let r = producer_result(&out.total, 10_000_000, -1);
+        let r = producer_result(&out.total, 10_000_000, Rate::Unlimited);
         assert_eq!((r.sent, r.failed), (10_000_000, 0));
         assert_eq!(r.rate_mib_s, 47.53);
         assert!((r.elapsed_s - 10_000_000.0 / 48671.274214).abs() < 1e-9);
@@ -677,7 +677,10 @@ mod tests {
         assert_eq!(out.total.sent, 1000);
         assert_eq!(out.total.p999_ms, 300.0);
         // Fewer acknowledged than requested: the rest failed.
-        assert_eq!(producer_result(&out.total, 1200, 500).failed, 200);
+        assert_eq!(
+            producer_result(&out.total, 1200, Rate::per_second(500).unwrap()).failed,
+            200
+        );
     }
 
     #[test]
@@ -791,7 +794,7 @@ mod tests {
             ("linger.ms".to_string(), "5".to_string()),
         ];
         assert_eq!(
-            producer_command("kroxylicious:9092", "t", 1000, 1024, -1, &props).join(" "),
+            producer_command("kroxylicious:9092", "t", 1000, 1024, Rate::Unlimited, &props).join(" "),
             "/opt/kafka/bin/kafka-producer-perf-test.sh --topic t --throughput -1 --num-records 1000 \
              --record-size 1024 --producer-props acks=all linger.ms=5 bootstrap.servers=kroxylicious:9092"
         );

@@ -27,6 +27,7 @@ use futures_util::future::BoxFuture;
 
 use crate::engine::Engine;
 use crate::model::{ConsumerResult, ProducerResult};
+use crate::rate::Rate;
 use crate::scenario::{Scenario, Suite};
 use crate::settings::{Mode, Settings};
 
@@ -44,6 +45,9 @@ pub struct JitQuiet {
     pub limit: Duration,
 }
 
+/// No record for this long while consuming fails the measurement instead of hanging.
+pub const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Everything one measurement needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MeasureSpec {
@@ -54,8 +58,7 @@ pub struct MeasureSpec {
     pub topics: u32,
     pub num_records: u64,
     pub record_size: usize,
-    /// Target records/s; any negative value is unlimited.
-    pub throughput: i64,
+    pub throughput: Rate,
     /// Producer properties (Java or librdkafka names).
     pub properties: Vec<(String, String)>,
     /// Records produced and consumed through the same path before measuring; not reported.
@@ -86,47 +89,75 @@ pub struct MeasureSpec {
 }
 
 impl MeasureSpec {
-    /// A spec with the reference defaults: 1 KiB records, unlimited rate, `acks=all`,
-    /// 1000 warm-up records, 60 s consume timeout, one partition and replica, topic deleted.
+    /// What the workload is asked to measure under `settings`, in the topic (or the stem of
+    /// the topics) `topic` at `bootstrap`: every measured setting that reaches the workload goes
+    /// through here, once.
+    pub fn from_settings(settings: &Settings, bootstrap: &str, topic: &str) -> Self {
+        let secs = Duration::from_secs;
+        MeasureSpec {
+            bootstrap: bootstrap.to_string(),
+            topic: topic.to_string(),
+            topics: settings.topics,
+            num_records: settings.num_records,
+            record_size: settings.record_size as usize,
+            throughput: settings.throughput,
+            properties: settings.producer_properties.clone(),
+            warm_up_records: settings.warm_up_pre_test,
+            warm_up_for: settings.warm_up_for_pre_test,
+            warm_up_jit: (settings.warm_up_jit_percent > 0).then(|| JitQuiet {
+                percent: settings.warm_up_jit_percent,
+                window: secs(crate::settings::WARM_UP_JIT_WINDOW_SECONDS),
+                limit: secs(crate::settings::WARM_UP_JIT_LIMIT_SECONDS),
+            }),
+            consume_timeout: CONSUME_TIMEOUT,
+            delete_topic: true,
+            mode: settings.mode,
+            catch_up_limit: settings.catch_up_limit,
+            duration: settings.duration,
+            duration_warm_up: settings.duration_warm_up,
+            partitions: settings.partitions as i32,
+            replication_factor: 1,
+            producers: settings.producers,
+            consumers: settings.consumers,
+        }
+    }
+
+    /// `num_records` records measured as the default settings measure them (1 KiB records at
+    /// full speed, `acks=all`, 1000 warm-up records, one topic of one partition, deleted at the
+    /// end).
     pub fn new(bootstrap: impl Into<String>, topic: impl Into<String>, num_records: u64) -> Self {
         MeasureSpec {
-            bootstrap: bootstrap.into(),
-            topic: topic.into(),
-            topics: 1,
             num_records,
-            record_size: 1024,
-            throughput: -1,
-            properties: vec![("acks".to_string(), "all".to_string())],
-            warm_up_records: 1000,
-            warm_up_for: Duration::ZERO,
-            warm_up_jit: None,
-            consume_timeout: Duration::from_secs(60),
-            delete_topic: true,
-            mode: Mode::ProduceThenConsume,
-            catch_up_limit: Duration::from_secs(Settings::without_commit().catch_up_seconds),
-            duration: None,
-            duration_warm_up: Duration::ZERO,
-            partitions: 1,
-            replication_factor: 1,
-            producers: 1,
-            consumers: 1,
+            ..MeasureSpec::from_settings(
+                &Settings::without_commit(),
+                &bootstrap.into(),
+                &topic.into(),
+            )
+        }
+    }
+
+    /// This measurement with its producers unlimited: a warm-up's or a backlog's records go
+    /// out at full speed.
+    pub fn at_full_speed(&self) -> MeasureSpec {
+        MeasureSpec {
+            throughput: Rate::Unlimited,
+            ..self.clone()
         }
     }
 
     /// What the built-in workload produces for this measurement: `records` of it (`MAX_COUNT`
-    /// for producers a step stops itself) at `throughput`, every client with `client`.
+    /// for producers a step stops itself), every client with `client`.
     pub fn produce_config(
         &self,
         client: &[(String, String)],
         records: u64,
-        throughput: i64,
     ) -> crate::workload::ProduceConfig {
         crate::workload::ProduceConfig {
             endpoint: Endpoint::new(&self.bootstrap, client),
             topics: self.topic_names(),
             num_records: records,
             record_size: self.record_size,
-            throughput,
+            throughput: self.throughput,
             properties: self.properties.clone(),
         }
     }
@@ -237,13 +268,12 @@ pub trait Session: Send + Sync {
     /// Creates the topics of `spec` (partitions, replication factor) and waits until they are
     /// visible.
     fn create_topic<'a>(&'a self, spec: &'a MeasureSpec) -> BoxFuture<'a, Result<()>>;
-    /// Produces `records` records of `spec.record_size` bytes at `throughput` (negative:
-    /// unlimited) with `spec.properties`, and reports them.
+    /// Produces `records` records of `spec.record_size` bytes at `spec.throughput` with
+    /// `spec.properties`, and reports them.
     fn produce<'a>(
         &'a self,
         spec: &'a MeasureSpec,
         records: u64,
-        throughput: i64,
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ProducerResult>>;
     /// Consumes exactly `records` records of the topics of `spec` in consumer group `group` (which

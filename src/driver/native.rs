@@ -18,7 +18,6 @@ use super::{
     Session, SoakResult,
 };
 use crate::engine::{Engine, OneOff};
-use crate::images::workload::IMAGE_PATH;
 use crate::model::{ConsumerResult, ProducerResult};
 use crate::workload::catch_up::CatchUpConfig;
 use crate::workload::command::{
@@ -26,6 +25,7 @@ use crate::workload::command::{
 };
 use crate::workload::consumer::{parse_progress_line, ASSIGNED_LINE};
 use crate::workload::soak::SoakConfig;
+use crate::workload::IMAGE_PATH;
 
 /// The built-in workload.
 pub struct Native;
@@ -97,7 +97,7 @@ impl NativeSession {
     /// The producers and the group of `spec` running at once, the group named `group`.
     fn together(&self, spec: &MeasureSpec, group: &str) -> Together {
         Together {
-            produce: spec.produce_config(&self.client, crate::settings::MAX_COUNT, spec.throughput),
+            produce: spec.produce_config(&self.client, crate::settings::MAX_COUNT),
             producers: spec.producers,
             group: group.to_string(),
             consumers: spec.consumers,
@@ -202,13 +202,12 @@ impl Session for NativeSession {
         &'a self,
         spec: &'a MeasureSpec,
         records: u64,
-        throughput: i64,
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ProducerResult>> {
         Box::pin(async move {
             self.call(
                 WorkloadCommand::Produce(command::Produce {
-                    records: spec.produce_config(&self.client, records, throughput),
+                    records: spec.produce_config(&self.client, records),
                     producers: spec.producers,
                 }),
                 progress,

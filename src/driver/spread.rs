@@ -39,7 +39,7 @@ impl Spread {
         MeasureSpec {
             topic: format!("{}-lg{}", spec.topic, i + 1),
             num_records: share(spec.num_records, n, i),
-            throughput: rate_share(spec.throughput, n, i),
+            throughput: spec.throughput.share(n as u64, i as u64),
             warm_up_records: share(spec.warm_up_records, n, i),
             producers: share(spec.producers.into(), n, i) as u32,
             consumers: share(spec.consumers.into(), n, i) as u32,
@@ -81,15 +81,6 @@ fn share(total: u64, n: usize, i: usize) -> u64 {
     total / n + u64::from((i as u64) < total % n)
 }
 
-/// Part `i`'s share of a rate; unlimited (negative) stays unlimited.
-fn rate_share(rate: i64, n: usize, i: usize) -> i64 {
-    if rate < 0 {
-        rate
-    } else {
-        share(rate as u64, n, i) as i64
-    }
-}
-
 /// Which load generator an error came from.
 fn part_error(i: usize) -> impl Fn() -> String {
     move || format!("load generator {}", i + 1)
@@ -126,7 +117,6 @@ impl Session for Spread {
         &'a self,
         spec: &'a MeasureSpec,
         records: u64,
-        throughput: i64,
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ProducerResult>> {
         Box::pin(async move {
@@ -141,12 +131,7 @@ impl Session for Spread {
                 .filter(|(i, _)| share(records, n, *i) > 0)
                 .map(|(i, (part, s))| async move {
                     let r = part
-                        .produce(
-                            s,
-                            share(records, n, i),
-                            rate_share(throughput, n, i),
-                            progress,
-                        )
+                        .produce(s, share(records, n, i), progress)
                         .await
                         .with_context(part_error(i))?;
                     anyhow::Ok((i, r))
@@ -447,16 +432,16 @@ fn merged_consumer(parts: Vec<ConsumerResult>) -> Result<ConsumerResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rate::Rate;
     use crate::workload::latency::{decode, Latencies};
 
     #[test]
     fn parts_share_the_records_the_rate_and_the_clients() {
         let shares: Vec<u64> = (0..3).map(|i| share(10, 3, i)).collect();
         assert_eq!(shares, [4, 3, 3]);
-        assert_eq!(rate_share(-1, 3, 2), -1);
-        assert_eq!(rate_share(1000, 3, 0), 334);
         let spread = Spread::new(vec![Box::new(Quiet), Box::new(Quiet)]);
         let mut spec = MeasureSpec::new("proxy:9092", "perf-tests-02", 1001);
+        spec.throughput = Rate::per_second(1001).unwrap();
         spec.producers = 3;
         spec.consumers = 2;
         let second = spread.part_spec(&spec, 1);
@@ -466,6 +451,11 @@ mod tests {
             (500, 1, 1)
         );
         assert_eq!(spread.part_spec(&spec, 0).producers, 2);
+        assert_eq!(second.throughput.limit(), Some(500));
+        assert_eq!(
+            spread.part_spec(&spec.at_full_speed(), 0).throughput,
+            Rate::Unlimited
+        );
         assert_eq!(
             numbered("workload (load generator)", 2),
             "workload (load generator) 2"
@@ -486,7 +476,6 @@ mod tests {
             &'a self,
             _: &'a MeasureSpec,
             _: u64,
-            _: i64,
             _: Progress<'a>,
         ) -> BoxFuture<'a, Result<ProducerResult>> {
             unreachable!()

@@ -421,20 +421,7 @@ impl Deployment {
         };
         let mut running_since: Option<Instant> = None;
         loop {
-            let info = self
-                .engine
-                .docker_of(&id)
-                .inspect_container(&id, None)
-                .await
-                .with_context(|| format!("cannot inspect service \"{svc}\""))?;
-            let state = info.state.unwrap_or_default();
-            let status = state.status.unwrap_or(ContainerStateStatusEnum::EMPTY);
-            let exit_code = state.exit_code.unwrap_or(0);
-            let exited = matches!(
-                status,
-                ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD
-            );
-            let running = status == ContainerStateStatusEnum::RUNNING;
+            let (running, exited, exit_code) = self.state_of(svc, &id).await?;
             let failure = match cond {
                 Condition::ServiceCompletedSuccessfully if exited => {
                     if exit_code == 0 {
@@ -473,9 +460,8 @@ impl Deployment {
             let failure = failure.or_else(|| {
                 (Instant::now() >= deadline).then(|| {
                     let goal = match cond {
-                        Condition::ServiceStarted => "start",
                         Condition::ServiceHealthy if probe.is_some() => "become healthy",
-                        Condition::ServiceHealthy => "start",
+                        Condition::ServiceStarted | Condition::ServiceHealthy => "start",
                         Condition::ServiceCompletedSuccessfully => "complete",
                     };
                     format!("did not {goal} within {timeout:?}")
@@ -487,6 +473,24 @@ impl Deployment {
             }
             tokio::time::sleep(POLL).await;
         }
+    }
+
+    /// Whether `svc`'s container `id` runs, whether it has exited (or died), and its exit code.
+    async fn state_of(&self, svc: &str, id: &str) -> Result<(bool, bool, i64)> {
+        let info = self
+            .engine
+            .docker_of(id)
+            .inspect_container(id, None)
+            .await
+            .with_context(|| format!("cannot inspect service \"{svc}\""))?;
+        let state = info.state.unwrap_or_default();
+        let status = state.status.unwrap_or(ContainerStateStatusEnum::EMPTY);
+        let exited = matches!(
+            status,
+            ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD
+        );
+        let running = status == ContainerStateStatusEnum::RUNNING;
+        Ok((running, exited, state.exit_code.unwrap_or(0)))
     }
 
     /// Why `svc` (container `id`) is not what it was waited for: the reason, its last log lines
@@ -664,28 +668,8 @@ pub fn container_body(
     labels.insert(LABEL_SERVICE.to_string(), svc.clone());
     labels.insert(LABEL_PROJECT.to_string(), project.to_string());
 
-    let mut port_bindings: HashMap<String, Option<Vec<PortBinding>>> = HashMap::new();
-    for p in &service.ports {
-        port_bindings
-            .entry(format!("{}/{}", p.container_port, p.protocol))
-            .or_insert_with(|| Some(Vec::new()))
-            .get_or_insert_with(Vec::new)
-            .push(PortBinding {
-                host_ip: p.host_ip.clone(),
-                host_port: Some(p.host_port.map(|h| h.to_string()).unwrap_or_default()),
-            });
-    }
-    let binds: Vec<String> = service
-        .mounts
-        .iter()
-        .map(|m| {
-            let mut b = format!("{}:{}", m.source.display(), m.target);
-            if m.read_only {
-                b.push_str(":ro");
-            }
-            b
-        })
-        .collect();
+    let port_bindings = port_bindings(service);
+    let binds: Vec<String> = service.mounts.iter().map(bind).collect();
     let tmpfs: HashMap<String, String> = service
         .tmpfs
         .iter()
@@ -741,6 +725,31 @@ pub fn container_body(
         }),
         ..Default::default()
     }
+}
+
+/// A service's published ports, by container port and protocol.
+fn port_bindings(service: &Service) -> HashMap<String, Option<Vec<PortBinding>>> {
+    let mut bindings: HashMap<String, Option<Vec<PortBinding>>> = HashMap::new();
+    for p in &service.ports {
+        bindings
+            .entry(format!("{}/{}", p.container_port, p.protocol))
+            .or_insert_with(|| Some(Vec::new()))
+            .get_or_insert_with(Vec::new)
+            .push(PortBinding {
+                host_ip: p.host_ip.clone(),
+                host_port: Some(p.host_port.map(|h| h.to_string()).unwrap_or_default()),
+            });
+    }
+    bindings
+}
+
+/// A bind mount as the engine takes it: `source:target`, `:ro` when read-only.
+fn bind(m: &crate::compose::BindMount) -> String {
+    let mut b = format!("{}:{}", m.source.display(), m.target);
+    if m.read_only {
+        b.push_str(":ro");
+    }
+    b
 }
 
 /// A container's endpoint on a network: reachable by its service name and the aliases.

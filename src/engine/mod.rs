@@ -20,7 +20,7 @@ mod swarm;
 mod watch;
 
 pub use address::Address;
-pub use counters::{network_bytes, Counters, HostClock};
+pub use counters::network_bytes;
 pub use deployment::Deployment;
 pub use interrupt::{interruptible, shutdown_signal, Interrupted};
 pub use nodes::{NodeEngine, ENGINE_LABEL};

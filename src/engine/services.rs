@@ -76,39 +76,7 @@ pub fn config_files(service: &Service) -> Result<Vec<(&std::path::Path, &str)>> 
 /// honour. Touches no engine.
 pub fn service_spec(service: &Service, parts: &SpecParts) -> Result<ServiceSpec> {
     let svc = &service.name;
-    let refuse = |key: &str, why: &str| -> Result<()> {
-        bail!("service \"{svc}\": {key}: not supported with ENGINE=swarm ({why})")
-    };
-    if !service.ports.is_empty() {
-        refuse(
-            "ports",
-            "Swarm publishes ports through its routing mesh; clients run on the run's network",
-        )?;
-    }
-    if service.cpuset.is_some() {
-        refuse("cpuset", "a Swarm service cannot be pinned to CPUs")?;
-    }
-    if !service.security_opt.is_empty() {
-        refuse("security_opt", "a Swarm service takes no --security-opt")?;
-    }
-    if service.container_name.is_some() {
-        refuse("container_name", "Swarm names a service's containers")?;
-    }
-    let mut mounts = Vec::new();
-    for t in &service.tmpfs {
-        let (target, options) = t.split_once(':').unwrap_or((t, ""));
-        if !options.is_empty() {
-            refuse(
-                "tmpfs",
-                &format!("{t}: a Swarm tmpfs mount takes no options"),
-            )?;
-        }
-        mounts.push(Mount {
-            target: Some(target.to_string()),
-            typ: Some(MountType::TMPFS),
-            ..Default::default()
-        });
-    }
+    let mounts = swarm_mounts(service)?;
     let mut labels: HashMap<String, String> = service.labels.clone().into_iter().collect();
     labels.extend(parts.run_labels.clone());
     labels.insert(LABEL_SERVICE.to_string(), svc.clone());
@@ -180,6 +148,46 @@ pub fn service_spec(service: &Service, parts: &SpecParts) -> Result<ServiceSpec>
         }),
         ..Default::default()
     })
+}
+
+/// Refuses the keys of Compose service `service` Swarm cannot honour, naming them; its tmpfs
+/// mounts as Swarm's.
+fn swarm_mounts(service: &Service) -> Result<Vec<Mount>> {
+    let svc = &service.name;
+    let refuse = |key: &str, why: &str| -> Result<()> {
+        bail!("service \"{svc}\": {key}: not supported with ENGINE=swarm ({why})")
+    };
+    if !service.ports.is_empty() {
+        refuse(
+            "ports",
+            "Swarm publishes ports through its routing mesh; clients run on the run's network",
+        )?;
+    }
+    if service.cpuset.is_some() {
+        refuse("cpuset", "a Swarm service cannot be pinned to CPUs")?;
+    }
+    if !service.security_opt.is_empty() {
+        refuse("security_opt", "a Swarm service takes no --security-opt")?;
+    }
+    if service.container_name.is_some() {
+        refuse("container_name", "Swarm names a service's containers")?;
+    }
+    let mut mounts = Vec::new();
+    for t in &service.tmpfs {
+        let (target, options) = t.split_once(':').unwrap_or((t, ""));
+        if !options.is_empty() {
+            refuse(
+                "tmpfs",
+                &format!("{t}: a Swarm tmpfs mount takes no options"),
+            )?;
+        }
+        mounts.push(Mount {
+            target: Some(target.to_string()),
+            typ: Some(MountType::TMPFS),
+            ..Default::default()
+        });
+    }
+    Ok(mounts)
 }
 
 impl Engine {

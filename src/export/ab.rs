@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::Exporter;
+use crate::model::pair::Verdict;
 use crate::model::ScenarioResult;
-use crate::pair::{Metric, Verdict};
+use crate::pair::Metric;
 use crate::results::RunInfo;
 
 /// The file a paired run's comment is written to.
@@ -31,6 +32,24 @@ impl Exporter for Ab {
 pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
     let paired: Vec<&ScenarioResult> = results.iter().filter(|r| r.pair.is_some()).collect();
     let s = &info.settings;
+    let mut out = String::from("### perf-tests ab: side B against side A\n\n");
+    let _ = writeln!(out, "{}\n", headline(&paired, s.pair_threshold));
+    facts(&mut out, info, &paired);
+    out.push('\n');
+    if let Some(table) = crate::report::pair_table(results) {
+        out.push_str(&crate::table::markdown_body(&table));
+    }
+    let _ = write!(
+        out,
+        "\n<details><summary>Every table of the run</summary>\n\n{}\n</details>\n",
+        super::markdown::render(results, s.p99_limit_ms)
+    );
+    out
+}
+
+/// The comment's first line: side B worse, or better, beyond `threshold` percent on which
+/// paths and metrics, or no difference found.
+fn headline(paired: &[&ScenarioResult], threshold: u64) -> String {
     let verdicts = |wanted: Verdict| -> Vec<String> {
         paired
             .iter()
@@ -44,28 +63,33 @@ pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
             .collect()
     };
     let (worse, better) = (verdicts(Verdict::Higher), verdicts(Verdict::Lower));
-    let mut out = String::from("### perf-tests ab: side B against side A\n\n");
-    let headline = if !worse.is_empty() {
+    if !worse.is_empty() {
         format!(
             ":red_circle: **Side B is worse** beyond {}%: {}",
-            s.pair_threshold,
+            threshold,
             worse.join(", ")
         )
     } else if !better.is_empty() {
         format!(
             ":green_circle: **Side B is better** beyond {}%: {}",
-            s.pair_threshold,
+            threshold,
             better.join(", ")
         )
     } else {
         format!(
             ":white_circle: **No difference found** beyond {}% on {} path{}",
-            s.pair_threshold,
+            threshold,
             paired.len(),
             if paired.len() == 1 { "" } else { "s" }
         )
-    };
-    let _ = writeln!(out, "{headline}\n");
+    }
+}
+
+/// What the comment's reader needs before the table: the sides, whether one path compared
+/// side A with itself, how the pairs were measured, the smallest change they find, and what
+/// went wrong (a failed path check, a run ended early).
+fn facts(out: &mut String, info: &RunInfo, paired: &[&ScenarioResult]) {
+    let s = &info.settings;
     if let Some(sides) = &info.sides {
         let _ = writeln!(out, "- Side A: {}", sides.a.describe());
         let _ = writeln!(out, "- Side B: {}", sides.b.describe());
@@ -130,22 +154,12 @@ pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
     if let Some(why) = &info.incomplete {
         let _ = writeln!(out, "- :warning: The run ended early: {why}");
     }
-    out.push('\n');
-    if let Some(table) = crate::report::pair_table(results) {
-        out.push_str(&crate::table::markdown_body(&table));
-    }
-    let _ = write!(
-        out,
-        "\n<details><summary>Every table of the run</summary>\n\n{}\n</details>\n",
-        super::markdown::render(results, s.p99_limit_ms)
-    );
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pair::{Pair, PairPhase, PairResult};
+    use crate::model::pair::{Pair, PairPhase, PairResult};
 
     fn phase(pair: usize, ratio: f64) -> PairPhase {
         PairPhase {
@@ -191,9 +205,9 @@ mod tests {
         info.settings.pair_threshold = 5;
         info.settings.pair_phases = 1;
         info.settings.repeat = 4;
-        info.settings.throughput = 15000;
-        info.sides = Some(crate::plan::sides::Sides {
-            b: crate::plan::sides::Overrides {
+        info.settings.throughput = crate::rate::Rate::per_second(15000).unwrap();
+        info.sides = Some(crate::settings::sides::Sides {
+            b: crate::settings::sides::Overrides {
                 variables: vec![("KROXYLICIOUS_IMAGE".into(), "my/kroxylicious:dev".into())],
                 ..Default::default()
             },

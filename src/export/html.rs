@@ -48,30 +48,7 @@ nav a { margin-right: 12px; }
 
 /// The page for a run's results.
 pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
-    let mut h = String::new();
-    let title = format!("perf-tests run {}", info.run_id);
-    let _ = write!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
-        escape(&title)
-    );
-    let _ = writeln!(h, "<h1>{}</h1>", escape(&title));
-    let _ = writeln!(
-        h,
-        "<p>Suite <code>{}</code>, commit <code>{}</code>, from {} to {}; perf-tests {}.</p>",
-        escape(&info.suite),
-        escape(&info.commit_id),
-        escape(&info.started_at),
-        escape(&info.ended_at),
-        escape(&info.tool_version)
-    );
-    if let Some(why) = &info.incomplete {
-        let _ = writeln!(
-            h,
-            "<p class=\"incomplete\">Incomplete run: {}. It holds the scenarios that completed.</p>",
-            escape(why)
-        );
-    }
+    let mut h = heading(info);
     let sizing = super::sizing::of_run(info, results);
     let mut sections: Vec<(&str, &str)> = vec![("reference", "Against the reference")];
     sections.push(("charts", "Charts"));
@@ -100,19 +77,7 @@ pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
     let _ = writeln!(h, "<h2 id=\"reference\">Against the reference</h2>");
     h.push_str(&reference_section(results));
 
-    let _ = writeln!(h, "<h2 id=\"charts\">Charts</h2>");
-    let _ = writeln!(
-        h,
-        "<div class=\"chart\" id=\"chart-results\">{}</div>",
-        super::svg::render(results)
-    );
-    if results.iter().any(|r| !r.measurement.series.is_empty()) {
-        let _ = writeln!(
-            h,
-            "<h3>Every second of the run</h3>\n<div class=\"chart\" id=\"chart-series\">{}</div>",
-            super::series::render(results)
-        );
-    }
+    h.push_str(&charts_section(results));
 
     if let Some(sizing) = &sizing {
         let _ = writeln!(h, "<h2 id=\"sizing\">Sizing</h2>");
@@ -134,17 +99,7 @@ pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
         h.push_str(&table(&t));
     }
 
-    let _ = writeln!(h, "<h2 id=\"warnings\">Warnings</h2>");
-    let warnings = crate::report::warnings(results);
-    if warnings.is_empty() {
-        h.push_str("<p>None.</p>\n");
-    } else {
-        h.push_str("<ul>\n");
-        for w in warnings {
-            let _ = writeln!(h, "<li class=\"warning\">{}</li>", escape(&w));
-        }
-        h.push_str("</ul>\n");
-    }
+    h.push_str(&warnings_section(results));
 
     let _ = writeln!(h, "<h2 id=\"images\">Images</h2>");
     h.push_str(&table_body(&images_table(results)));
@@ -155,6 +110,72 @@ pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
     let _ = writeln!(h, "<h2 id=\"machines\">Machines</h2>");
     h.push_str(&table_body(&machines_table(info)));
     h.push_str("</body>\n</html>\n");
+    h
+}
+
+/// The page's head and its first lines: the run, the suite, the commit, the times, and whether
+/// the run is incomplete.
+fn heading(info: &RunInfo) -> String {
+    let mut h = String::new();
+    let title = format!("perf-tests run {}", info.run_id);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        escape(&title)
+    );
+    let _ = writeln!(h, "<h1>{}</h1>", escape(&title));
+    let _ = writeln!(
+        h,
+        "<p>Suite <code>{}</code>, commit <code>{}</code>, from {} to {}; perf-tests {}.</p>",
+        escape(&info.suite),
+        escape(&info.commit_id),
+        escape(&info.started_at),
+        escape(&info.ended_at),
+        escape(&info.tool_version)
+    );
+    if let Some(why) = &info.incomplete {
+        let _ = writeln!(
+            h,
+            "<p class=\"incomplete\">Incomplete run: {}. It holds the scenarios that completed.</p>",
+            escape(why)
+        );
+    }
+    h
+}
+
+/// The run's charts, and every second's when the run was bounded by time.
+fn charts_section(results: &[ScenarioResult]) -> String {
+    let mut h = String::new();
+    let _ = writeln!(h, "<h2 id=\"charts\">Charts</h2>");
+    let _ = writeln!(
+        h,
+        "<div class=\"chart\" id=\"chart-results\">{}</div>",
+        super::svg::render(results)
+    );
+    if results.iter().any(|r| !r.measurement.series.is_empty()) {
+        let _ = writeln!(
+            h,
+            "<h3>Every second of the run</h3>\n<div class=\"chart\" id=\"chart-series\">{}</div>",
+            super::series::render(results)
+        );
+    }
+    h
+}
+
+/// The run's warnings as a list, or "None.".
+fn warnings_section(results: &[ScenarioResult]) -> String {
+    let mut h = String::new();
+    let _ = writeln!(h, "<h2 id=\"warnings\">Warnings</h2>");
+    let warnings = crate::report::warnings(results);
+    if warnings.is_empty() {
+        h.push_str("<p>None.</p>\n");
+        return h;
+    }
+    h.push_str("<ul>\n");
+    for w in warnings {
+        let _ = writeln!(h, "<li class=\"warning\">{}</li>", escape(&w));
+    }
+    h.push_str("</ul>\n");
     h
 }
 

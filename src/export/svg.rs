@@ -169,41 +169,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
         ""
     };
 
-    let throughput = Bars {
-        top: panel_top(0),
-        metric: THROUGHPUT,
-        class: "bar throughput",
-        colour: "#4c78a8",
-        title: format!("Producer throughput (rec/s{suffix})"),
-        value: |v| format!("{v:.0} rec/s"),
-        ratios: true,
-    };
-    bar_panel(&mut svg, results, width, repeated, throughput);
-    let consumed = Bars {
-        top: panel_top(1),
-        metric: CONSUMED,
-        class: "bar consumed",
-        colour: "#f58518",
-        title: format!("Consumer throughput (rec/s{suffix})"),
-        value: |v| format!("{v:.0} rec/s"),
-        ratios: true,
-    };
-    bar_panel(&mut svg, results, width, repeated, consumed);
-    latency_panel(&mut svg, results, width, suffix, repeated);
-    if costed {
-        // The path's own services' millicores per MB/s of produce + consume traffic; a
-        // scenario without a path of its own gets no bar.
-        let cost = Bars {
-            top: panel_top(3),
-            metric: Id::PathCost,
-            class: "bar cost",
-            colour: "#54a24b",
-            title: format!("Path CPU (millicores per MB/s of produce + consume{suffix})"),
-            value: |v| format!("{v:.2} mc per MB/s"),
-            ratios: false,
-        };
-        bar_panel(&mut svg, results, width, repeated, cost);
-    }
+    bar_panels(&mut svg, results, width, suffix, costed);
 
     let mut top = bars_height;
     for (var, values, lines) in &blocks {
@@ -217,6 +183,53 @@ pub fn render(results: &[ScenarioResult]) -> String {
     }
     svg.push_str("</svg>\n");
     svg
+}
+
+/// The panels of one bar a scenario: the producer's and the consumer's throughput, the
+/// latencies, and with `costed` the path's CPU per MB/s; `suffix` says what a bar is.
+fn bar_panels(
+    svg: &mut String,
+    results: &[ScenarioResult],
+    width: f64,
+    suffix: &str,
+    costed: bool,
+) {
+    let repeated = results.iter().any(|r| r.repetitions.len() > 1);
+    let throughput = Bars {
+        top: panel_top(0),
+        metric: THROUGHPUT,
+        class: "bar throughput",
+        colour: "#4c78a8",
+        title: format!("Producer throughput (rec/s{suffix})"),
+        value: |v| format!("{v:.0} rec/s"),
+        ratios: true,
+    };
+    bar_panel(svg, results, width, repeated, throughput);
+    let consumed = Bars {
+        top: panel_top(1),
+        metric: CONSUMED,
+        class: "bar consumed",
+        colour: "#f58518",
+        title: format!("Consumer throughput (rec/s{suffix})"),
+        value: |v| format!("{v:.0} rec/s"),
+        ratios: true,
+    };
+    bar_panel(svg, results, width, repeated, consumed);
+    latency_panel(svg, results, width, suffix, repeated);
+    if costed {
+        // The path's own services' millicores per MB/s of produce + consume traffic; a
+        // scenario without a path of its own gets no bar.
+        let cost = Bars {
+            top: panel_top(3),
+            metric: Id::PathCost,
+            class: "bar cost",
+            colour: "#54a24b",
+            title: format!("Path CPU (millicores per MB/s of produce + consume{suffix})"),
+            value: |v| format!("{v:.2} mc per MB/s"),
+            ratios: false,
+        };
+        bar_panel(svg, results, width, repeated, cost);
+    }
 }
 
 /// One bar a scenario of one metric: what a single-bar panel draws.

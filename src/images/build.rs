@@ -277,7 +277,7 @@ fn expand(value: &str) -> Result<PathBuf> {
         Some(rest) => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(rest),
         None => PathBuf::from(value),
     };
-    let path = crate::scenario::absolute(&path)?;
+    let path = crate::compose::absolute(&path)?;
     if std::fs::metadata(&path).is_err() {
         bail!("{} does not exist", path.display());
     }

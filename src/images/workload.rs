@@ -10,12 +10,11 @@ use anyhow::{Context, Result};
 
 use super::scratch::{self, ScratchFile};
 use crate::engine::Engine;
+use crate::workload::IMAGE_PATH;
 
 /// Repository of workload images; the tag is a hash of the executable's contents, so a changed
 /// binary gets a new image and two builds (say a base and a head) can coexist.
 pub const REPOSITORY: &str = "perf-tests/workload";
-/// Where the executable sits in the workload image (its entrypoint).
-pub const IMAGE_PATH: &str = "/usr/local/bin/perf-tests";
 
 fn content_hash(exe: &Path) -> Result<String> {
     let mut f = std::fs::File::open(exe).with_context(|| format!("reading {}", exe.display()))?;

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
 
-use super::sides::{Overrides, Sides};
 use crate::images::build::{is_path, BuildRecipe, PLUGINS, SETTING};
 use crate::images::recipe::{ImageRecipe, Recipe};
+use crate::settings::sides::{Overrides, Sides};
 use crate::settings::Settings;
 
 /// The run's build, when `KROXYLICIOUS_IMAGE` names one: the variable, the image's tag and its

@@ -43,14 +43,13 @@ impl RunPlan {
 fn measurement_s(settings: &Settings, planned: &PlannedScenario) -> f64 {
     let bytes_rate = ASSUMED_MIB_S * 1024.0 * 1024.0 / settings.record_size.max(1) as f64;
     let rate = ASSUMED_REC_S.min(bytes_rate);
-    let produce_rate = if settings.throughput > 0 {
-        rate.min(settings.throughput as f64)
-    } else {
-        rate
-    };
+    let produce_rate = settings
+        .throughput
+        .limit()
+        .map_or(rate, |limit| rate.min(limit as f64));
     let records = settings.num_records as f64;
     let warm = (settings.warm_up_pre_test as f64 / produce_rate)
-        .max(settings.warm_up_seconds_pre_test as f64);
+        .max(settings.warm_up_for_pre_test.as_secs_f64());
     let services = if planned.scenario.services.is_empty() {
         0.0
     } else {
@@ -58,7 +57,7 @@ fn measurement_s(settings: &Settings, planned: &PlannedScenario) -> f64 {
     };
     let measured = match settings.duration {
         // Producer and consumer run together for the time; the group then reads what is left.
-        Some(d) => d as f64,
+        Some(d) => d.as_secs_f64(),
         None => records / produce_rate + records / rate,
     };
     // A paired bring-up's later phases each warm only their own topic.

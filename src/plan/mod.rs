@@ -19,8 +19,9 @@ use crate::compose::{self, Project};
 use crate::images::recipe::{self, ImageRecipe};
 use crate::matrix::{self, Axis, Combination};
 use crate::scenario::{self, Scenario, Step, Suite};
+use crate::settings::sides::Sides;
 use crate::settings::Settings;
-use sides::{GeneratedFile, Sides};
+use sides::GeneratedFile;
 
 /// Topic names are this prefix plus the scenario name.
 pub const TOPIC_PREFIX: &str = "perf-tests-";
@@ -185,7 +186,7 @@ pub struct PlannedScenario {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedPair {
     /// Which services are each side's, and side B's network.
-    pub pair: crate::pair::Pair,
+    pub pair: crate::model::pair::Pair,
     /// Each measured phase of a bring-up (`PAIR_PHASES`): side A's topic and side B's.
     pub topics: Vec<(String, String)>,
     /// Side B's setup and teardown steps: side A's in side B's services, for side B's topics.
@@ -285,139 +286,169 @@ fn plan_from(
     settings.validate()?;
     let suite = &sources.suite;
     suite.check_record_size(settings.record_size)?;
-    let mut base_vars = settings.variables();
-    // A proxy given as a build is made into an image whose tag the Compose files see.
+    let built = with_builds(settings, sides)?;
+    let given_sides = sides;
+    let sides = built.sides.as_ref();
+    let mut scenarios = resolve_scenarios(sources, settings, &built.variables)?;
+    let tls_dir = std::env::temp_dir()
+        .join(format!("perf-tests-{run_id}"))
+        .join("tls");
+    let tls_hosts = tls_hosts(&scenarios);
+    let mut variables = built.variables;
+    variables.insert("TLS_DIR".into(), tls_dir.display().to_string());
+    let files = compose_files(suite, &scenarios);
+    let mut project = compose::load(&files, &variables)?;
+    pin_services(&mut project, &settings.services_cpuset);
+    let (run_wide, mut services) = closures(suite, &project, &mut scenarios)?;
+    check_profiled(settings, &scenarios, &run_wide)?;
+    check_paired(settings, sides)?;
+    let mut generated = Vec::new();
+    if let Some(sides) = sides {
+        let composed = Composed {
+            files: &files,
+            variables: &variables,
+            run_dir: tls_dir.parent().unwrap_or(&tls_dir),
+        };
+        let (services_b, files_b) = pair_scenarios(
+            sides,
+            sources,
+            settings,
+            &composed,
+            &mut project,
+            &mut scenarios,
+            &run_wide,
+        )?;
+        services.extend(services_b);
+        generated = files_b;
+    }
+    let mut recipes = sources.recipes.clone();
+    recipes.extend(built.builds);
+    let images = run_images(
+        settings,
+        sides,
+        &mut recipes,
+        &project,
+        &services,
+        &variables,
+    );
+    let proxy_images = proxy_images(sides, &variables, &project, &services, &recipes);
+    Ok(Plan {
+        run_id: run_id.to_string(),
+        suite: suite.clone(),
+        scenarios,
+        tls_dir,
+        tls_hosts,
+        project,
+        variables,
+        run_wide,
+        services,
+        images,
+        recipes,
+        workload_cpuset: Some(settings.workload_cpuset.clone()).filter(|c| !c.is_empty()),
+        sides: given_sides.cloned(),
+        proxy_images,
+        files: generated,
+    })
+}
+
+/// The selected scenarios with their steps resolved against `variables`, refused by the run's
+/// driver when it cannot run one faithfully.
+fn resolve_scenarios(
+    sources: &Sources,
+    settings: &Settings,
+    variables: &BTreeMap<String, String>,
+) -> Result<Vec<PlannedScenario>> {
+    let suite = &sources.suite;
+    let scenarios = sources
+        .scenarios
+        .iter()
+        .map(|s| resolve_scenario(suite, s.clone(), variables))
+        .collect::<Result<Vec<_>>>()?;
+    let selected: Vec<&Scenario> = scenarios.iter().map(|p| &p.scenario).collect();
+    crate::driver::for_settings(settings)?.check(settings, suite, &selected)?;
+    Ok(scenarios)
+}
+
+/// The run's variables and sides with a proxy given as a build (the run's, or a side's) made
+/// into an image whose tag the Compose files see, and the recipes of those builds.
+struct WithBuilds {
+    variables: BTreeMap<String, String>,
+    builds: Vec<ImageRecipe>,
+    sides: Option<Sides>,
+}
+
+fn with_builds(settings: &Settings, sides: Option<&Sides>) -> Result<WithBuilds> {
+    let mut variables = settings.variables();
     let mut builds = Vec::new();
-    if let Some((var, value, recipe)) = builds::resolve(&base_vars)? {
-        base_vars.insert(var, value);
+    if let Some((var, value, recipe)) = builds::resolve(&variables)? {
+        variables.insert(var, value);
         builds.push(recipe);
     }
-    let given_sides = sides;
     let sides = match sides {
         None => None,
         Some(given) => Some(builds::resolve_sides(given, settings, &mut builds)?),
     };
-    let sides = sides.as_ref();
-    let mut scenarios = sources
-        .scenarios
-        .iter()
-        .map(|s| resolve_scenario(suite, s.clone(), &base_vars))
-        .collect::<Result<Vec<_>>>()?;
-    // The driver refuses what it cannot run faithfully, with the rest of the checks.
-    let selected: Vec<&Scenario> = scenarios.iter().map(|p| &p.scenario).collect();
-    crate::driver::for_settings(settings)?.check(settings, suite, &selected)?;
+    Ok(WithBuilds {
+        variables,
+        builds,
+        sides,
+    })
+}
 
-    let tls_dir = std::env::temp_dir()
-        .join(format!("perf-tests-{run_id}"))
-        .join("tls");
-    let tls_hosts: Vec<String> = scenarios
+/// The hosts the selected scenarios' TLS certificates are made for, each once.
+fn tls_hosts(scenarios: &[PlannedScenario]) -> Vec<String> {
+    scenarios
         .iter()
         .filter_map(|p| p.scenario.tls.as_ref())
         .flat_map(|t| t.hosts.iter().cloned())
         .collect::<BTreeSet<_>>()
         .into_iter()
-        .collect();
-    let mut variables = base_vars;
-    variables.insert("TLS_DIR".into(), tls_dir.display().to_string());
-    let files = compose_files(suite, &scenarios);
-    let mut project = compose::load(&files, &variables)?;
-    // SERVICES_CPUSET pins every service a Compose file leaves unpinned.
-    if !settings.services_cpuset.is_empty() {
-        for service in project.services.values_mut() {
-            service
-                .cpuset
-                .get_or_insert_with(|| settings.services_cpuset.clone());
-        }
-    }
+        .collect()
+}
 
+/// SERVICES_CPUSET (`cpuset`, unless empty) pins every service a Compose file leaves unpinned.
+fn pin_services(project: &mut Project, cpuset: &str) {
+    if cpuset.is_empty() {
+        return;
+    }
+    for service in project.services.values_mut() {
+        service.cpuset.get_or_insert_with(|| cpuset.to_string());
+    }
+}
+
+/// The run-wide services (the suite's, when some scenario uses the run-wide broker), each
+/// scenario's closure of services in `project` set, and every service the run starts.
+fn closures(
+    suite: &Suite,
+    project: &Project,
+    scenarios: &mut [PlannedScenario],
+) -> Result<(Vec<String>, Vec<String>)> {
     let run_wide: Vec<String> = if scenarios.iter().any(|p| !p.scenario.own_broker) {
         suite.services.clone()
     } else {
         Vec::new()
     };
     let mut all = run_wide.clone();
-    for p in &mut scenarios {
+    for p in scenarios.iter_mut() {
         p.closure = project.service_closure(&p.scenario.services)?;
         all.extend(p.scenario.services.iter().cloned());
     }
-    let mut services = project.service_closure(&all)?;
-    check_profiled(settings, &scenarios, &run_wide)?;
-    check_paired(settings, sides)?;
-    let mut generated = Vec::new();
-    if let Some(sides) = sides {
-        let load = |more: &[(String, String)]| {
-            let mut vars = variables.clone();
-            vars.extend(more.iter().cloned());
-            compose::load(&files, &vars)
-        };
-        let run_dir = tls_dir.parent().unwrap_or(&tls_dir).to_path_buf();
-        let derived = {
-            let views: Vec<sides::Scenario> = scenarios
-                .iter()
-                .map(|p| sides::Scenario {
-                    name: &p.scenario.name,
-                    file: &p.scenario.file,
-                    bootstrap: &p.scenario.bootstrap,
-                    closure: &p.closure,
-                })
-                .collect();
-            sides::derive(sides, &mut project, &load, &run_wide, &views, &run_dir)?
-        };
-        let phases = settings.pair_phases.max(1) as usize;
-        for ((p, raw), (pair, alike)) in scenarios
-            .iter_mut()
-            .zip(&sources.scenarios)
-            .zip(derived.pairs)
-        {
-            let topics = sides::phase_topics(&p.topic, phases);
-            let (a, b): (Vec<String>, Vec<String>) = topics.iter().cloned().unzip();
-            let file = &raw.file;
-            p.scenario.setup = steps_for_topics(file, "setup", &raw.setup, &variables, &a)?;
-            p.scenario.teardown =
-                steps_for_topics(file, "teardown", &raw.teardown, &variables, &a)?;
-            let on_b = |steps: Vec<Step>| -> Vec<Step> {
-                steps
-                    .into_iter()
-                    .map(|Step::Exec { service, command }| Step::Exec {
-                        service: if pair.a.contains(&service) {
-                            sides::b_name(&service)
-                        } else {
-                            service
-                        },
-                        command,
-                    })
-                    .collect()
-            };
-            let setup = on_b(steps_for_topics(file, "setup", &raw.setup, &variables, &b)?);
-            let teardown = on_b(steps_for_topics(
-                file,
-                "teardown",
-                &raw.teardown,
-                &variables,
-                &b,
-            )?);
-            p.closure.extend(
-                derived
-                    .services_b
-                    .iter()
-                    .filter(|s| pair.b.contains(s))
-                    .cloned(),
-            );
-            p.pair = Some(PlannedPair {
-                pair,
-                topics,
-                setup,
-                teardown,
-                alike,
-            });
-        }
-        services.extend(derived.services_b);
-        generated = derived.files;
-    }
-    let mut recipes = sources.recipes.clone();
-    recipes.extend(builds);
-    let mut images = images_of(&recipes, &project, &services, &variables);
-    // An image a side's variable chose is named by it.
+    let services = project.service_closure(&all)?;
+    Ok((run_wide, services))
+}
+
+/// Every image the run's `services` use and how each is had, an image a side's variable chose
+/// named by it, and the network ceiling's iperf3 image (the runner's, whatever the suite, like
+/// the workload's) added to `recipes` when the ceiling is measured.
+fn run_images(
+    settings: &Settings,
+    sides: Option<&Sides>,
+    recipes: &mut Vec<ImageRecipe>,
+    project: &Project,
+    services: &[String],
+    variables: &BTreeMap<String, String>,
+) -> Vec<PlannedImage> {
+    let mut images = images_of(recipes, project, services, variables);
     for (side, overrides) in sides.iter().flat_map(|s| [("A", &s.a), ("B", &s.b)]) {
         for (var, value) in &overrides.variables {
             for i in images.iter_mut().filter(|i| i.image == *value) {
@@ -427,7 +458,6 @@ fn plan_from(
             }
         }
     }
-    // The ceiling's iperf3 image is the runner's, whatever the suite (like the workload's).
     if settings.network_ceiling && !recipes.iter().any(|r| r.image == crate::ceiling::IMAGE) {
         let r = crate::ceiling::recipe();
         images.push(PlannedImage {
@@ -436,6 +466,104 @@ fn plan_from(
         });
         recipes.push(r);
     }
+    images
+}
+
+/// The Compose files of a run and what they are read with: the run's variables, and the run's
+/// directory where a side's merged configurations are written.
+struct Composed<'a> {
+    files: &'a [PathBuf],
+    variables: &'a BTreeMap<String, String>,
+    run_dir: &'a Path,
+}
+
+/// Pairs every scenario with its side B, derived from the scenario itself (`sides::derive`):
+/// B's services added to `project` and to each scenario's closure, each phase's topics, and
+/// each side's setup and teardown on its own topics and services. Returns B's services and the
+/// files written for them.
+fn pair_scenarios(
+    sides: &Sides,
+    sources: &Sources,
+    settings: &Settings,
+    composed: &Composed<'_>,
+    project: &mut Project,
+    scenarios: &mut [PlannedScenario],
+    run_wide: &[String],
+) -> Result<(Vec<String>, Vec<GeneratedFile>)> {
+    let variables = composed.variables;
+    let load = |more: &[(String, String)]| {
+        let mut vars = variables.clone();
+        vars.extend(more.iter().cloned());
+        compose::load(composed.files, &vars)
+    };
+    let derived = {
+        let views: Vec<sides::Scenario> = scenarios
+            .iter()
+            .map(|p| sides::Scenario {
+                name: &p.scenario.name,
+                file: &p.scenario.file,
+                bootstrap: &p.scenario.bootstrap,
+                closure: &p.closure,
+            })
+            .collect();
+        sides::derive(sides, project, &load, run_wide, &views, composed.run_dir)?
+    };
+    let phases = settings.pair_phases.max(1) as usize;
+    for ((p, raw), (pair, alike)) in scenarios
+        .iter_mut()
+        .zip(&sources.scenarios)
+        .zip(derived.pairs)
+    {
+        let topics = sides::phase_topics(&p.topic, phases);
+        let (a, b): (Vec<String>, Vec<String>) = topics.iter().cloned().unzip();
+        let file = &raw.file;
+        let steps = |key: &str, given: &[Step], on: &[String]| {
+            steps_for_topics(file, key, given, variables, on)
+        };
+        p.scenario.setup = steps("setup", &raw.setup, &a)?;
+        p.scenario.teardown = steps("teardown", &raw.teardown, &a)?;
+        let on_b = |steps: Vec<Step>| -> Vec<Step> {
+            steps
+                .into_iter()
+                .map(|Step::Exec { service, command }| Step::Exec {
+                    service: if pair.a.contains(&service) {
+                        sides::b_name(&service)
+                    } else {
+                        service
+                    },
+                    command,
+                })
+                .collect()
+        };
+        let setup = on_b(steps("setup", &raw.setup, &b)?);
+        let teardown = on_b(steps("teardown", &raw.teardown, &b)?);
+        p.closure.extend(
+            derived
+                .services_b
+                .iter()
+                .filter(|s| pair.b.contains(s))
+                .cloned(),
+        );
+        p.pair = Some(PlannedPair {
+            pair,
+            topics,
+            setup,
+            teardown,
+            alike,
+        });
+    }
+    Ok((derived.services_b, derived.files))
+}
+
+/// The proxy images the run uses that a setting chose (the run's, or a side's), each with what
+/// chose it and, for a build, what it was made from.
+fn proxy_images(
+    sides: Option<&Sides>,
+    variables: &BTreeMap<String, String>,
+    project: &Project,
+    services: &[String],
+    recipes: &[ImageRecipe],
+) -> Vec<(String, String)> {
     let proxy = crate::images::build::SETTING;
     let mut proxy_images: Vec<(String, String)> = Vec::new();
     let chosen = std::iter::once((format!("chosen by {proxy}"), variables.get(proxy).cloned()))
@@ -471,23 +599,7 @@ fn plan_from(
             proxy_images.push((image, by));
         }
     }
-    Ok(Plan {
-        run_id: run_id.to_string(),
-        suite: suite.clone(),
-        scenarios,
-        tls_dir,
-        tls_hosts,
-        project,
-        variables,
-        run_wide,
-        services,
-        images,
-        recipes,
-        workload_cpuset: Some(settings.workload_cpuset.clone()).filter(|c| !c.is_empty()),
-        sides: given_sides.cloned(),
-        proxy_images,
-        files: generated,
-    })
+    proxy_images
 }
 
 /// Refuses `PROFILE_SERVICES` without `PROFILE`, naming the load generator (no service of a
@@ -552,13 +664,13 @@ fn check_paired(settings: &Settings, sides: Option<&Sides>) -> Result<()> {
             "MODE={}: both sides run at once, in MODE=end-to-end",
             settings.mode
         )
-    } else if settings.throughput <= 0 {
+    } else if !settings.throughput.is_limited() {
         format!(
             "THROUGHPUT={}: the sides' CPU per MB compares only at one rate; set THROUGHPUT \
              to a rate both sides sustain",
             settings.throughput
         )
-    } else if let Some(d) = settings.duration {
+    } else if let Some(d) = settings.duration.map(|d| d.as_secs()) {
         format!("DURATION={d}: a run bounded by time is costed with its warm-up; set NUM_RECORDS")
     } else if settings.driver != "native" {
         format!(

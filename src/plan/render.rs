@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::estimate::{ASSUMED_MIB_S, ASSUMED_REC_S, ASSUMED_SERVICES_S};
-use super::{ImageSource, Plan, RunPlan};
+use super::{ImageSource, Plan, PlannedScenario, RunPlan};
 use crate::matrix;
 use crate::scenario::Step;
 use crate::settings::Settings;
@@ -120,6 +120,72 @@ fn steps(out: &mut String, key: &str, steps: &[Step]) {
     }
 }
 
+/// One selected scenario of the plan: its files, services, endpoint, steps, pairing and path
+/// check.
+fn render_scenario(out: &mut String, p: &PlannedScenario, settings: &Settings) {
+    let s = &p.scenario;
+    let _ = writeln!(out, "Scenario {}: {}", s.name, s.description);
+    let compose: Vec<String> = s.compose.iter().map(|p| p.display().to_string()).collect();
+    let _ = writeln!(out, "    compose: {}", list(&compose));
+    let _ = writeln!(out, "    services: {}", list(&s.services));
+    let _ = writeln!(
+        out,
+        "    run-wide services: {}",
+        if s.own_broker {
+            "not used (own broker)"
+        } else {
+            "used"
+        }
+    );
+    let _ = writeln!(out, "    bootstrap: {}", s.bootstrap);
+    let _ = writeln!(out, "    topic: {}", p.topic);
+    let _ = writeln!(out, "    ready: {}", map(&s.ready, " at "));
+    let _ = writeln!(out, "    client: {}", map(&s.client, "="));
+    if let Some(tls) = &s.tls {
+        let _ = writeln!(out, "    tls hosts: {}", list(&tls.hosts));
+    }
+    steps(out, "setup", &s.setup);
+    steps(out, "teardown", &s.teardown);
+    if let Some(planned) = &p.pair {
+        let pair = &planned.pair;
+        let topics: Vec<String> = planned
+            .topics
+            .iter()
+            .map(|(a, b)| format!("{a} / {b}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "    paired: side A {} at {}, side B {} at {} on network {}, in the same \
+                 phases, {} to each bring-up (PAIR_PHASES), on topics {}",
+            list(&pair.a),
+            s.bootstrap,
+            list(&pair.b),
+            pair.bootstrap,
+            pair.network,
+            p.phases(settings),
+            topics.join(", ")
+        );
+        if planned.alike {
+            let _ = writeln!(
+                out,
+                "    side B is side A as it is: an A/A comparison (no difference is \
+                     expected)"
+            );
+        }
+        steps(out, "side B's setup", &planned.setup);
+        steps(out, "side B's teardown", &planned.teardown);
+    }
+    if let Some(e) = &s.expect {
+        let _ = writeln!(
+            out,
+            "    path check: broker holds {}, consumer receives {} (read straight from {})",
+            e.broker.name(),
+            e.consumer.name(),
+            p.direct
+        );
+    }
+}
+
 impl Plan {
     /// Human-readable plan for `run --dry-run`.
     pub fn render(&self, settings: &Settings) -> String {
@@ -154,6 +220,17 @@ impl Plan {
         for (k, v) in settings.variables() {
             let _ = writeln!(out, "  {k}={v}");
         }
+        self.render_run_wide(&mut out);
+        for p in &self.scenarios {
+            render_scenario(&mut out, p, settings);
+        }
+        self.render_images(&mut out);
+        self.render_services(&mut out);
+        out
+    }
+
+    /// The suite's run-wide part: its Compose files, services, endpoint and image recipes.
+    fn render_run_wide(&self, out: &mut String) {
         let _ = writeln!(out, "Run-wide:");
         let compose: Vec<String> = self
             .suite
@@ -168,69 +245,10 @@ impl Plan {
         let _ = writeln!(out, "  client: {}", map(&self.suite.client, "="));
         let images: Vec<String> = self.suite.images.keys().cloned().collect();
         let _ = writeln!(out, "  image recipes: {}", list(&images));
-        for p in &self.scenarios {
-            let s = &p.scenario;
-            let _ = writeln!(out, "Scenario {}: {}", s.name, s.description);
-            let compose: Vec<String> = s.compose.iter().map(|p| p.display().to_string()).collect();
-            let _ = writeln!(out, "    compose: {}", list(&compose));
-            let _ = writeln!(out, "    services: {}", list(&s.services));
-            let _ = writeln!(
-                out,
-                "    run-wide services: {}",
-                if s.own_broker {
-                    "not used (own broker)"
-                } else {
-                    "used"
-                }
-            );
-            let _ = writeln!(out, "    bootstrap: {}", s.bootstrap);
-            let _ = writeln!(out, "    topic: {}", p.topic);
-            let _ = writeln!(out, "    ready: {}", map(&s.ready, " at "));
-            let _ = writeln!(out, "    client: {}", map(&s.client, "="));
-            if let Some(tls) = &s.tls {
-                let _ = writeln!(out, "    tls hosts: {}", list(&tls.hosts));
-            }
-            steps(&mut out, "setup", &s.setup);
-            steps(&mut out, "teardown", &s.teardown);
-            if let Some(planned) = &p.pair {
-                let pair = &planned.pair;
-                let topics: Vec<String> = planned
-                    .topics
-                    .iter()
-                    .map(|(a, b)| format!("{a} / {b}"))
-                    .collect();
-                let _ = writeln!(
-                    out,
-                    "    paired: side A {} at {}, side B {} at {} on network {}, in the same \
-                     phases, {} to each bring-up (PAIR_PHASES), on topics {}",
-                    list(&pair.a),
-                    s.bootstrap,
-                    list(&pair.b),
-                    pair.bootstrap,
-                    pair.network,
-                    p.phases(settings),
-                    topics.join(", ")
-                );
-                if planned.alike {
-                    let _ = writeln!(
-                        out,
-                        "    side B is side A as it is: an A/A comparison (no difference is \
-                         expected)"
-                    );
-                }
-                steps(&mut out, "side B's setup", &planned.setup);
-                steps(&mut out, "side B's teardown", &planned.teardown);
-            }
-            if let Some(e) = &s.expect {
-                let _ = writeln!(
-                    out,
-                    "    path check: broker holds {}, consumer receives {} (read straight from {})",
-                    e.broker.name(),
-                    e.consumer.name(),
-                    p.direct
-                );
-            }
-        }
+    }
+
+    /// Every image the run uses and how it is had.
+    fn render_images(&self, out: &mut String) {
         let _ = writeln!(out, "Images:");
         for i in &self.images {
             let how = match &i.source {
@@ -241,8 +259,6 @@ impl Plan {
             };
             let _ = writeln!(out, "  - {}: {how}", i.image);
         }
-        self.render_services(&mut out);
-        out
     }
 
     /// The Compose side: every service the run would start, its image and command.

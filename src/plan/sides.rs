@@ -12,63 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
 use crate::compose::{Project, Service};
-use crate::pair::Pair;
-
-/// What makes one side differ from the scenarios as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Overrides {
-    /// Compose variables the side's services are interpolated with, each usually a setting
-    /// (`KROXYLICIOUS_IMAGE=my/kroxylicious:dev`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub variables: Vec<(String, String)>,
-    /// Environment variables set in each of the side's services (`JAVA_OPTIONS`, which a proxy
-    /// image's start script passes to its JVM).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub environment: Vec<(String, String)>,
-    /// A YAML file merged into each YAML file the side's services mount (the proxy's
-    /// configuration): its maps merge key by key, anything else replaces what is there.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config: Option<PathBuf>,
-}
-
-impl Overrides {
-    pub fn is_empty(&self) -> bool {
-        self.variables.is_empty() && self.environment.is_empty() && self.config.is_none()
-    }
-
-    /// One line: `KROXYLICIOUS_IMAGE=x, environment JAVA_OPTIONS=y, config overlay.yaml`, or
-    /// `as written`.
-    pub fn describe(&self) -> String {
-        let mut parts: Vec<String> = self
-            .variables
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        parts.extend(
-            self.environment
-                .iter()
-                .map(|(k, v)| format!("environment {k}={v}")),
-        );
-        if let Some(c) = &self.config {
-            parts.push(format!("config {}", c.display()));
-        }
-        if parts.is_empty() {
-            "as written".to_string()
-        } else {
-            parts.join(", ")
-        }
-    }
-}
-
-/// Both sides' overrides.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Sides {
-    pub a: Overrides,
-    pub b: Overrides,
-}
+use crate::model::pair::Pair;
+use crate::settings::sides::{Overrides, Sides};
 
 /// The name of side B's copy of `service`.
 pub fn b_name(service: &str) -> String {
@@ -137,27 +84,7 @@ pub(super) fn derive(
     scenarios: &[Scenario],
     run_dir: &Path,
 ) -> Result<Derived> {
-    let own: Vec<Vec<String>> = scenarios
-        .iter()
-        .map(|s| {
-            let own: Vec<String> = s
-                .closure
-                .iter()
-                .filter(|x| !run_wide.contains(x))
-                .cloned()
-                .collect();
-            if own.is_empty() {
-                bail!(
-                    "scenario {} ({}) runs no service of its own, only the run-wide ones both \
-                     sides share: it has no path to pair; select the scenarios of a path with \
-                     TEST",
-                    s.name,
-                    s.file.display()
-                );
-            }
-            Ok(own)
-        })
-        .collect::<Result<_>>()?;
+    let own = own_services(scenarios, run_wide)?;
     let all_own: BTreeSet<&String> = own.iter().flatten().collect();
     for (label, side) in [("A", &sides.a), ("B", &sides.b)] {
         check_variables(label, side, project, load, run_wide, &all_own)?;
@@ -170,72 +97,15 @@ pub(super) fn derive(
     let mut side_b: BTreeMap<String, Service> = BTreeMap::new();
     for name in &all_own {
         let dir = |side: &str| run_dir.join("sides").join(side).join(name.as_str());
-        let a = apply(
-            "A",
-            &sides.a,
-            project_a.services[*name].clone(),
-            &dir("a"),
-            &mut files,
-        )?;
-        let b = apply(
-            "B",
-            &sides.b,
-            project_b.services[*name].clone(),
-            &dir("b"),
-            &mut files,
-        )?;
+        let a = project_a.services[*name].clone();
+        let a = apply("A", &sides.a, a, &dir("a"), &mut files)?;
+        let b = project_b.services[*name].clone();
+        let b = apply("B", &sides.b, b, &dir("b"), &mut files)?;
         side_a.insert(name.to_string(), a);
         side_b.insert(name.to_string(), b);
     }
-    // An overlay every scenario must take somewhere: one that none of a scenario's services
-    // mounts a YAML file for would change nothing there.
-    for (label, side) in [("A", &sides.a), ("B", &sides.b)] {
-        let Some(config) = &side.config else { continue };
-        for (s, own) in scenarios.iter().zip(&own) {
-            if !own
-                .iter()
-                .any(|name| yaml_mounts(&project.services[name]).next().is_some())
-            {
-                bail!(
-                    "side {label}'s config {}: scenario {} mounts no YAML file in its services \
-                     ({}), so it has nothing to merge it into",
-                    config.display(),
-                    s.name,
-                    own.join(", ")
-                );
-            }
-        }
-    }
-
-    let mut nets: BTreeSet<String> = BTreeSet::from(["default".to_string()]);
-    for name in &all_own {
-        nets.extend(project.services[*name].networks.keys().cloned());
-    }
-    for net in &nets {
-        let twin = twin(net);
-        if project.networks.contains_key(&twin) {
-            bail!(
-                "network \"{twin}\" is declared in the Compose files, but side B's twin of \
-                 network \"{net}\" takes that name"
-            );
-        }
-        let declared = project.networks.get(net).cloned().unwrap_or_default();
-        project.networks.insert(twin, declared);
-    }
-    // The run-wide services answer on both sides' networks to the same names.
-    for name in run_wide {
-        let service = project
-            .services
-            .get_mut(name)
-            .with_context(|| format!("run-wide service \"{name}\" is not in the Compose files"))?;
-        let twins: Vec<(String, Vec<String>)> = service
-            .networks
-            .iter()
-            .filter(|(net, _)| nets.contains(*net))
-            .map(|(net, aliases)| (twin(net), aliases.clone()))
-            .collect();
-        service.networks.extend(twins);
-    }
+    overlays_taken(sides, project, scenarios, &own)?;
+    twin_networks(project, &all_own, run_wide)?;
     let mut services_b = Vec::new();
     for name in &all_own {
         let b_name = b_name(name);
@@ -277,6 +147,98 @@ pub(super) fn derive(
         services_b,
         files,
     })
+}
+
+/// Each scenario's own services: its closure without the run-wide ones both sides share; a
+/// scenario with none has no path to pair.
+fn own_services(scenarios: &[Scenario], run_wide: &[String]) -> Result<Vec<Vec<String>>> {
+    scenarios
+        .iter()
+        .map(|s| {
+            let own: Vec<String> = s
+                .closure
+                .iter()
+                .filter(|x| !run_wide.contains(x))
+                .cloned()
+                .collect();
+            if own.is_empty() {
+                bail!(
+                    "scenario {} ({}) runs no service of its own, only the run-wide ones both \
+                     sides share: it has no path to pair; select the scenarios of a path with \
+                     TEST",
+                    s.name,
+                    s.file.display()
+                );
+            }
+            Ok(own)
+        })
+        .collect::<Result<_>>()
+}
+
+/// Refuses a side's configuration overlay that some scenario would not take: none of its own
+/// services mounts a YAML file to merge it into, so it would change nothing there.
+fn overlays_taken(
+    sides: &Sides,
+    project: &Project,
+    scenarios: &[Scenario],
+    own: &[Vec<String>],
+) -> Result<()> {
+    for (label, side) in [("A", &sides.a), ("B", &sides.b)] {
+        let Some(config) = &side.config else { continue };
+        for (s, own) in scenarios.iter().zip(own) {
+            if !own
+                .iter()
+                .any(|name| yaml_mounts(&project.services[name]).next().is_some())
+            {
+                bail!(
+                    "side {label}'s config {}: scenario {} mounts no YAML file in its services \
+                     ({}), so it has nothing to merge it into",
+                    config.display(),
+                    s.name,
+                    own.join(", ")
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Side B's twin of every network the pair's own services join (and of the default one), and
+/// the run-wide services on both sides' networks, answering to the same names.
+fn twin_networks(
+    project: &mut Project,
+    all_own: &BTreeSet<&String>,
+    run_wide: &[String],
+) -> Result<()> {
+    let mut nets: BTreeSet<String> = BTreeSet::from(["default".to_string()]);
+    for name in all_own {
+        nets.extend(project.services[*name].networks.keys().cloned());
+    }
+    for net in &nets {
+        let twin = twin(net);
+        if project.networks.contains_key(&twin) {
+            bail!(
+                "network \"{twin}\" is declared in the Compose files, but side B's twin of \
+                 network \"{net}\" takes that name"
+            );
+        }
+        let declared = project.networks.get(net).cloned().unwrap_or_default();
+        project.networks.insert(twin, declared);
+    }
+    for name in run_wide {
+        let service = project
+            .services
+            .get_mut(name)
+            .with_context(|| format!("run-wide service \"{name}\" is not in the Compose files"))?;
+        let twins: Vec<(String, Vec<String>)> = service
+            .networks
+            .iter()
+            .filter(|(net, _)| nets.contains(*net))
+            .map(|(net, aliases)| (twin(net), aliases.clone()))
+            .collect();
+        service.networks.extend(twins);
+    }
+    Ok(())
 }
 
 /// `project` interpolated with `variables` too (itself without any).

@@ -58,9 +58,12 @@ pub(super) fn combine(
                 warnings.push(format!("side B, {at}: {w}"));
             }
         }
-        let phases = measurements.iter().map(|m| m.pair_phase(p)).collect();
+        let phases = measurements
+            .iter()
+            .map(|m| crate::pair::phase_of(m, p))
+            .collect();
         let (mut result, left_out) =
-            crate::pair::PairResult::of(p, phases, per_pair, cell.settings.pair_threshold);
+            crate::model::pair::PairResult::of(p, phases, per_pair, cell.settings.pair_threshold);
         warnings.extend(left_out);
         result.alike = planned_pair.alike;
         result.path_check_b = worst_check(reps.iter().filter_map(|r| r.path_check_b.clone()));

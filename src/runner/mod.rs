@@ -41,9 +41,6 @@ use guard::*;
 use prepare::*;
 use site::*;
 
-/// No record for this long while consuming fails the measurement instead of hanging.
-const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// Per-run scratch space on the host (generated certificates); removed when the run ends.
 struct RunDir(PathBuf);
 
@@ -139,59 +136,16 @@ async fn run_with(
     let plan = run.first();
     let _run_dir = plan.tls_dir.parent().map(|d| RunDir(d.to_path_buf()));
     let cpus = engine_cpus(engine).await;
-    // On a swarm, checked against its nodes before anything is built or started.
-    let placement = if engine.is_swarm() {
-        let services = placement::Services {
-            all: &plan.services,
-            run_wide: &plan.run_wide,
-        };
-        let placement = placement::place(&services, &run.cells[0].settings, engine.nodes())?;
-        if let Some(registry) = &run.cells[0].settings.registry {
-            placement::check_registry(engine, &placement, registry).await?;
-        }
-        Some(placement)
-    } else {
-        None
-    };
-    // Each load generator's engine: on a swarm the load nodes' in turn, so it is pinned to
-    // CPUs of its node; the first of them on each machine (the first ones) checked.
-    let generators = run.cells[0].settings.load_generators.max(1) as usize;
-    let (workload_engines, machines) = match &placement {
-        Some(p) => {
-            let engines = (0..generators)
-                .map(|i| engine.on_node(p.load_node(i)))
-                .collect::<Result<Vec<_>>>()?;
-            (engines, generators.min(p.load_nodes().len()))
-        }
-        None => (vec![engine.clone(); generators], 1),
-    };
-    let mut workload_cpus = Vec::new();
-    for (i, on) in workload_engines.iter().take(machines).enumerate() {
-        let of = match on.node() {
-            Some(node) => format!("swarm node {node}, load generator {}'s,", i + 1),
-            None => "the engine".to_string(),
-        };
-        workload_cpus.push(Cpus {
-            count: engine_cpus(on).await,
-            of,
-        });
-    }
+    let placement = swarm_placement(engine, run).await?;
+    let (workload_engines, workload_cpus) =
+        load_generators(engine, run, placement.as_ref()).await?;
     for cell in &run.cells {
         check_cpusets(&cell.settings, &cell.plan, cpus, &workload_cpus)?;
     }
     let prepared = prepare(engine, run).await?;
     let mut deployment = Deployment::new(engine, plan.project.clone(), &project_name(run_id));
     if let Some(placement) = &placement {
-        let workload = prepared.driver.images();
-        // The workload image reads each node's CPU model; iperf3 measures between nodes.
-        let mut everywhere = vec![prepared.workload_image.clone()];
-        if run.cells.iter().any(|c| c.settings.network_ceiling) {
-            everywhere.push(crate::ceiling::IMAGE.to_string());
-        }
-        let plans: Vec<&Plan> = run.cells.iter().map(|c| &c.plan).collect();
-        let registry = run.cells[0].settings.registry.as_deref();
-        let images = (workload.as_slice(), everywhere.as_slice());
-        placement::deliver_images(engine, &plans, placement, images, registry).await?;
+        deliver_images(engine, run, placement, &prepared).await?;
         deployment.set_constraints(placement.constraints());
     }
     phase("reading the machines' facts");
@@ -222,6 +176,77 @@ async fn run_with(
     crate::progress::finish();
     result?;
     down
+}
+
+/// On a swarm, where each service goes, checked against its nodes (and the registry they pull
+/// from) before anything is built or started; `None` on one engine.
+async fn swarm_placement(engine: &Engine, run: &RunPlan) -> Result<Option<placement::Placement>> {
+    if !engine.is_swarm() {
+        return Ok(None);
+    }
+    let plan = run.first();
+    let services = placement::Services {
+        all: &plan.services,
+        run_wide: &plan.run_wide,
+    };
+    let settings = &run.cells[0].settings;
+    let placement = placement::place(&services, settings, engine.nodes())?;
+    if let Some(registry) = &settings.registry {
+        placement::check_registry(engine, &placement, registry).await?;
+    }
+    Ok(Some(placement))
+}
+
+/// Each load generator's engine: on a swarm the load nodes' in turn, so it is pinned to CPUs
+/// of its node; and the CPUs of the first of them on each machine (the first ones), to check
+/// the pinning against.
+async fn load_generators(
+    engine: &Engine,
+    run: &RunPlan,
+    placement: Option<&placement::Placement>,
+) -> Result<(Vec<Engine>, Vec<Cpus>)> {
+    let generators = run.cells[0].settings.load_generators.max(1) as usize;
+    let (engines, machines) = match placement {
+        Some(p) => {
+            let engines = (0..generators)
+                .map(|i| engine.on_node(p.load_node(i)))
+                .collect::<Result<Vec<_>>>()?;
+            (engines, generators.min(p.load_nodes().len()))
+        }
+        None => (vec![engine.clone(); generators], 1),
+    };
+    let mut cpus = Vec::new();
+    for (i, on) in engines.iter().take(machines).enumerate() {
+        let of = match on.node() {
+            Some(node) => format!("swarm node {node}, load generator {}'s,", i + 1),
+            None => "the engine".to_string(),
+        };
+        cpus.push(Cpus {
+            count: engine_cpus(on).await,
+            of,
+        });
+    }
+    Ok((engines, cpus))
+}
+
+/// The images a swarm's nodes need, delivered to them: each service's to its node, and to every
+/// node the workload's (it reads each node's CPU model) and iperf3's (it measures between
+/// nodes).
+async fn deliver_images(
+    engine: &Engine,
+    run: &RunPlan,
+    placement: &placement::Placement,
+    prepared: &Prepared,
+) -> Result<()> {
+    let workload = prepared.driver.images();
+    let mut everywhere = vec![prepared.workload_image.clone()];
+    if run.cells.iter().any(|c| c.settings.network_ceiling) {
+        everywhere.push(crate::ceiling::IMAGE.to_string());
+    }
+    let plans: Vec<&Plan> = run.cells.iter().map(|c| &c.plan).collect();
+    let registry = run.cells[0].settings.registry.as_deref();
+    let images = (workload.as_slice(), everywhere.as_slice());
+    placement::deliver_images(engine, &plans, placement, images, registry).await
 }
 
 fn project_name(run_id: &str) -> String {
@@ -368,31 +393,9 @@ async fn run_scenario(
     let t = Instant::now();
     let ctx = |e: anyhow::Error| e.context(format!("scenario {name}"));
     let started_services = planned.started();
-    if !started_services.is_empty() {
-        let up = "bringing up the scenario's services";
-        guarded(watcher, up, &[], site.up(&started_services))
-            .await
-            .map_err(ctx)?;
-    }
-    let tls = sc.tls.is_some();
-    let open = "opening a workload session";
-    let session = guarded(
-        watcher,
-        open,
-        &[],
-        site.open(&sc.client, tls, DEFAULT_NETWORK),
-    )
-    .await
-    .map_err(ctx)?;
-    // Side B's clients run on side B's network, where its services answer to side A's names.
-    let session_b = match &planned.pair {
-        Some(p) => {
-            let open = "opening side B's workload session";
-            let opened = site.open(&sc.client, tls, &p.pair.network);
-            Some(guarded(watcher, open, &[], opened).await.map_err(ctx)?)
-        }
-        None => None,
-    };
+    let (session, session_b) = bring_up(&mut *site, watcher, planned, &started_services)
+        .await
+        .map_err(ctx)?;
     phases.up_s = t.elapsed().as_secs_f64();
     let network = if settings.network_ceiling && first {
         network_ceiling(&*site, watcher, planned, plan, &name)
@@ -412,54 +415,18 @@ async fn run_scenario(
         other => other,
     };
     let closed = session.close().await;
-    let closed_b = match &session_b {
-        Some(s) => s.close().await,
-        None => Ok(()),
+    let closed = match &session_b {
+        Some(s) => closed.and(s.close().await),
+        None => closed,
     };
-    // The path check runs after the measurement (not sampled, not timed with it), on the same
-    // topic name so that topic-selected behaviour (the encryption key) applies to it too. In a
-    // paired run through each side's endpoint, on its last phase's topic: the first is the
-    // scenario's own, set up as in any run, while a later one's holds only if every phase's
-    // topic was.
-    let mut checks = Vec::new();
-    if let (Ok(_), Some(expect)) = (&outcome, sc.expect) {
-        let last = planned.pair.as_ref().and_then(|p| p.topics.last());
-        let a = (
-            DEFAULT_NETWORK,
-            last.map_or(planned.topic.as_str(), |(a, _)| a.as_str()),
-        );
-        let b = planned
-            .pair
-            .as_ref()
-            .zip(last)
-            .map(|(p, (_, b))| (p.pair.network.as_str(), b.as_str()));
-        let sides = std::iter::once(a).chain(b);
-        for (network, topic) in sides {
-            let check =
-                path_check(&*site, watcher, settings, planned, expect, network, topic).await;
-            if let Err(e) = &check {
-                if is_engine_gone(e) {
-                    return Err(ctx(check.unwrap_err()));
-                }
-            }
-            checks.push(check);
-        }
-    }
-    let mut checks = checks.into_iter();
-    let path_check = checks.next();
-    let path_check_b = checks.next();
-
+    let checks = match (&outcome, sc.expect) {
+        (Ok(_), Some(expect)) => path_checks(&*site, watcher, settings, planned, expect)
+            .await
+            .map_err(ctx)?,
+        _ => Vec::new(),
+    };
     let t = Instant::now();
-    let mut teardown = run_steps(&*site, "teardown", &sc.teardown).await;
-    if let Some(p) = &planned.pair {
-        let b = run_steps(&*site, "side B's teardown", &p.teardown).await;
-        teardown = teardown.and(b);
-    }
-    let down = if started_services.is_empty() {
-        Ok(())
-    } else {
-        site.down(&started_services).await
-    };
+    let down = take_down(&mut *site, planned, &started_services).await;
     phases.down_s = t.elapsed().as_secs_f64();
     phases.total_s = started.elapsed().as_secs_f64();
 
@@ -470,43 +437,171 @@ async fn run_scenario(
             .context("checking what the path does to records")
             .map_err(ctx)
     };
-    let path_check = checked(path_check)?;
-    let path_check_b = checked(path_check_b)?;
+    let mut checks = checks.into_iter();
+    let path_check = checked(checks.next())?;
+    let path_check_b = checked(checks.next())?;
     closed.map_err(ctx)?;
-    closed_b.map_err(ctx)?;
-    teardown.map_err(ctx)?;
     down.map_err(ctx)?;
     report_checks(&sc.name, path_check.as_ref(), &measurements);
     if let Some(check) = &path_check_b {
         report_check("side B's path check", check);
     }
-    // The deployment knows every combination's images; this one used its plan's.
+    let (images, image_sources) = images_used(&*site, plan);
+    let once = BringUp {
+        phases,
+        resources: used,
+        path_check,
+        path_check_b,
+        network,
+    };
+    Ok(repetitions(measurements, once, &images, &image_sources))
+}
+
+/// A bring-up's teardown steps (side A's, then side B's), then its services taken down; the
+/// first failure, once all were tried.
+async fn take_down(
+    site: &mut impl Site,
+    planned: &PlannedScenario,
+    started: &[String],
+) -> Result<()> {
+    let mut teardown = run_steps(&*site, "teardown", &planned.scenario.teardown).await;
+    if let Some(p) = &planned.pair {
+        let b = run_steps(&*site, "side B's teardown", &p.teardown).await;
+        teardown = teardown.and(b);
+    }
+    let down = if started.is_empty() {
+        Ok(())
+    } else {
+        site.down(started).await
+    };
+    teardown.and(down)
+}
+
+/// The images of `plan` and how each was made (the deployment knows every combination's; a
+/// bring-up used its plan's), each by its id.
+fn images_used(
+    site: &impl Site,
+    plan: &Plan,
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
     let images: BTreeMap<String, String> = site
         .image_ids()
         .into_iter()
         .filter(|(image, _)| plan.images.iter().any(|i| i.image == *image))
         .collect();
-    let image_sources = site.image_sources(&images);
-    // A paired bring-up's later phases are repetitions of their own measurements; the
-    // bring-up's times, resources and checks are counted once, with the first.
-    let mut once = Some((phases, used, path_check, path_check_b, network));
-    Ok(measurements
+    let sources = site.image_sources(&images);
+    (images, sources)
+}
+
+/// What a bring-up measured besides its measurements, counted once.
+#[derive(Default)]
+struct BringUp {
+    phases: PhaseTimes,
+    resources: Vec<ServiceResources>,
+    path_check: Option<PathCheck>,
+    path_check_b: Option<PathCheck>,
+    network: Vec<crate::model::NetworkCeiling>,
+}
+
+/// A bring-up's measurements as repetitions, each naming the images. A paired bring-up's later
+/// phases are repetitions of their own measurements; what the bring-up measured (`once`) is
+/// counted with the first.
+fn repetitions(
+    measurements: Vec<Measurement>,
+    once: BringUp,
+    images: &BTreeMap<String, String>,
+    image_sources: &BTreeMap<String, String>,
+) -> Vec<Repetition> {
+    let mut once = Some(once);
+    measurements
         .into_iter()
         .map(|measurement| {
-            let (phases, resources, path_check, path_check_b, network) =
-                once.take().unwrap_or_default();
+            let b = once.take().unwrap_or_default();
             Repetition {
                 measurement,
-                phases,
-                resources,
+                phases: b.phases,
+                resources: b.resources,
                 images: images.clone(),
                 image_sources: image_sources.clone(),
-                path_check,
-                path_check_b,
-                network,
+                path_check: b.path_check,
+                path_check_b: b.path_check_b,
+                network: b.network,
             }
         })
-        .collect())
+        .collect()
+}
+
+/// The scenario's `started` services brought up, then its workload sessions opened.
+async fn bring_up(
+    site: &mut impl Site,
+    watcher: &dyn Watcher,
+    planned: &PlannedScenario,
+    started: &[String],
+) -> Result<(Box<dyn Session>, Option<Box<dyn Session>>)> {
+    if !started.is_empty() {
+        let up = "bringing up the scenario's services";
+        guarded(watcher, up, &[], site.up(started)).await?;
+    }
+    open_sessions(&*site, watcher, planned).await
+}
+
+/// A workload session for side A (the scenario's, on the default network) and, in a paired
+/// run, one for side B: its clients run on side B's network, where its services answer to
+/// side A's names.
+async fn open_sessions(
+    site: &impl Site,
+    watcher: &dyn Watcher,
+    planned: &PlannedScenario,
+) -> Result<(Box<dyn Session>, Option<Box<dyn Session>>)> {
+    let sc = &planned.scenario;
+    let tls = sc.tls.is_some();
+    let open = "opening a workload session";
+    let opened = site.open(&sc.client, tls, DEFAULT_NETWORK);
+    let session = guarded(watcher, open, &[], opened).await?;
+    let Some(p) = &planned.pair else {
+        return Ok((session, None));
+    };
+    let open = "opening side B's workload session";
+    let opened = site.open(&sc.client, tls, &p.pair.network);
+    match guarded(watcher, open, &[], opened).await {
+        Ok(b) => Ok((session, Some(b))),
+        Err(e) => {
+            let _ = session.close().await;
+            Err(e)
+        }
+    }
+}
+
+/// The path checks of a measured bring-up: after the measurement (not sampled, not timed with
+/// it), on the same topic name so that topic-selected behaviour (the encryption key) applies
+/// to it too. In a paired run through each side's endpoint, on its last phase's topic: the
+/// first is the scenario's own, set up as in any run, while a later one's holds only if every
+/// phase's topic was. Side A's check first; an engine that stopped answering ends them all.
+async fn path_checks(
+    site: &impl Site,
+    watcher: &dyn Watcher,
+    settings: &Settings,
+    planned: &PlannedScenario,
+    expect: Expect,
+) -> Result<Vec<Result<PathCheck>>> {
+    let last = planned.pair.as_ref().and_then(|p| p.topics.last());
+    let a = (
+        DEFAULT_NETWORK,
+        last.map_or(planned.topic.as_str(), |(a, _)| a.as_str()),
+    );
+    let b = planned
+        .pair
+        .as_ref()
+        .zip(last)
+        .map(|(p, (_, b))| (p.pair.network.as_str(), b.as_str()));
+    let mut checks = Vec::new();
+    for (network, topic) in std::iter::once(a).chain(b) {
+        let check = path_check(site, watcher, settings, planned, expect, network, topic).await;
+        match check {
+            Err(e) if is_engine_gone(&e) => return Err(e),
+            check => checks.push(check),
+        }
+    }
+    Ok(checks)
 }
 
 /// The Compose network side A's clients (and any unpaired scenario's) join.
@@ -714,30 +809,54 @@ fn paired_phase(spec: &MeasureSpec, phase: usize, topic: &str) -> MeasureSpec {
     }
 }
 
-/// What the workload is asked to measure, from the cell's settings: every measured setting that
-/// reaches the workload goes through here.
-fn measure_spec(settings: &Settings, bootstrap: &str, topic: &str) -> MeasureSpec {
-    let mut spec = MeasureSpec::new(bootstrap, topic, settings.num_records);
-    spec.record_size = settings.record_size as usize;
-    spec.throughput = settings.throughput;
-    spec.properties = settings.producer_properties.clone();
-    spec.warm_up_records = settings.warm_up_pre_test;
-    spec.warm_up_for = Duration::from_secs(settings.warm_up_seconds_pre_test);
-    spec.warm_up_jit = (settings.warm_up_jit_percent > 0).then(|| crate::driver::JitQuiet {
-        percent: settings.warm_up_jit_percent,
-        window: Duration::from_secs(crate::settings::WARM_UP_JIT_WINDOW_SECONDS),
-        limit: Duration::from_secs(crate::settings::WARM_UP_JIT_LIMIT_SECONDS),
-    });
-    spec.consume_timeout = CONSUME_TIMEOUT;
-    spec.mode = settings.mode;
-    spec.catch_up_limit = Duration::from_secs(settings.catch_up_seconds);
-    spec.duration = settings.duration.map(Duration::from_secs);
-    spec.duration_warm_up = Duration::from_secs(settings.duration_warm_up);
-    spec.partitions = settings.partitions as i32;
-    spec.topics = settings.topics;
-    spec.producers = settings.producers;
-    spec.consumers = settings.consumers;
-    spec
+/// The scenario's setup steps, then side B's in a paired run.
+async fn set_up(
+    site: &impl Site,
+    watcher: &dyn Watcher,
+    planned: &PlannedScenario,
+    workload: &[(String, String)],
+) -> Result<()> {
+    let setup = run_steps(site, "setup", &planned.scenario.setup);
+    guarded(watcher, "the setup steps", workload, setup).await?;
+    if let Some(p) = &planned.pair {
+        let setup = run_steps(site, "side B's setup", &p.setup);
+        guarded(watcher, "side B's setup steps", workload, setup).await?;
+    }
+    Ok(())
+}
+
+/// Each measured phase of `spec` with the costs read at its edges: one, or in a paired run each
+/// paired phase on its own topics, side B's through its endpoint.
+async fn measure_phases(
+    sessions: &Sessions<'_>,
+    planned: &PlannedScenario,
+    spec: &MeasureSpec,
+    marks: &PhaseMarks<'_>,
+) -> Result<Vec<(Measurement, Vec<crate::cost::PhaseCost>)>> {
+    let session = sessions.a;
+    let (Some(pair), Some(session_b)) = (&planned.pair, sessions.b) else {
+        let m = flow::measure_marked(session, spec, marks).await?;
+        return Ok(vec![(m, marks.phases.take())]);
+    };
+    let count = pair.topics.len();
+    let mut measured = Vec::new();
+    for (i, (topic_a, topic_b)) in pair.topics.iter().enumerate() {
+        let a = paired_phase(spec, i + 1, topic_a);
+        let b = MeasureSpec {
+            bootstrap: pair.pair.bootstrap.clone(),
+            ..paired_phase(spec, i + 1, topic_b)
+        };
+        if count > 1 {
+            crate::progress::detail(&format!("paired phase {} of {count}", i + 1));
+        }
+        let sides = flow::Sides {
+            a: (session, &a),
+            b: (session_b, &b),
+        };
+        let m = flow::measure_pair(&sides, marks).await?;
+        measured.push((m, marks.phases.take()));
+    }
+    Ok(measured)
 }
 
 /// A scenario whose services are up: readiness and its own broker's warm-up, setup, then the
@@ -776,12 +895,7 @@ async fn measure_scenario(
     }
 
     let t = Instant::now();
-    let setup = run_steps(site, "setup", &sc.setup);
-    guarded(watcher, "the setup steps", &workload, setup).await?;
-    if let Some(p) = &planned.pair {
-        let setup = run_steps(site, "side B's setup", &p.setup);
-        guarded(watcher, "side B's setup steps", &workload, setup).await?;
-    }
+    set_up(site, watcher, planned, &workload).await?;
     phases.setup_s = t.elapsed().as_secs_f64();
 
     // Loaded before the warm-up, recording only in the measured phases.
@@ -804,34 +918,9 @@ async fn measure_scenario(
 
     let t = Instant::now();
     let sampler = site.sample(run_wide, sc.own_broker, &workload);
-    let spec = measure_spec(settings, &sc.bootstrap, &planned.topic);
+    let spec = MeasureSpec::from_settings(settings, &sc.bootstrap, &planned.topic);
     let marks = PhaseMarks::new(sampler.as_ref(), profiler.as_deref(), settings.record_size);
-    // Each measured phase with the costs read at its edges.
-    let measure = async {
-        let (Some(pair), Some(session_b)) = (&planned.pair, sessions.b) else {
-            let m = flow::measure_marked(session, &spec, &marks).await?;
-            return Ok(vec![(m, marks.phases.take())]);
-        };
-        let count = pair.topics.len();
-        let mut measured = Vec::new();
-        for (i, (topic_a, topic_b)) in pair.topics.iter().enumerate() {
-            let a = paired_phase(&spec, i + 1, topic_a);
-            let b = MeasureSpec {
-                bootstrap: pair.pair.bootstrap.clone(),
-                ..paired_phase(&spec, i + 1, topic_b)
-            };
-            if count > 1 {
-                crate::progress::detail(&format!("paired phase {} of {count}", i + 1));
-            }
-            let sides = flow::Sides {
-                a: (session, &a),
-                b: (session_b, &b),
-            };
-            let m = flow::measure_pair(&sides, &marks).await?;
-            measured.push((m, marks.phases.take()));
-        }
-        Ok(measured)
-    };
+    let measure = measure_phases(sessions, planned, &spec, &marks);
     let stage = || marks.stage.borrow().clone();
     let measured: Result<Vec<_>> = guarded_where(watcher, &stage, &workload, measure).await;
     // Only a run bounded by time keeps each sample's memory: a soak's growth over time.

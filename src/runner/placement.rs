@@ -178,23 +178,28 @@ pub(super) fn place(
             placement.roles.insert(what.clone(), role.clone());
         }
     }
-    let load_role = &all.last().expect("the load generator has a role").1;
-    let load_nodes: BTreeSet<&String> = placement.nodes[load_role].iter().collect();
-    for (service, role) in &placement.roles {
-        if let Some(shared) = placement.nodes[role]
-            .iter()
-            .find(|n| load_nodes.contains(n))
-        {
-            bail!(
-                "the load generator (role {load_role}) could run on swarm node {shared}, which \
-                 may also run service \"{service}\" (role {role}): the load generator needs \
-                 nodes of its own; give it a role no service of the run has \
-                 (SWARM_ROLES=load=<role>, with a node labelled {ROLE_LABEL}=<role>)"
-            );
-        }
-    }
-    placement.load_role = load_role.clone();
+    placement.load_role = all.last().expect("the load generator has a role").1.clone();
+    placement.load_alone()?;
     Ok(placement)
+}
+
+impl Placement {
+    /// Refuses a placement where the load generator could run on a node beside a service.
+    fn load_alone(&self) -> Result<()> {
+        let load_role = &self.load_role;
+        let load_nodes: BTreeSet<&String> = self.nodes[load_role].iter().collect();
+        for (service, role) in &self.roles {
+            if let Some(shared) = self.nodes[role].iter().find(|n| load_nodes.contains(n)) {
+                bail!(
+                    "the load generator (role {load_role}) could run on swarm node {shared}, \
+                     which may also run service \"{service}\" (role {role}): the load generator \
+                     needs nodes of its own; give it a role no service of the run has \
+                     (SWARM_ROLES=load=<role>, with a node labelled {ROLE_LABEL}=<role>)"
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The images each node needs, by host name: a service's image in any of `plans` (a matrix's

@@ -75,19 +75,7 @@ pub(super) fn check_cpusets(
 pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> {
     let plan = run.first();
     let driver = driver::for_settings(&run.cells[0].settings)?;
-    let tls_dir = &plan.tls_dir;
-    std::fs::create_dir_all(tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
-    if !plan.tls_hosts.is_empty() {
-        crate::tls::generate(tls_dir, &plan.tls_hosts)?;
-    }
-    // The sides' merged configurations, in the run's scratch space beside the TLS material.
-    for f in run.cells.iter().flat_map(|c| &c.plan.files) {
-        if let Some(dir) = f.path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        std::fs::write(&f.path, &f.contents)
-            .with_context(|| format!("writing {}", f.path.display()))?;
-    }
+    write_run_files(run)?;
     // The services' images, then those the driver runs besides them, each had the same way.
     let mut images: Vec<(String, ImageSource)> = Vec::new();
     for i in run.cells.iter().flat_map(|c| &c.plan.images) {
@@ -123,18 +111,7 @@ pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> 
             checked.push(image);
         }
     }
-    // Read once: an image does not change during the run.
-    let mut image_sources = BTreeMap::new();
-    for (image, _) in &images {
-        if let Some(made) = engine
-            .image_labels(image)
-            .await?
-            .as_ref()
-            .and_then(recipe::made_from)
-        {
-            image_sources.insert(image.clone(), made);
-        }
-    }
+    let image_sources = made_from(engine, &images).await?;
 
     let settings = &run.cells[0].settings;
     let profiling = match settings.profile {
@@ -158,6 +135,45 @@ pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> 
         driver,
         profiling,
     })
+}
+
+/// The run's scratch files: the TLS material for the scenarios' hosts, and the sides' merged
+/// configurations beside it.
+fn write_run_files(run: &RunPlan) -> Result<()> {
+    let plan = run.first();
+    let tls_dir = &plan.tls_dir;
+    std::fs::create_dir_all(tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
+    if !plan.tls_hosts.is_empty() {
+        crate::tls::generate(tls_dir, &plan.tls_hosts)?;
+    }
+    for f in run.cells.iter().flat_map(|c| &c.plan.files) {
+        if let Some(dir) = f.path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        std::fs::write(&f.path, &f.contents)
+            .with_context(|| format!("writing {}", f.path.display()))?;
+    }
+    Ok(())
+}
+
+/// How each of `images` built here was made (from its labels), read once: an image does not
+/// change during the run.
+async fn made_from(
+    engine: &Engine,
+    images: &[(String, ImageSource)],
+) -> Result<BTreeMap<String, String>> {
+    let mut sources = BTreeMap::new();
+    for (image, _) in images {
+        if let Some(made) = engine
+            .image_labels(image)
+            .await?
+            .as_ref()
+            .and_then(recipe::made_from)
+        {
+            sources.insert(image.clone(), made);
+        }
+    }
+    Ok(sources)
 }
 
 /// Checks that images without a recipe are present or pullable; one message names them all.

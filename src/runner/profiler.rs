@@ -14,7 +14,9 @@ use anyhow::{bail, Context, Result};
 use futures_util::future::LocalBoxFuture;
 
 use crate::engine::Engine;
-use crate::profile::{self, Mode, Recording, Tools};
+use crate::model::Recording;
+use crate::profile::{self, Tools};
+use crate::settings::ProfileMode;
 
 /// Profiling under way in one measurement.
 pub(super) trait Profiling {
@@ -28,7 +30,7 @@ pub(super) trait Profiling {
 
 pub(super) struct EngineProfiler<'a> {
     engine: &'a Engine,
-    mode: Mode,
+    mode: ProfileMode,
     /// (service, container) of every JVM profiled.
     targets: Vec<(String, String)>,
     /// Where the recordings go on this host, and the scenario (row label) they are of.
@@ -44,7 +46,7 @@ impl<'a> EngineProfiler<'a> {
     /// (`explicit`), else left out (a scenario's KMS); `None` when no service is left.
     pub(super) async fn attach(
         engine: &'a Engine,
-        mode: Mode,
+        mode: ProfileMode,
         tools: &Tools,
         candidates: Vec<(String, String)>,
         explicit: bool,

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::rate::Rate;
+
 /// One step of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Step {
@@ -45,16 +47,16 @@ fn round_order(n: usize, round: usize) -> Vec<usize> {
 /// A sweep's stop rule: the lowest rate each line (a scenario under the other settings) did
 /// not sustain; its higher rates are then not measured.
 #[derive(Debug, Default)]
-pub(super) struct Ceilings(BTreeMap<(usize, String), i64>);
+pub(super) struct Ceilings(BTreeMap<(usize, String), Rate>);
 
 impl Ceilings {
     /// Whether `rate` is above what `line` was found not to sustain.
-    pub(super) fn skips(&self, line: &(usize, String), rate: i64) -> bool {
+    pub(super) fn skips(&self, line: &(usize, String), rate: Rate) -> bool {
         self.0.get(line).is_some_and(|&max| rate > max)
     }
 
     /// `line` did not sustain `rate`.
-    pub(super) fn not_sustained(&mut self, line: (usize, String), rate: i64) {
+    pub(super) fn not_sustained(&mut self, line: (usize, String), rate: Rate) {
         let max = self.0.entry(line).or_insert(rate);
         *max = (*max).min(rate);
     }
@@ -138,15 +140,17 @@ mod tests {
 
     #[test]
     fn a_rate_not_sustained_stops_the_higher_ones_of_its_line_only() {
+        let r = |n| Rate::per_second(n).unwrap();
         let mut c = Ceilings::default();
         let line = (0, "a".to_string());
-        assert!(!c.skips(&line, 20_000));
-        c.not_sustained(line.clone(), 20_000);
-        c.not_sustained(line.clone(), 30_000);
-        assert!(!c.skips(&line, 20_000));
-        assert!(c.skips(&line, 25_000));
-        assert!(!c.skips(&(1, "a".to_string()), 25_000));
-        assert!(!c.skips(&(0, "b".to_string()), 25_000));
+        assert!(!c.skips(&line, r(20_000)));
+        c.not_sustained(line.clone(), r(20_000));
+        c.not_sustained(line.clone(), r(30_000));
+        assert!(!c.skips(&line, r(20_000)));
+        assert!(c.skips(&line, r(25_000)));
+        assert!(c.skips(&line, Rate::Unlimited));
+        assert!(!c.skips(&(1, "a".to_string()), r(25_000)));
+        assert!(!c.skips(&(0, "b".to_string()), r(25_000)));
     }
 
     #[test]

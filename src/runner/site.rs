@@ -88,7 +88,7 @@ pub(super) trait Site {
     /// there is nothing to profile.
     fn profiler<'a>(
         &'a self,
-        _mode: crate::profile::Mode,
+        _mode: crate::settings::ProfileMode,
         _services: &'a [String],
         _explicit: bool,
         _scenario: &'a str,
@@ -458,7 +458,7 @@ impl Site for EngineSite<'_> {
 
     fn profiler<'a>(
         &'a self,
-        mode: crate::profile::Mode,
+        mode: crate::settings::ProfileMode,
         services: &'a [String],
         explicit: bool,
         scenario: &'a str,

@@ -7,18 +7,19 @@
 //! compare all read that one list.
 
 mod parse;
+pub mod sides;
 pub mod table;
 mod validate;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
 pub use parse::*;
-pub use table::{Lists, Setting, SETTINGS};
+pub use table::{Lists, Setting, Settings, SETTINGS};
 
 /// Largest `WARM_UP_SECONDS_PRE_TEST` accepted: an hour of warm-up per scenario is a mistake.
 pub const MAX_WARM_UP_SECONDS_PRE_TEST: u64 = 3600;
@@ -109,6 +110,53 @@ impl EngineKind {
     }
 }
 
+/// What a profile samples (`PROFILE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProfileMode {
+    /// CPU time, by the timer-based `ctimer` event (perf events are blocked in containers).
+    Cpu,
+    /// Heap allocations (TLAB and outside).
+    Alloc,
+    /// Contended locks.
+    Lock,
+    /// Every thread's stack on a wall clock, running or not.
+    Wall,
+}
+
+impl ProfileMode {
+    /// `PROFILE`'s value: `off` (none) or a mode; anything else is refused naming the setting.
+    pub fn parse(var: &str, text: &str) -> Result<Option<ProfileMode>> {
+        Ok(Some(match text.trim() {
+            "" | "off" | "0" => return Ok(None),
+            "cpu" => ProfileMode::Cpu,
+            "alloc" => ProfileMode::Alloc,
+            "lock" => ProfileMode::Lock,
+            "wall" => ProfileMode::Wall,
+            other => bail!("{var}={other:?}: expected off, cpu, alloc, lock or wall"),
+        }))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileMode::Cpu => "cpu",
+            ProfileMode::Alloc => "alloc",
+            ProfileMode::Lock => "lock",
+            ProfileMode::Wall => "wall",
+        }
+    }
+
+    /// The agent's event (the mode that ran).
+    pub fn event(self) -> &'static str {
+        match self {
+            ProfileMode::Cpu => "ctimer",
+            ProfileMode::Alloc => "alloc",
+            ProfileMode::Lock => "lock",
+            ProfileMode::Wall => "wall",
+        }
+    }
+}
+
 /// Parses `MODE`: `produce-then-consume`, `end-to-end` or `backlog`.
 pub fn parse_mode(s: &str) -> Result<Mode> {
     match s.trim() {
@@ -127,118 +175,6 @@ pub fn parse_mode(s: &str) -> Result<Mode> {
 pub struct Axis {
     pub var: String,
     pub values: Vec<String>,
-}
-
-/// Everything a run is parameterised by.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default = "Settings::without_commit")]
-pub struct Settings {
-    /// Regular expression selecting scenario directories by their whole name.
-    pub test: String,
-    /// Records produced and consumed per measurement.
-    pub num_records: u64,
-    /// Record value size in bytes.
-    pub record_size: u64,
-    /// Warm-up records sent once the run-wide broker is up.
-    pub warm_up_post_broker_start: u64,
-    /// Warm-up records sent through each scenario's endpoint before it is measured.
-    pub warm_up_pre_test: u64,
-    /// The pre-test warm-up goes on, in rounds, for at least this many seconds.
-    pub warm_up_seconds_pre_test: u64,
-    /// Then on, until the JIT compilers of every sampled JVM used less than this percent of its
-    /// CPU in a round (0: no such wait).
-    #[serde(default)]
-    pub warm_up_jit_percent: u64,
-    /// CPUs every service container may run on (a CPU list); empty: not pinned.
-    pub services_cpuset: String,
-    /// CPUs the load generator's containers may run on; empty: not pinned.
-    pub workload_cpuset: String,
-    /// Extra producer properties, in the order given.
-    pub producer_properties: Vec<(String, String)>,
-    /// Producer throughput limit in records/s; -1 is unlimited.
-    pub throughput: i64,
-    /// Times each scenario is measured, in interleaved rounds.
-    pub repeat: u32,
-    /// Partitions of each measured topic.
-    pub partitions: u32,
-    /// Topics the records are spread over (one consumer group reads them all).
-    pub topics: u32,
-    /// Producers sharing the records and the rate.
-    pub producers: u32,
-    /// Consumers of the one consumer group, sharing the partitions.
-    pub consumers: u32,
-    /// Load generators the producers and consumers are spread over, each a workload container
-    /// of its own (on a swarm, on the load nodes in turn), their figures merged.
-    #[serde(default = "one")]
-    pub load_generators: u32,
-    /// A rate is sustained (sweeps) only while the producer's p99 stays within this many ms.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub p99_limit_ms: Option<u64>,
-    /// How long a group may take to catch up with its backlog (MODE=backlog), seconds.
-    pub catch_up_seconds: u64,
-    /// With MODE=end-to-end: produce for this many seconds instead of NUM_RECORDS records.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub duration: Option<u64>,
-    /// The first seconds of a DURATION run, in its series but not in its figures.
-    #[serde(default)]
-    pub duration_warm_up: u64,
-    /// Commit the measured code is at; names the results directory.
-    pub commit_id: String,
-    /// Apache Kafka (native) broker image.
-    pub kafka_image: String,
-    /// Kroxylicious proxy image, or a path to a build of it.
-    pub kroxylicious_image: String,
-    /// Jars added to a proxy made from a distribution (empty: none).
-    #[serde(default)]
-    pub kroxylicious_plugins: String,
-    /// Kafka tooling image.
-    pub kafka_tool_image: String,
-    /// KMS image (an AWS KMS API).
-    pub kms_image: String,
-    /// HashiCorp Vault image.
-    pub vault_image: String,
-    /// Measured phases of each bring-up of a paired run's sides (the first after the
-    /// warm-up, the others right after it).
-    #[serde(default = "one")]
-    pub pair_phases: u32,
-    /// The smallest change of a paired run's B/A, in percent, its verdict calls a
-    /// difference; 0 in results written before it existed (any change clear of 1 was one).
-    #[serde(default)]
-    pub pair_threshold: u64,
-    /// What produces and consumes the measured records: a name `crate::driver` registers.
-    pub driver: String,
-    /// Whether the producer and the consumer run one after the other or at once.
-    pub mode: Mode,
-    /// Suite directory holding `suite.yaml` and the numbered scenario directories.
-    pub scenarios: PathBuf,
-    /// Directory the run's results directory is created in.
-    pub results_dir: PathBuf,
-    /// Whether the network's ceiling on each hop is measured before each scenario
-    /// (`crate::ceiling`); results written before it existed did not.
-    #[serde(default)]
-    pub network_ceiling: bool,
-    /// What the JVM services are profiled for over the measured phases (`crate::profile`);
-    /// none by default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::profile::Mode>,
-    /// The services profiled; empty: each scenario's own JVM services (its proxy).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub profile_services: Vec<String>,
-    /// Where the services run: one engine, or a swarm's nodes.
-    #[serde(default)]
-    pub engine: EngineKind,
-    /// On a swarm: `(service, role)` placements over the defaults (run-wide services on
-    /// `broker`, a scenario's own on `proxy`, the load generator, `load`, on `load`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub swarm_roles: Vec<(String, String)>,
-    /// On a swarm: the registry (`host[:port][/path]`) the images travel through to the nodes;
-    /// none: each node gets them streamed from the manager's engine.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub registry: Option<String>,
-    /// Settings measured at several values (see `crate::matrix`); the fields above hold each
-    /// one's first value. Empty: every setting has one value.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub matrix: Vec<Axis>,
 }
 
 impl Default for Settings {
@@ -268,53 +204,6 @@ impl Settings {
             s
         });
         DEFAULTS.clone()
-    }
-
-    /// Every field empty or zero: only what the table's defaults are written over.
-    fn blank() -> Self {
-        Settings {
-            engine: EngineKind::Local,
-            swarm_roles: Vec::new(),
-            registry: None,
-            test: String::new(),
-            num_records: 0,
-            record_size: 0,
-            warm_up_post_broker_start: 0,
-            warm_up_pre_test: 0,
-            warm_up_seconds_pre_test: 0,
-            warm_up_jit_percent: 0,
-            services_cpuset: String::new(),
-            workload_cpuset: String::new(),
-            producer_properties: Vec::new(),
-            throughput: 0,
-            repeat: 0,
-            partitions: 0,
-            topics: 0,
-            producers: 0,
-            consumers: 0,
-            load_generators: 1,
-            p99_limit_ms: None,
-            catch_up_seconds: 0,
-            duration: None,
-            duration_warm_up: 0,
-            commit_id: String::new(),
-            kafka_image: String::new(),
-            kroxylicious_image: String::new(),
-            kroxylicious_plugins: String::new(),
-            kafka_tool_image: String::new(),
-            kms_image: String::new(),
-            pair_phases: 1,
-            pair_threshold: 0,
-            vault_image: String::new(),
-            driver: String::new(),
-            mode: Mode::default(),
-            scenarios: PathBuf::new(),
-            results_dir: PathBuf::new(),
-            network_ceiling: false,
-            profile: None,
-            profile_services: Vec::new(),
-            matrix: Vec::new(),
-        }
     }
 
     /// Every setting under its environment-variable name, as Compose interpolation sees them.
@@ -348,6 +237,39 @@ pub fn detect_commit_id(dir: &Path) -> String {
     }
 }
 
+/// Times held as [`Duration`]s and stored as whole seconds, as results have always held them
+/// (every time setting is given in whole seconds).
+mod whole_seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_secs())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_secs)
+    }
+
+    pub mod optional {
+        use std::time::Duration;
+
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => s.serialize_some(&d.as_secs()),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+            Option::<u64>::deserialize(d).map(|s| s.map(Duration::from_secs))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,6 +293,20 @@ mod tests {
         assert_eq!(v["COMMIT_ID"], "abc1234");
         assert_eq!(v["SCENARIOS"], "scenarios/kroxylicious");
         assert_eq!(v["DRIVER"], "native");
+    }
+
+    #[test]
+    fn profile_modes_read_off_or_a_mode_and_refuse_the_rest_by_name() {
+        assert_eq!(ProfileMode::parse("PROFILE", "off").unwrap(), None);
+        assert_eq!(
+            ProfileMode::parse("PROFILE", "cpu").unwrap(),
+            Some(ProfileMode::Cpu)
+        );
+        assert_eq!(ProfileMode::Cpu.event(), "ctimer");
+        let err = ProfileMode::parse("PROFILE", "cycles")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("PROFILE=\"cycles\""), "{err}");
     }
 
     #[test]

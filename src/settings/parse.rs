@@ -6,6 +6,7 @@ use super::{
     MAX_CLIENTS, MAX_COUNT, MAX_DURATION_S, MAX_PARTITIONS, MAX_REPEAT, MAX_TOPICS,
     MAX_WARM_UP_SECONDS_PRE_TEST,
 };
+use crate::rate::Rate;
 
 /// Parses a time in whole seconds: `90`, `90s`, `10m`, `2h`, `1h30m`, `3d`. Errors name the
 /// variable and the value.
@@ -199,13 +200,13 @@ pub fn parse_bounded(var: &str, s: &str, max: u32) -> Result<u32> {
 }
 
 /// Parses `THROUGHPUT`: `-1` (unlimited) or a positive count in any form [`parse_count`] accepts.
-pub fn parse_throughput(s: &str) -> Result<i64> {
+pub fn parse_throughput(s: &str) -> Result<Rate> {
     if s.trim() == "-1" {
-        return Ok(-1);
+        return Ok(Rate::Unlimited);
     }
     let n = parse_count("THROUGHPUT", s, false)
         .map_err(|e| anyhow::anyhow!("{e}; use -1 for unlimited"))?;
-    Ok(n as i64)
+    Ok(Rate::per_second(n).expect("a count is at least 1"))
 }
 
 /// Parses `PRODUCER_PROPERTIES`: space-separated `key=value` entries.
@@ -399,8 +400,8 @@ mod tests {
 
     #[test]
     fn throughput_is_minus_one_or_a_positive_count() {
-        assert_eq!(parse_throughput("-1").unwrap(), -1);
-        assert_eq!(parse_throughput("5e4").unwrap(), 50_000);
+        assert_eq!(parse_throughput("-1").unwrap(), Rate::Unlimited);
+        assert_eq!(parse_throughput("5e4").unwrap().limit(), Some(50_000));
         for bad in ["0", "-2", "x", "1.5"] {
             let err = parse_throughput(bad).unwrap_err().to_string();
             assert!(err.contains("THROUGHPUT"), "{bad}: {err}");

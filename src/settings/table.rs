@@ -1,13 +1,188 @@
-//! The one list of settings. Each entry says everything about one setting: its variable (the
-//! flag is the same name in lower case with dashes), its help, its default, whether it may take
-//! a list of values, whether it changes what is measured, and how its text is read from and
-//! written back to [`Settings`]. The command line, the Compose variables, the matrix, compare's
-//! warnings and the tests' clean environment are all derived from [`SETTINGS`].
+//! The settings: the record a run is parameterised by ([`Settings`]) and the one list of them
+//! ([`SETTINGS`]). Each entry says everything about one setting: its variable (the flag is the
+//! same name in lower case with dashes), its help, its default, whether it may take a list of
+//! values, whether it changes what is measured, and how its text is read into its field and
+//! written back. The command line, the Compose variables, the matrix, compare's warnings and the
+//! tests' clean environment are all derived from [`SETTINGS`]; a new setting is a field, its
+//! zero in `blank`, and an entry, all here.
+
+use std::time::Duration;
+
+use std::path::PathBuf;
 
 use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
 
 use super::parse::*;
-use super::Settings;
+use super::{Axis, EngineKind, Mode, ProfileMode};
+use crate::rate::Rate;
+
+/// Everything a run is parameterised by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default = "Settings::without_commit")]
+pub struct Settings {
+    /// Regular expression selecting scenario directories by their whole name.
+    pub test: String,
+    /// Records produced and consumed per measurement.
+    pub num_records: u64,
+    /// Record value size in bytes.
+    pub record_size: u64,
+    /// Warm-up records sent once the run-wide broker is up.
+    pub warm_up_post_broker_start: u64,
+    /// Warm-up records sent through each scenario's endpoint before it is measured.
+    pub warm_up_pre_test: u64,
+    /// The pre-test warm-up goes on, in rounds, for at least this long.
+    #[serde(rename = "warm_up_seconds_pre_test", with = "super::whole_seconds")]
+    pub warm_up_for_pre_test: Duration,
+    /// Then on, until the JIT compilers of every sampled JVM used less than this percent of its
+    /// CPU in a round (0: no such wait).
+    #[serde(default)]
+    pub warm_up_jit_percent: u64,
+    /// CPUs every service container may run on (a CPU list); empty: not pinned.
+    pub services_cpuset: String,
+    /// CPUs the load generator's containers may run on; empty: not pinned.
+    pub workload_cpuset: String,
+    /// Extra producer properties, in the order given.
+    pub producer_properties: Vec<(String, String)>,
+    /// Producer throughput limit.
+    pub throughput: Rate,
+    /// Times each scenario is measured, in interleaved rounds.
+    pub repeat: u32,
+    /// Partitions of each measured topic.
+    pub partitions: u32,
+    /// Topics the records are spread over (one consumer group reads them all).
+    pub topics: u32,
+    /// Producers sharing the records and the rate.
+    pub producers: u32,
+    /// Consumers of the one consumer group, sharing the partitions.
+    pub consumers: u32,
+    /// Load generators the producers and consumers are spread over, each a workload container
+    /// of its own (on a swarm, on the load nodes in turn), their figures merged.
+    #[serde(default = "super::one")]
+    pub load_generators: u32,
+    /// A rate is sustained (sweeps) only while the producer's p99 stays within this many ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_limit_ms: Option<u64>,
+    /// How long a group may take to catch up with its backlog (MODE=backlog).
+    #[serde(rename = "catch_up_seconds", with = "super::whole_seconds")]
+    pub catch_up_limit: Duration,
+    /// With MODE=end-to-end: produce for this long instead of NUM_RECORDS records.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "super::whole_seconds::optional"
+    )]
+    pub duration: Option<Duration>,
+    /// The first part of a DURATION run, in its series but not in its figures.
+    #[serde(default, with = "super::whole_seconds")]
+    pub duration_warm_up: Duration,
+    /// Commit the measured code is at; names the results directory.
+    pub commit_id: String,
+    /// Apache Kafka (native) broker image.
+    pub kafka_image: String,
+    /// Kroxylicious proxy image, or a path to a build of it.
+    pub kroxylicious_image: String,
+    /// Jars added to a proxy made from a distribution (empty: none).
+    #[serde(default)]
+    pub kroxylicious_plugins: String,
+    /// Kafka tooling image.
+    pub kafka_tool_image: String,
+    /// KMS image (an AWS KMS API).
+    pub kms_image: String,
+    /// HashiCorp Vault image.
+    pub vault_image: String,
+    /// Measured phases of each bring-up of a paired run's sides (the first after the
+    /// warm-up, the others right after it).
+    #[serde(default = "super::one")]
+    pub pair_phases: u32,
+    /// The smallest change of a paired run's B/A, in percent, its verdict calls a
+    /// difference; 0 in results written before it existed (any change clear of 1 was one).
+    #[serde(default)]
+    pub pair_threshold: u64,
+    /// What produces and consumes the measured records: a name `crate::driver` registers.
+    pub driver: String,
+    /// Whether the producer and the consumer run one after the other or at once.
+    pub mode: Mode,
+    /// Suite directory holding `suite.yaml` and the numbered scenario directories.
+    pub scenarios: PathBuf,
+    /// Directory the run's results directory is created in.
+    pub results_dir: PathBuf,
+    /// Whether the network's ceiling on each hop is measured before each scenario
+    /// (`crate::ceiling`); results written before it existed did not.
+    #[serde(default)]
+    pub network_ceiling: bool,
+    /// What the JVM services are profiled for over the measured phases (`crate::profile`);
+    /// none by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileMode>,
+    /// The services profiled; empty: each scenario's own JVM services (its proxy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile_services: Vec<String>,
+    /// Where the services run: one engine, or a swarm's nodes.
+    #[serde(default)]
+    pub engine: EngineKind,
+    /// On a swarm: `(service, role)` placements over the defaults (run-wide services on
+    /// `broker`, a scenario's own on `proxy`, the load generator, `load`, on `load`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub swarm_roles: Vec<(String, String)>,
+    /// On a swarm: the registry (`host[:port][/path]`) the images travel through to the nodes;
+    /// none: each node gets them streamed from the manager's engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<String>,
+    /// Settings measured at several values (see `crate::matrix`); the fields above hold each
+    /// one's first value. Empty: every setting has one value.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub matrix: Vec<Axis>,
+}
+
+impl Settings {
+    /// Every field empty or zero: only what the table's defaults are written over.
+    pub(super) fn blank() -> Self {
+        Settings {
+            engine: EngineKind::Local,
+            swarm_roles: Vec::new(),
+            registry: None,
+            test: String::new(),
+            num_records: 0,
+            record_size: 0,
+            warm_up_post_broker_start: 0,
+            warm_up_pre_test: 0,
+            warm_up_for_pre_test: Duration::ZERO,
+            warm_up_jit_percent: 0,
+            services_cpuset: String::new(),
+            workload_cpuset: String::new(),
+            producer_properties: Vec::new(),
+            throughput: Rate::Unlimited,
+            repeat: 0,
+            partitions: 0,
+            topics: 0,
+            producers: 0,
+            consumers: 0,
+            load_generators: 1,
+            p99_limit_ms: None,
+            catch_up_limit: Duration::ZERO,
+            duration: None,
+            duration_warm_up: Duration::ZERO,
+            commit_id: String::new(),
+            kafka_image: String::new(),
+            kroxylicious_image: String::new(),
+            kroxylicious_plugins: String::new(),
+            kafka_tool_image: String::new(),
+            kms_image: String::new(),
+            pair_phases: 1,
+            pair_threshold: 0,
+            vault_image: String::new(),
+            driver: String::new(),
+            mode: Mode::default(),
+            scenarios: PathBuf::new(),
+            results_dir: PathBuf::new(),
+            network_ceiling: false,
+            profile: None,
+            profile_services: Vec::new(),
+            matrix: Vec::new(),
+        }
+    }
+}
 
 /// How a setting takes several values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -423,10 +598,10 @@ pub static SETTINGS: &[Setting] = &[
         measured: true,
         field: "warm_up_seconds_pre_test",
         put: |s, _, v| {
-            s.warm_up_seconds_pre_test = parse_warm_up_seconds(v)?;
+            s.warm_up_for_pre_test = Duration::from_secs(parse_warm_up_seconds(v)?);
             Ok(())
         },
-        get: |s| s.warm_up_seconds_pre_test.to_string(),
+        get: |s| s.warm_up_for_pre_test.as_secs().to_string(),
     },
     Setting {
         var: "WARM_UP_JIT_PERCENT",
@@ -522,11 +697,11 @@ pub static SETTINGS: &[Setting] = &[
                 if d == 0 {
                     bail!("{var}={v:?}: a run needs some time (expected at least 1s)");
                 }
-                Ok(d)
+                Ok(Duration::from_secs(d))
             })?;
             Ok(())
         },
-        get: |s| shown(&s.duration),
+        get: |s| shown(&s.duration.map(|d| d.as_secs())),
     },
     Setting {
         var: "DURATION_WARM_UP",
@@ -538,10 +713,10 @@ pub static SETTINGS: &[Setting] = &[
         measured: true,
         field: "duration_warm_up",
         put: |s, var, v| {
-            s.duration_warm_up = parse_duration(var, v)?;
+            s.duration_warm_up = Duration::from_secs(parse_duration(var, v)?);
             Ok(())
         },
-        get: |s| s.duration_warm_up.to_string(),
+        get: |s| s.duration_warm_up.as_secs().to_string(),
     },
     Setting {
         var: "CATCH_UP_SECONDS",
@@ -554,10 +729,10 @@ pub static SETTINGS: &[Setting] = &[
         measured: true,
         field: "catch_up_seconds",
         put: |s, var, v| {
-            s.catch_up_seconds = parse_count(var, v, false)?;
+            s.catch_up_limit = Duration::from_secs(parse_count(var, v, false)?);
             Ok(())
         },
-        get: |s| s.catch_up_seconds.to_string(),
+        get: |s| s.catch_up_limit.as_secs().to_string(),
     },
     Setting {
         var: "REPEAT",
@@ -692,7 +867,7 @@ pub static SETTINGS: &[Setting] = &[
         measured: true,
         field: "profile",
         put: |s, var, v| {
-            s.profile = crate::profile::Mode::parse(var, v)?;
+            s.profile = super::ProfileMode::parse(var, v)?;
             Ok(())
         },
         get: |s| s.profile.map_or("off", |m| m.name()).to_string(),
@@ -833,8 +1008,8 @@ mod tests {
         let mut s = Settings::without_commit();
         // Optional fields and the matrix are serialised only when set.
         s.p99_limit_ms = Some(1);
-        s.duration = Some(1);
-        s.profile = Some(crate::profile::Mode::Cpu);
+        s.duration = Some(std::time::Duration::from_secs(1));
+        s.profile = Some(crate::settings::ProfileMode::Cpu);
         s.profile_services = vec!["broker1".into()];
         s.swarm_roles = vec![("load".into(), "load".into())];
         s.registry = Some("registry.example:5000".into());

@@ -13,7 +13,7 @@ impl Settings {
         self.duration_fits_the_mode()?;
         self.engine_takes_the_settings()?;
         self.load_generators_share_the_clients()?;
-        if self.mode == Mode::Backlog && self.throughput <= 0 {
+        if self.mode == Mode::Backlog && !self.throughput.is_limited() {
             bail!(
                 "MODE=backlog needs THROUGHPUT: the rate a producer keeps sending at while the \
                  group catches up with the backlog (THROUGHPUT={} is unlimited, and an \
@@ -40,7 +40,7 @@ impl Settings {
                 bail!("{each}: {var}={count} is too few (set {var}={n} or more)");
             }
         }
-        if self.throughput >= 0 && self.throughput < i64::from(n) {
+        if self.throughput.limit().is_some_and(|r| r < u64::from(n)) {
             bail!(
                 "{each}: THROUGHPUT={} is too low (set THROUGHPUT={n} or more, or -1)",
                 self.throughput
@@ -50,7 +50,7 @@ impl Settings {
             let what = if self.mode == Mode::Backlog {
                 "MODE=backlog".to_string()
             } else {
-                format!("DURATION={}", self.duration.unwrap_or_default())
+                format!("DURATION={}", self.duration.unwrap_or_default().as_secs())
             };
             bail!(
                 "LOAD_GENERATORS={n} cannot be used with {what}: several load generators' \
@@ -112,8 +112,8 @@ impl Settings {
     }
 
     fn duration_fits_the_mode(&self) -> Result<()> {
-        let w = self.duration_warm_up;
-        match self.duration {
+        let w = self.duration_warm_up.as_secs();
+        match self.duration.map(|d| d.as_secs()) {
             None if w > 0 => bail!(
                 "DURATION_WARM_UP={w} without DURATION: only a run bounded by time has a warm-up \
                  within it (WARM_UP_SECONDS_PRE_TEST warms up before any run)"

@@ -225,7 +225,7 @@ pub fn check_host(registry: bool) -> Result<()> {
     let missing: Vec<String> = tools
         .iter()
         .chain(wanted)
-        .filter(|(tool, _)| !crate::doctor::on_path(tool))
+        .filter(|(tool, _)| !crate::machine::on_path(tool))
         .map(|(tool, package)| format!("{tool} (Debian: {package})"))
         .collect();
     if !missing.is_empty() {

@@ -43,8 +43,8 @@ pub struct CatchUpResult {
 /// The lag a group must come down to at a live rate: what the producer sends in 100 ms (a
 /// fetch round trip or two), and at least OMB's 1000 records, so that a group reading as fast as
 /// records arrive counts as caught up whatever the rate.
-pub fn lag_bound(rate: i64) -> u64 {
-    (rate.max(0) as u64 / 10).max(1000)
+pub fn lag_bound(rate: u64) -> u64 {
+    (rate / 10).max(1000)
 }
 
 /// The line a catch-up prints for its progress; it starts as the consumer's, so the host's flow
@@ -60,16 +60,16 @@ pub async fn catch_up(
     producer_progress: impl FnMut(Progress) + Send,
     mut consumer_progress: impl FnMut(u64, u64) + Send + 'static,
 ) -> Result<CatchUpResult> {
-    if cfg.clients.produce.throughput <= 0 {
+    let Some(rate) = cfg.clients.produce.throughput.limit() else {
         bail!("a catch-up's live producer needs a positive rate (THROUGHPUT)");
-    }
+    };
     let live = Arc::new(Live::default());
     let lag = {
         let live = live.clone();
         let backlog = cfg.backlog;
         move |consumed: u64| (backlog + live.acked.load(Ordering::Relaxed)).saturating_sub(consumed)
     };
-    let bound = lag_bound(cfg.clients.produce.throughput);
+    let bound = lag_bound(rate);
     let state = Arc::new(State::default());
     let done = {
         let (state, lag, backlog) = (state.clone(), lag.clone(), cfg.backlog);
@@ -114,7 +114,7 @@ pub async fn catch_up(
     let caught = state.caught.load(Ordering::SeqCst);
     consumer.catch_up = Some(CatchUp {
         backlog: cfg.backlog,
-        live_target_rec_s: cfg.clients.produce.throughput as f64,
+        live_target_rec_s: rate as f64,
         live_rec_s: live_result.rate_rec_s,
         lag_bound: bound,
         caught_up_s: caught

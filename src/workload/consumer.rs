@@ -237,6 +237,19 @@ struct Member {
     stamped: u64,
 }
 
+impl Member {
+    fn new(start: Instant) -> Member {
+        Member {
+            count: 0,
+            bytes: 0,
+            start,
+            assigned_at: start,
+            end_to_end: Latencies::new(),
+            stamped: 0,
+        }
+    }
+}
+
 fn consume_blocking(
     cfg: &ConsumeConfig,
     mut progress: impl FnMut(u64),
@@ -289,6 +302,12 @@ fn consume_blocking(
         })
     };
     let members: Vec<Member> = outcomes.into_iter().collect::<Result<_>>()?;
+    Ok(group_result(&members, &shared))
+}
+
+/// The group's figures from its members': from the first member's start to the last record,
+/// the rebalance until the group formed, and the end-to-end latencies merged.
+fn group_result(members: &[Member], shared: &Shared) -> ConsumerResult {
     let start = members
         .iter()
         .map(|m| m.start)
@@ -306,7 +325,7 @@ fn consume_blocking(
     let bytes: u64 = members.iter().map(|m| m.bytes).sum();
     let stamped: u64 = members.iter().map(|m| m.stamped).sum();
     let mut end_to_end = Latencies::new();
-    for m in &members {
+    for m in members {
         end_to_end.merge(&m.end_to_end);
     }
     let mut r = result(count, bytes, total, rebalance);
@@ -328,7 +347,7 @@ fn consume_blocking(
     if members.len() > 1 {
         r.per_client = members.iter().map(|m| m.count).collect();
     }
-    Ok(r)
+    r
 }
 
 /// How one member counts the records it takes.
@@ -341,6 +360,23 @@ struct Counting<'a, 'm> {
 }
 
 impl Counting<'_, '_> {
+    /// Counts what the consumer's own poll returned: a record, or an error noted as the last
+    /// failure. Whether it counted one.
+    fn polled(
+        &mut self,
+        polled: Option<KafkaResult<rdkafka::message::BorrowedMessage<'_>>>,
+    ) -> Result<bool> {
+        match polled {
+            // SAFETY: the message is valid while `message` lives.
+            Some(Ok(message)) => self.count([unsafe { &*message.ptr() }].into_iter()),
+            Some(Err(e)) => {
+                self.last_failure = Some(e.to_string());
+                Ok(false)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// Counts `messages` (taken together, so all received now) until the group is done, a
     /// message that carries an error noted as the last failure, then stores the offsets of
     /// those counted so that a commit covers exactly them. Whether it counted any.
@@ -443,22 +479,17 @@ fn consume_member_inner(
     consumer
         .subscribe(&topics)
         .with_context(|| format!("subscribing to {}", super::topics_named(&cfg.topics)))?;
-    let mut member = Member {
-        count: 0,
-        bytes: 0,
-        start,
-        assigned_at: start,
-        end_to_end: Latencies::new(),
-        stamped: 0,
-    };
+    let mut member = Member::new(start);
     let mut counting = Counting {
         group,
         offsets: Offsets::default(),
         member: &mut member,
         last_failure: None,
     };
-    let mut reported = start;
-    let mut reported_any = false;
+    let mut reporter = Reporter {
+        at: start,
+        any: false,
+    };
     let mut announced = false;
     while !done(shared.consumed.load(Ordering::SeqCst)) {
         if shared.abort.load(Ordering::SeqCst) {
@@ -476,15 +507,7 @@ fn consume_member_inner(
             announced = true;
             announce();
         }
-        let mut counted = match polled {
-            // SAFETY: the message is valid while `message` lives.
-            Some(Ok(message)) => counting.count([unsafe { &*message.ptr() }].into_iter())?,
-            Some(Err(e)) => {
-                counting.last_failure = Some(e.to_string());
-                false
-            }
-            None => false,
-        };
+        let mut counted = counting.polled(polled)?;
         let batch = queue.take();
         if !batch.is_empty() {
             counted |= counting.count(batch.iter())?;
@@ -492,14 +515,7 @@ fn consume_member_inner(
         drop(batch);
         let consumed = shared.consumed.load(Ordering::SeqCst);
         if let Some(progress) = progress.as_mut() {
-            // The first records are reported at once: whoever watches learns then that the
-            // group's fetches go through.
-            let first = consumed > 0 && !reported_any;
-            if first || reported.elapsed() >= PROGRESS_EVERY {
-                reported = Instant::now();
-                reported_any |= consumed > 0;
-                progress(consumed);
-            }
+            reporter.report(consumed, &mut **progress);
         }
         if counted || done(consumed) {
             continue;
@@ -512,19 +528,44 @@ fn consume_member_inner(
                 .last_failure
                 .map(|f| format!(" (last consumer error: {f})"))
                 .unwrap_or_else(|| consumer.context().last_error.suffix());
-            bail!(
-                "consumed {} of {} records from {} through {}: no record for {:.1} s{why}",
-                consumed,
-                cfg.expected,
-                super::topics_named(&cfg.topics),
-                cfg.endpoint.bootstrap,
-                cfg.timeout.0.as_secs_f64()
-            );
+            return Err(starved(cfg, consumed, &why));
         }
         queue.wait(IDLE_WAIT.min(cfg.timeout.0 - quiet));
     }
     drop(queue);
     finish(&consumer, cfg, member, start)
+}
+
+/// When the group's count was last reported, and whether any record was.
+struct Reporter {
+    at: Instant,
+    any: bool,
+}
+
+impl Reporter {
+    /// Reports `consumed` every [`PROGRESS_EVERY`], and the first records at once: whoever
+    /// watches learns then that the group's fetches go through.
+    fn report(&mut self, consumed: u64, progress: &mut dyn FnMut(u64)) {
+        let first = consumed > 0 && !self.any;
+        if first || self.at.elapsed() >= PROGRESS_EVERY {
+            self.at = Instant::now();
+            self.any |= consumed > 0;
+            progress(consumed);
+        }
+    }
+}
+
+/// The error of a member that waited `cfg.timeout` for a record, having consumed `consumed`;
+/// `why` names the last error seen.
+fn starved(cfg: &ConsumeConfig, consumed: u64, why: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "consumed {} of {} records from {} through {}: no record for {:.1} s{why}",
+        consumed,
+        cfg.expected,
+        super::topics_named(&cfg.topics),
+        cfg.endpoint.bootstrap,
+        cfg.timeout.0.as_secs_f64()
+    )
 }
 
 /// Resumes a member's held partitions once the whole group has formed, and notes when it did.

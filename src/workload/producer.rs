@@ -23,6 +23,7 @@ use super::latency::Latencies;
 use super::properties::{client_config, parse_pair};
 use super::queue_waker::QueueWaker;
 use crate::model::{ProducerResult, INTENDED, SEND};
+use crate::rate::Rate;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -48,9 +49,9 @@ pub struct ProduceConfig {
     /// Bytes per record value.
     #[arg(long, default_value_t = 1024)]
     pub record_size: usize,
-    /// Target records/s; any negative value is unlimited.
-    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
-    pub throughput: i64,
+    /// Target records/s, or -1 for unlimited.
+    #[arg(long, default_value_t = Rate::Unlimited, allow_negative_numbers = true)]
+    pub throughput: Rate,
     /// Producer property key=value (Java or librdkafka name); repeatable.
     #[arg(long = "property", value_parser = parse_pair)]
     pub properties: Vec<(String, String)>,
@@ -142,9 +143,6 @@ pub async fn produce_live(
     live: Option<Arc<Live>>,
     mut progress: impl FnMut(Progress),
 ) -> Result<ProducerResult> {
-    if cfg.throughput == 0 {
-        bail!("throughput 0 would never send; give a positive rate or -1 for unlimited");
-    }
     let shares = shares(cfg, producers.max(1));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let tasks: Vec<_> = shares
@@ -179,11 +177,7 @@ fn shares(cfg: &ProduceConfig, producers: u32) -> Vec<ProduceConfig> {
     (0..n)
         .map(|i| ProduceConfig {
             num_records: split(cfg.num_records, i),
-            throughput: if cfg.throughput > 0 {
-                split(cfg.throughput as u64, i).max(1) as i64
-            } else {
-                cfg.throughput
-            },
+            throughput: cfg.throughput.share(n, i),
             ..cfg.clone()
         })
         .filter(|share| share.num_records > 0)
@@ -219,7 +213,7 @@ fn summarise(cfg: &ProduceConfig, parts: Vec<Produced>) -> ProducerResult {
     }
     let per_s = |x: f64| if elapsed_s > 0.0 { x / elapsed_s } else { 0.0 };
     let latency = sent.summary(acked);
-    let throttled = cfg.throughput > 0;
+    let throttled = cfg.throughput.is_limited();
     ProducerResult {
         sent: acked,
         failed,
@@ -232,11 +226,7 @@ fn summarise(cfg: &ProduceConfig, parts: Vec<Produced>) -> ProducerResult {
         p99_ms: latency.p99_ms,
         p999_ms: latency.p999_ms,
         elapsed_s,
-        target_rec_s: if throttled {
-            cfg.throughput as f64
-        } else {
-            -1.0
-        },
+        target_rec_s: cfg.throughput.as_target(),
         intended: throttled.then(|| intended.summary(acked)),
         span: start.map(|start| {
             crate::model::Span::since(start, std::time::Duration::from_secs_f64(elapsed_s))
@@ -415,7 +405,7 @@ impl Measuring {
 /// The Java tool's ThroughputThrottler: once the average rate since the start exceeds the
 /// target, wait one record's worth of time, batching waits below 2 ms.
 pub(crate) struct Throttler {
-    target: i64,
+    target: Option<u64>,
     start: Instant,
     per_record: Duration,
     deficit: Duration,
@@ -424,14 +414,12 @@ pub(crate) struct Throttler {
 const MIN_SLEEP: Duration = Duration::from_millis(2);
 
 impl Throttler {
-    pub(crate) fn new(target: i64, start: Instant) -> Self {
-        let per_record = if target > 0 {
-            Duration::from_nanos(1_000_000_000 / target as u64)
-        } else {
-            Duration::ZERO
-        };
+    pub(crate) fn new(target: Rate, start: Instant) -> Self {
+        let per_record = target.limit().map_or(Duration::ZERO, |rate| {
+            Duration::from_nanos(1_000_000_000 / rate)
+        });
         Throttler {
-            target,
+            target: target.limit(),
             start,
             per_record,
             deficit: Duration::ZERO,
@@ -439,11 +427,11 @@ impl Throttler {
     }
 
     pub(crate) fn should_throttle(&self, so_far: u64, now: Instant) -> bool {
-        if self.target <= 0 {
+        let Some(target) = self.target else {
             return false;
-        }
+        };
         let secs = now.duration_since(self.start).as_secs_f64();
-        secs > 0.0 && so_far as f64 / secs > self.target as f64
+        secs > 0.0 && so_far as f64 / secs > target as f64
     }
 
     /// Waits off the accumulated deficit, spending the time in `wait` (which serves callbacks).
@@ -574,7 +562,7 @@ fn produce_blocking(
     mut progress: impl FnMut(Progress),
 ) -> Result<Produced> {
     let (producer, origin) = measuring_producer(cfg, live.clone())?;
-    let throttled = cfg.throughput > 0;
+    let throttled = cfg.throughput.is_limited();
     let payload = payload(cfg.record_size);
 
     let start = Instant::now();
@@ -582,25 +570,14 @@ fn produce_blocking(
     let mut throttler = Throttler::new(cfg.throughput, start);
     // Record i's intended send time: the start plus i periods of the target rate.
     let start_ns = start.duration_since(origin).as_nanos() as u64;
-    let period_ns = if throttled {
-        1e9 / cfg.throughput as f64
-    } else {
-        0.0
-    };
+    let period_ns = cfg.throughput.limit().map_or(0.0, |rate| 1e9 / rate as f64);
     let report = |now: Instant, progress: &mut dyn FnMut(Progress)| {
         if let Some(p) = producer.context().take_window(now) {
             progress(p);
         }
     };
 
-    let handles = cfg
-        .topics
-        .iter()
-        .map(|t| TopicHandle::new(&producer, t))
-        .collect::<Result<Vec<_>>>()?;
-    if handles.is_empty() {
-        bail!("no topic to produce to");
-    }
+    let handles = topic_handles(&producer, &cfg.topics)?;
     let reports = Reports::new(&producer)?;
     let mut next_topic = 0;
     let mut sent = 0;
@@ -627,24 +604,15 @@ fn produce_blocking(
         } else {
             next_topic + 1
         };
-        loop {
-            match handles[topic].produce(&payload, opaque) {
-                Ok(()) => break,
-                Err(RDKafkaErrorCode::QueueFull) => {
-                    // The local queue is full: serve delivery reports, then retry.
-                    reports.wait(&producer, Duration::from_millis(1));
-                }
-                Err(e) => {
-                    return Err(anyhow!(
-                        "sending record {} of {} to topic `{}` through {}: {e}{}",
-                        i + 1,
-                        cfg.num_records,
-                        cfg.topics[topic],
-                        cfg.endpoint.bootstrap,
-                        producer.context().last_error.suffix()
-                    ))
-                }
-            }
+        if let Err(e) = send(&handles[topic], &payload, opaque, &reports, &producer) {
+            return Err(anyhow!(
+                "sending record {} of {} to topic `{}` through {}: {e}{}",
+                i + 1,
+                cfg.num_records,
+                cfg.topics[topic],
+                cfg.endpoint.bootstrap,
+                producer.context().last_error.suffix()
+            ));
         }
         // Serving delivery reports every few records rather than after each one saves a
         // queue round trip per record; a report waits at most a few microseconds longer.
@@ -669,6 +637,38 @@ fn produce_blocking(
     produced(&producer, cfg, start)
 }
 
+/// A handle of each of `topics`, in their order; none is an error.
+fn topic_handles(
+    producer: &BaseProducer<Measuring>,
+    topics: &[String],
+) -> Result<Vec<TopicHandle>> {
+    let handles = topics
+        .iter()
+        .map(|t| TopicHandle::new(producer, t))
+        .collect::<Result<Vec<_>>>()?;
+    if handles.is_empty() {
+        bail!("no topic to produce to");
+    }
+    Ok(handles)
+}
+
+/// Sends one record; while the local queue is full, serves delivery reports and retries.
+#[inline]
+fn send(
+    handle: &TopicHandle,
+    payload: &[u8],
+    opaque: usize,
+    reports: &Reports,
+    producer: &BaseProducer<Measuring>,
+) -> std::result::Result<(), RDKafkaErrorCode> {
+    loop {
+        match handle.produce(payload, opaque) {
+            Err(RDKafkaErrorCode::QueueFull) => reports.wait(producer, Duration::from_millis(1)),
+            sent => return sent,
+        }
+    }
+}
+
 /// The producer with its measuring context (latencies, delivery counts, windows), and the
 /// instant its clock counts from.
 fn measuring_producer(
@@ -684,7 +684,7 @@ fn measuring_producer(
         eprintln!("warning: {w}");
     }
     let origin = Instant::now();
-    let context = Measuring::new(origin, cfg.throughput > 0, cfg.record_size, live);
+    let context = Measuring::new(origin, cfg.throughput.is_limited(), cfg.record_size, live);
     let producer: BaseProducer<Measuring> = config
         .create_with_context(context)
         .context("creating the Kafka producer")?;
@@ -747,7 +747,7 @@ mod tests {
         // compares the average so far), so only the last sleep's overshoot can add to the
         // time: a throttler that waited twice as long per record would take 1.2 s.
         let start = Instant::now();
-        let mut t = Throttler::new(5000, start);
+        let mut t = Throttler::new(Rate::per_second(5000).unwrap(), start);
         for sent in 1..=3000u64 {
             if t.should_throttle(sent, Instant::now()) {
                 t.throttle(std::thread::sleep);
@@ -774,7 +774,7 @@ mod tests {
         assert_eq!((late + 250).wrapping_sub(sent) & SENT_MASK, 250);
     }
 
-    fn config(num_records: u64, throughput: i64) -> ProduceConfig {
+    fn config(num_records: u64, throughput: Rate) -> ProduceConfig {
         ProduceConfig {
             endpoint: Endpoint::new("broker:9092", &[]),
             topics: vec!["t".into()],
@@ -787,14 +787,19 @@ mod tests {
 
     #[test]
     fn producers_share_the_records_and_the_rate() {
-        let s = shares(&config(10, 7), 3);
+        let s = shares(&config(10, Rate::per_second(7).unwrap()), 3);
         let records: Vec<u64> = s.iter().map(|c| c.num_records).collect();
-        let rates: Vec<i64> = s.iter().map(|c| c.throughput).collect();
-        assert_eq!((records, rates), (vec![4, 3, 3], vec![3, 2, 2]));
+        let rates: Vec<Option<u64>> = s.iter().map(|c| c.throughput.limit()).collect();
+        assert_eq!(
+            (records, rates),
+            (vec![4, 3, 3], vec![Some(3), Some(2), Some(2)])
+        );
         // More producers than records: the idle ones are left out; unlimited stays unlimited.
-        let few = shares(&config(2, -1), 3);
+        let few = shares(&config(2, Rate::Unlimited), 3);
         assert_eq!(few.len(), 2);
-        assert!(few.iter().all(|c| c.throughput == -1 && c.num_records == 1));
+        assert!(few
+            .iter()
+            .all(|c| c.throughput == Rate::Unlimited && c.num_records == 1));
     }
 
     #[test]
@@ -815,7 +820,7 @@ mod tests {
             }
         };
         let r = summarise(
-            &config(2000, -1),
+            &config(2000, Rate::Unlimited),
             vec![part(1000, 1000, 2_000), part(1000, 2000, 4_000)],
         );
         assert_eq!(r.sent, 2000);
@@ -831,7 +836,9 @@ mod tests {
     #[test]
     fn unlimited_never_throttles() {
         let start = Instant::now() - Duration::from_secs(1);
-        assert!(!Throttler::new(-1, start).should_throttle(u64::MAX / 2, Instant::now()));
+        assert!(
+            !Throttler::new(Rate::Unlimited, start).should_throttle(u64::MAX / 2, Instant::now())
+        );
     }
 
     #[test]

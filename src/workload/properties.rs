@@ -100,76 +100,84 @@ pub fn map_java(props: &[(String, String)]) -> Result<Mapped> {
         if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == given) {
             bail!("property `{given}` is not supported: {why}");
         }
-        let mut push = |key: &str, value: String| {
+        for (key, value) in librdkafka(given, value)? {
             mapped.properties.push(Property {
                 given: given.to_string(),
-                key: key.to_string(),
+                key,
                 value,
-            })
-        };
-        match given {
-            "acks" => {
-                let v = match value.to_ascii_lowercase().as_str() {
-                    "all" | "-1" => "all",
-                    "0" => "0",
-                    "1" => "1",
-                    _ => bail!("property `acks` = `{value}`: expected all, -1, 0 or 1"),
-                };
-                push("acks", v.to_string());
-            }
-            "compression.type" => {
-                let v = value.to_ascii_lowercase();
-                if !["none", "gzip", "snappy", "lz4", "zstd"].contains(&v.as_str()) {
-                    bail!(
-                        "property `compression.type` = `{value}`: expected none, gzip, snappy, lz4 or zstd"
-                    );
-                }
-                push("compression.type", v);
-            }
-            "compression.gzip.level" | "compression.lz4.level" | "compression.zstd.level" => {
-                push("compression.level", value.to_string())
-            }
-            "buffer.memory" => {
-                let bytes: u64 = value.parse().map_err(|_| {
-                    anyhow!("property `buffer.memory` = `{value}`: expected a number of bytes")
-                })?;
-                push(
-                    "queue.buffering.max.kbytes",
-                    bytes.div_ceil(1024).to_string(),
-                );
-            }
-            "max.request.size" => push("message.max.bytes", value.to_string()),
-            // Java's -1 (operating-system default) is librdkafka's 0.
-            "send.buffer.bytes" => push("socket.send.buffer.bytes", socket_buffer(value)),
-            "receive.buffer.bytes" => push("socket.receive.buffer.bytes", socket_buffer(value)),
-            "fetch.max.wait.ms" => push("fetch.wait.max.ms", value.to_string()),
-            "ssl.truststore.certificates" => push("ssl.ca.pem", value.to_string()),
-            "ssl.keystore.certificate.chain" => push("ssl.certificate.pem", value.to_string()),
-            "ssl.keystore.key" => push("ssl.key.pem", value.to_string()),
-            "ssl.keystore.type" => {
-                if !value.eq_ignore_ascii_case("PKCS12") {
-                    bail!(
-                        "property `ssl.keystore.type` = `{value}`: librdkafka reads PKCS12 key stores only"
-                    );
-                }
-            }
-            "ssl.endpoint.identification.algorithm" => {
-                let v = if value.is_empty() {
-                    "none".to_string()
-                } else {
-                    value.to_ascii_lowercase()
-                };
-                push("ssl.endpoint.identification.algorithm", v);
-            }
-            "sasl.jaas.config" => {
-                let (user, password) = jaas_credentials(value)?;
-                push("sasl.username", user);
-                push("sasl.password", password);
-            }
-            _ => push(given, value.to_string()),
+            });
         }
     }
     Ok(mapped)
+}
+
+/// The librdkafka properties of Java client property `given` = `value` (none for a Java
+/// setting librdkafka needs no counterpart of); a value librdkafka cannot take is refused.
+fn librdkafka(given: &str, value: &str) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let mut push = |key: &str, value: String| out.push((key.to_string(), value));
+    match given {
+        "acks" => {
+            let v = match value.to_ascii_lowercase().as_str() {
+                "all" | "-1" => "all",
+                "0" => "0",
+                "1" => "1",
+                _ => bail!("property `acks` = `{value}`: expected all, -1, 0 or 1"),
+            };
+            push("acks", v.to_string());
+        }
+        "compression.type" => {
+            let v = value.to_ascii_lowercase();
+            if !["none", "gzip", "snappy", "lz4", "zstd"].contains(&v.as_str()) {
+                bail!(
+                    "property `compression.type` = `{value}`: expected none, gzip, snappy, lz4 or zstd"
+                );
+            }
+            push("compression.type", v);
+        }
+        "compression.gzip.level" | "compression.lz4.level" | "compression.zstd.level" => {
+            push("compression.level", value.to_string())
+        }
+        "buffer.memory" => {
+            let bytes: u64 = value.parse().map_err(|_| {
+                anyhow!("property `buffer.memory` = `{value}`: expected a number of bytes")
+            })?;
+            push(
+                "queue.buffering.max.kbytes",
+                bytes.div_ceil(1024).to_string(),
+            );
+        }
+        "max.request.size" => push("message.max.bytes", value.to_string()),
+        // Java's -1 (operating-system default) is librdkafka's 0.
+        "send.buffer.bytes" => push("socket.send.buffer.bytes", socket_buffer(value)),
+        "receive.buffer.bytes" => push("socket.receive.buffer.bytes", socket_buffer(value)),
+        "fetch.max.wait.ms" => push("fetch.wait.max.ms", value.to_string()),
+        "ssl.truststore.certificates" => push("ssl.ca.pem", value.to_string()),
+        "ssl.keystore.certificate.chain" => push("ssl.certificate.pem", value.to_string()),
+        "ssl.keystore.key" => push("ssl.key.pem", value.to_string()),
+        "ssl.keystore.type" => {
+            if !value.eq_ignore_ascii_case("PKCS12") {
+                bail!(
+                    "property `ssl.keystore.type` = `{value}`: librdkafka reads PKCS12 key stores only"
+                );
+            }
+        }
+        "ssl.endpoint.identification.algorithm" => {
+            let v = if value.is_empty() {
+                "none".to_string()
+            } else {
+                value.to_ascii_lowercase()
+            };
+            push("ssl.endpoint.identification.algorithm", v);
+        }
+        "sasl.jaas.config" => {
+            let (user, password) = jaas_credentials(value)?;
+            push("sasl.username", user);
+            push("sasl.password", password);
+        }
+        _ => push(given, value.to_string()),
+    }
+    Ok(out)
 }
 
 fn socket_buffer(value: &str) -> String {

@@ -1207,7 +1207,7 @@ async fn workload_end_offsets_counts_the_records_of_a_topic() {
             topics: vec![topic.clone()],
             num_records: 1234,
             record_size: 100,
-            throughput: -1,
+            throughput: perf_tests::rate::Rate::Unlimited,
             properties: vec![("acks".into(), "all".into())],
         },
         |_| {},

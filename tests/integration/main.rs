@@ -21,6 +21,7 @@ mod e2e;
 mod end_to_end;
 mod engine;
 mod faults;
+mod house;
 mod images;
 mod kroxylicious;
 mod kroxylicious_run;

@@ -98,8 +98,14 @@ async fn each_measured_phase_is_profiled_and_encryption_shows_what_it_adds() {
             .path()
             .join(format!("{scenario}.{phase}.{rep}.collapsed"));
         let jfr = profiles.join(format!("{scenario}.{proxy}.{phase}.rep{rep}.jfr"));
-        perf_tests::profile::convert(&tools, perf_tests::profile::Mode::Cpu, &jfr, &out, "t")
-            .unwrap();
+        perf_tests::profile::convert(
+            &tools,
+            perf_tests::settings::ProfileMode::Cpu,
+            &jfr,
+            &out,
+            "t",
+        )
+        .unwrap();
         std::fs::read_to_string(out).unwrap()
     };
     let stacks = |scenario: &str, proxy: &str, phase: &str| stacks_of(scenario, proxy, phase, 1);

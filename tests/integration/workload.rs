@@ -10,6 +10,7 @@ use anyhow::Result;
 use futures_util::future::BoxFuture;
 use perf_tests::driver::{flow, Event, MeasureSpec, Progress, Session};
 use perf_tests::model::{ConsumerResult, Measurement, ProducerResult};
+use perf_tests::rate::Rate;
 use perf_tests::workload::command::parse_result_line;
 use perf_tests::workload::{
     consume, probe, produce, unique_suffix, Admin, ConsumeConfig, ProduceConfig, TopicSpec,
@@ -48,10 +49,9 @@ impl Session for InProcess {
         &'a self,
         spec: &'a MeasureSpec,
         records: u64,
-        throughput: i64,
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<ProducerResult>> {
-        let cfg = spec.produce_config(&[], records, throughput);
+        let cfg = spec.produce_config(&[], records);
         Box::pin(async move { produce(&cfg, |p| progress(Event::Sent(p.records))).await })
     }
     fn consume<'a>(
@@ -112,7 +112,7 @@ fn topic(prefix: &str) -> String {
     format!("{prefix}-{}", unique_suffix())
 }
 
-fn produce_cfg(bootstrap: &str, topic: &str, num_records: u64, throughput: i64) -> ProduceConfig {
+fn produce_cfg(bootstrap: &str, topic: &str, num_records: u64, throughput: Rate) -> ProduceConfig {
     ProduceConfig {
         endpoint: Endpoint::new(bootstrap, &[]),
         topics: vec![topic.to_string()],
@@ -192,7 +192,7 @@ async fn records_go_to_the_topics_in_turn_and_one_group_reads_them_all() {
     let names = spec.topic_names();
     assert_eq!(names.len(), 3);
     InProcess.create_topic(&spec).await.unwrap();
-    let mut cfg = produce_cfg(b, &names[0], 1000, -1);
+    let mut cfg = produce_cfg(b, &names[0], 1000, Rate::Unlimited);
     cfg.topics = names.clone();
     assert_eq!(produce(&cfg, |_| {}).await.unwrap().sent, 1000);
     let admin = Admin::connect(b, &[]).unwrap();
@@ -230,7 +230,9 @@ async fn group_resumes_after_the_records_it_consumed() {
         .unwrap();
     let group = format!("group-{}", unique_suffix());
 
-    let warm = produce(&produce_cfg(b, &t, 300, -1), |_| {}).await.unwrap();
+    let warm = produce(&produce_cfg(b, &t, 300, Rate::Unlimited), |_| {})
+        .await
+        .unwrap();
     assert_eq!(warm.sent, 300);
     let first = consume(&consume_cfg(b, &t, &group, 300, 20)).await.unwrap();
     assert_eq!(first.consumed_recs, 300);
@@ -247,7 +249,7 @@ async fn group_resumes_after_the_records_it_consumed() {
     const NS: f64 = 1e-6;
     assert!(assigned - NS <= at && at <= last + NS, "{first:?}");
 
-    let measured = produce(&produce_cfg(b, &t, 1000, -1), |_| {})
+    let measured = produce(&produce_cfg(b, &t, 1000, Rate::Unlimited), |_| {})
         .await
         .unwrap();
     assert_eq!(measured.sent, 1000);
@@ -273,9 +275,12 @@ async fn fixed_throughput_sends_on_schedule() {
         .create_topic(&TopicSpec::new(&t), Duration::from_secs(20))
         .await
         .unwrap();
-    let r = produce(&produce_cfg(&broker.bootstrap, &t, 7000, 2000), |_| {})
-        .await
-        .unwrap();
+    let r = produce(
+        &produce_cfg(&broker.bootstrap, &t, 7000, Rate::per_second(2000).unwrap()),
+        |_| {},
+    )
+    .await
+    .unwrap();
     assert_eq!(r.sent, 7000);
     assert_eq!(r.target_rec_s, 2000.0);
     // The rate's time runs from the schedule's start to the last acknowledgement: the sends'
@@ -307,9 +312,15 @@ async fn producer_progress_is_reported_in_windows() {
     let mut windows = Vec::new();
     // 5.5 s at 2000 rec/s: the window of the first acknowledgements, closed as they come, then
     // one full 5 s window.
-    let r = produce(&produce_cfg(&broker.bootstrap, &t, 11000, 2000), |p| {
-        windows.push(p)
-    })
+    let r = produce(
+        &produce_cfg(
+            &broker.bootstrap,
+            &t,
+            11000,
+            Rate::per_second(2000).unwrap(),
+        ),
+        |p| windows.push(p),
+    )
     .await
     .unwrap();
     assert_eq!(r.sent, 11000);

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod pair;
+
 /// What the producer side of one measured scenario did (kafka-producer-perf-test semantics).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProducerResult {
@@ -316,7 +318,7 @@ pub struct Measurement {
     pub cost: Vec<crate::cost::PhaseCost>,
     /// The profiles recorded over each measured phase (`PROFILE`, see `crate::profile`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub profiles: Vec<crate::profile::Recording>,
+    pub profiles: Vec<Recording>,
     /// In a paired run, side B's measurement, made in the same phase as this one (side A's);
     /// its cost is in this one's (see `crate::pair`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -348,19 +350,6 @@ pub struct Second {
 }
 
 impl Measurement {
-    /// This repetition of a paired scenario as a pair: side A's (this) and side B's (its
-    /// [`Measurement::pair`]) producers and the phase's cost; `Err` says what is missing.
-    pub fn pair_phase(&self, pair: &crate::pair::Pair) -> Result<crate::pair::PairPhase, String> {
-        let b = self.pair.as_deref().ok_or("side B has no measurement")?;
-        let side = |m: &Measurement| crate::pair::Side {
-            sent: m.producer.sent,
-            rate_rec_s: m.producer.rate_rec_s,
-            p50_ms: m.producer.intended.as_ref().map_or(0.0, |l| l.p50_ms),
-            p99_ms: m.producer.intended.as_ref().map_or(0.0, |l| l.p99_ms),
-        };
-        crate::pair::PairPhase::of(pair, &self.cost, side(self), side(b))
-    }
-
     /// The median summary of repetitions: every rate, latency and time is the median over the
     /// repetitions; the counters come from the worst repetition (one whose counters disagree or
     /// whose sends failed, else the first), so a problem in any repetition stays visible.
@@ -531,7 +520,7 @@ pub struct ScenarioResult {
     /// A paired scenario's sides compared, pair by pair (`crate::pair`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
-    pub pair: Option<crate::pair::PairResult>,
+    pub pair: Option<pair::PairResult>,
 }
 
 /// The KMS of a scenario's record encryption: the proxy's provider and, when the KMS is reached
@@ -731,6 +720,18 @@ impl ProducerResult {
         }
         out
     }
+}
+
+/// One recording kept with the results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Recording {
+    pub service: String,
+    pub phase: String,
+    /// `PROFILE`'s mode and the agent's event that ran it.
+    pub mode: crate::settings::ProfileMode,
+    pub event: String,
+    /// The recording's file, relative to the run's `profiles/`.
+    pub file: String,
 }
 
 #[cfg(test)]
