@@ -3,9 +3,11 @@
 //! Data flows one way, and so do the imports (no module imports one that imports it back):
 //!
 //! - `cli` parses the command line into plain `settings`, whose one table (`settings::table`)
-//!   declares every setting once: its flag and variable, help, default, whether it may vary and
-//!   whether it changes what is measured; the command line, the Compose variables, the
-//!   `matrix`, compare's warnings and the tests all read that table;
+//!   declares every setting once: its field, flag and variable, help, default, whether it may
+//!   vary and whether it changes what is measured; the command line, the Compose variables, the
+//!   `matrix`, compare's warnings and the tests all read that table. The settings (a producer's
+//!   `rate` among them), the results' `model` and a container's `counters` are plain data that
+//!   import no engine, image or process code;
 //! - `plan` turns the settings, the `scenario` files and the `compose` files into one resolved
 //!   plan (scenarios, steps, Compose project, service closures, images and how each is had) per
 //!   combination of the settings a `matrix` varies (a `sweep` is a matrix of rates), after one
