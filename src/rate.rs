@@ -41,11 +41,9 @@ impl Rate {
     pub fn share(self, n: u64, i: u64) -> Rate {
         match self {
             Rate::Unlimited => Rate::Unlimited,
-            Rate::PerSecond(total) => {
-                let total = total.get();
-                let part = total / n + u64::from(i < total % n);
-                Rate::PerSecond(NonZeroU64::new(part).unwrap_or(NonZeroU64::MIN))
-            }
+            Rate::PerSecond(total) => Rate::PerSecond(
+                NonZeroU64::new(share(total.get(), n, i)).unwrap_or(NonZeroU64::MIN),
+            ),
         }
     }
 
@@ -53,6 +51,13 @@ impl Rate {
     pub fn as_target(self) -> f64 {
         self.limit().map_or(-1.0, |n| n as f64)
     }
+}
+
+/// Share `i` of `total` split over `n` as evenly as whole numbers go, the first ones taking the
+/// remainders: what each of several clients (producers, load generators) takes of a count or a
+/// rate.
+pub fn share(total: u64, n: u64, i: u64) -> u64 {
+    total / n + u64::from(i < total % n)
 }
 
 impl fmt::Display for Rate {

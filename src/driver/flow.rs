@@ -535,9 +535,10 @@ async fn warm_up(
     if let Some(quiet) = &spec.warm_up_jit {
         marks.compiling(quiet.window).await;
     }
+    let full_speed = spec.at_full_speed();
     for round in 1.. {
         announce_round(round, started, compiling.as_ref(), spec);
-        let (p, c) = warm_round(session, spec, records, group, shaped).await?;
+        let (p, c) = warm_round(session, spec, &full_speed, records, group, shaped).await?;
         produced += p;
         consumed += c;
         // Without the setting the warm-up is by time (or one round) alone.
@@ -607,11 +608,12 @@ fn announce_round(
 }
 
 /// One warm-up round of `records`: in the phase's shape (producer and group at once), or
-/// produced at full speed and then consumed. Returns the seconds spent producing and
-/// consuming (a shaped round's all count as producing).
+/// produced at full speed (`full_speed`, `spec` unlimited) and then consumed. Returns the
+/// seconds spent producing and consuming (a shaped round's all count as producing).
 async fn warm_round(
     session: &dyn Session,
     spec: &MeasureSpec,
+    full_speed: &MeasureSpec,
     records: u64,
     group: &str,
     shaped: bool,
@@ -629,7 +631,7 @@ async fn warm_round(
         return Ok((t.elapsed().as_secs_f64(), 0.0));
     }
     let warm = session
-        .produce(&spec.at_full_speed(), records, &|_| {})
+        .produce(full_speed, records, &|_| {})
         .await
         .context("warm-up produce")?;
     let produced = t.elapsed().as_secs_f64();

@@ -77,8 +77,7 @@ impl Spread {
 
 /// Part `i` of `n`'s share of `total`: the first `total % n` parts one more.
 fn share(total: u64, n: usize, i: usize) -> u64 {
-    let n = n as u64;
-    total / n + u64::from((i as u64) < total % n)
+    crate::rate::share(total, n as u64, i as u64)
 }
 
 /// Which load generator an error came from.

@@ -173,10 +173,9 @@ pub async fn produce_live(
 /// out.
 fn shares(cfg: &ProduceConfig, producers: u32) -> Vec<ProduceConfig> {
     let n = u64::from(producers);
-    let split = |total: u64, i: u64| total / n + u64::from(i < total % n);
     (0..n)
         .map(|i| ProduceConfig {
-            num_records: split(cfg.num_records, i),
+            num_records: crate::rate::share(cfg.num_records, n, i),
             throughput: cfg.throughput.share(n, i),
             ..cfg.clone()
         })
