@@ -109,15 +109,12 @@ async fn the_tls_suite_runs_end_to_end_and_leaves_nothing() {
     );
 }
 
+// The three signals a run is stopped by share one handler and one teardown: each is sent once,
+// and each measured step gets at least one of them (a step's own teardown is what differs).
+
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_during_a_measured_produce_removes_the_run_and_keeps_what_completed() {
     signal_during(Phase::Produce, "INT").await;
-}
-
-/// What `kill`, a service manager or a container runtime sends to stop a process.
-#[tokio::test(flavor = "multi_thread")]
-async fn sigterm_during_a_measured_produce_removes_the_run_and_keeps_what_completed() {
-    signal_during(Phase::Produce, "TERM").await;
 }
 
 /// A closed terminal or SSH session sends SIGHUP: handled as Ctrl-C, not exit 129 with the
@@ -127,19 +124,10 @@ async fn sighup_during_a_measured_produce_removes_the_run_and_keeps_what_complet
     signal_during(Phase::Produce, "HUP").await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn ctrl_c_during_a_measured_consume_removes_the_run_and_saves_nothing() {
-    signal_during(Phase::Consume, "INT").await;
-}
-
+/// What `kill`, a service manager or a container runtime sends to stop a process.
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_during_a_measured_consume_removes_the_run_and_saves_nothing() {
     signal_during(Phase::Consume, "TERM").await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn sighup_during_a_measured_consume_removes_the_run_and_saves_nothing() {
-    signal_during(Phase::Consume, "HUP").await;
 }
 
 /// The measured step a signal is sent in.

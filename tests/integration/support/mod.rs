@@ -60,15 +60,58 @@ pub struct Broker {
 }
 
 impl Broker {
-    /// Starts a broker and waits until it answers a metadata request.
+    /// Starts a broker and waits until it answers a metadata request. Its ports are free when
+    /// chosen but not held until the broker binds them, so another process on the host may
+    /// take one in between: a broker that exits saying its address is in use is started again
+    /// on other ports; any other exit fails at once with its log.
     pub async fn start() -> Broker {
+        const ATTEMPTS: u32 = 3;
+        for attempt in 1..=ATTEMPTS {
+            let broker = Broker::launch();
+            let ready = tokio::select! {
+                r = perf_tests::workload::probe(&broker.bootstrap, &[], Duration::from_secs(90)) => r,
+                _ = broker.exited() => Err(anyhow::anyhow!("the broker's container exited")),
+            };
+            match ready {
+                Ok(()) => return broker,
+                Err(e) => {
+                    let log = broker.log_text();
+                    if attempt < ATTEMPTS
+                        && !broker.running()
+                        && log.contains("Address already in use")
+                    {
+                        eprintln!(
+                            "broker at {} lost a port to another process; starting it again",
+                            broker.bootstrap
+                        );
+                        continue;
+                    }
+                    panic!(
+                        "broker at {} not ready: {e:#}\nbroker log:\n{log}",
+                        broker.bootstrap
+                    );
+                }
+            }
+        }
+        unreachable!("the last attempt returns or panics")
+    }
+
+    /// Creates the broker's container on fresh ports, without waiting for it. It is not
+    /// started with --rm, so an early exit leaves its log to read; Drop removes it.
+    fn launch() -> Broker {
         let image = kafka_image();
         let port = free_port();
+        let controller = loop {
+            let p = free_port();
+            if p != port {
+                break p;
+            }
+        };
         let container = format!("perf-tests-test-broker-{}-{port}", std::process::id());
         let mut cmd = Command::new("docker");
-        cmd.args(["run", "--detach", "--rm", "--network", "host"])
+        cmd.args(["run", "--detach", "--network", "host"])
             .args(["--name", &container, "--label", LABEL]);
-        for var in kafka_env("127.0.0.1", port, free_port()) {
+        for var in kafka_env("127.0.0.1", port, controller) {
             cmd.args(["--env", &var]);
         }
         let out = cmd
@@ -81,20 +124,34 @@ impl Broker {
             "starting a broker from {image} (`perf-tests images build` makes it): {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let broker = Broker {
+        Broker {
             container,
             bootstrap: format!("127.0.0.1:{port}"),
-        };
-        let ready =
-            perf_tests::workload::probe(&broker.bootstrap, &[], Duration::from_secs(90)).await;
-        if let Err(e) = ready {
-            panic!(
-                "broker at {} not ready: {e:#}\nbroker log:\n{}",
-                broker.bootstrap,
-                broker.log_text()
-            );
         }
-        broker
+    }
+
+    /// Whether the broker's container is still running.
+    fn running(&self) -> bool {
+        Command::new("docker")
+            .args(["inspect", "--format", "{{.State.Running}}", &self.container])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "true")
+            .unwrap_or(false)
+    }
+
+    /// Returns once the broker's container has exited (`docker wait` blocks until it does);
+    /// never, if the engine cannot be asked.
+    async fn exited(&self) {
+        let waited = tokio::process::Command::new("docker")
+            .args(["wait", &self.container])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .status()
+            .await;
+        if !waited.is_ok_and(|s| s.success()) {
+            std::future::pending::<()>().await;
+        }
     }
 
     /// The broker's output so far.
