@@ -423,6 +423,7 @@ fn run_on(host: &str, results: &std::path::Path, env: &[(&str, &str)]) -> Output
     common::perf_tests_run(results)
         .envs(engine_env(host))
         .env("NUM_RECORDS", "5000")
+        .env("NETWORK_CEILING", "1")
         .envs(env.iter().copied())
         .output()
         .unwrap()

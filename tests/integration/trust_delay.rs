@@ -41,6 +41,7 @@ fn run(test: &str, results: &Path, progress: Arc<Mutex<Progress>>) -> PathBuf {
         .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
         .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
         .env("REPEAT", "5")
+        .env(common::NO_CEILING.0, common::NO_CEILING.1)
         .env("RESULTS_DIR", results)
         .arg("run")
         .stdout(Stdio::piped())
