@@ -18,7 +18,6 @@ use yaml_serde::Value as Yaml;
 
 /// Records per measurement: enough for every counter and rate, small enough for a quick run.
 const RECORDS: u64 = 3000;
-const WARM_UP: &str = "200";
 
 /// The default suite's scenarios, with what each declares the broker holds and the consumer
 /// receives.
@@ -37,17 +36,12 @@ const SCENARIOS: [(&str, &str, &str); 5] = [
 /// Sample records of every path check.
 const SAMPLE: u64 = 20;
 
-/// Runs `perf-tests run` from the repository with only `env` set among the settings, small
-/// counts and no network ceiling (unless `env` sets them) and results under `results`.
+/// Runs `perf-tests run` from the repository with only `env` set among the settings, a small
+/// run's (`common::small_run`) and `RECORDS` unless `env` sets them.
 fn run(env: &[(&str, &str)], results: &Path) -> Output {
     let mut cmd = common::bin();
     cmd.arg("run");
-    let records = RECORDS.to_string();
-    cmd.env("NUM_RECORDS", &records)
-        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", WARM_UP)
-        .env("WARM_UP_NUM_RECORDS_PRE_TEST", WARM_UP)
-        .env(common::NO_CEILING.0, common::NO_CEILING.1)
-        .env("RESULTS_DIR", results);
+    common::small_run(&mut cmd, results).env("NUM_RECORDS", RECORDS.to_string());
     cmd.envs(env.iter().copied());
     cmd.output().expect("perf-tests starts")
 }

@@ -34,15 +34,11 @@ struct Progress {
 /// `progress` follows the run's lines as they come.
 fn run(test: &str, results: &Path, progress: Arc<Mutex<Progress>>) -> PathBuf {
     let mut cmd = common::bin();
-    let mut child = cmd
+    let mut child = common::small_run(&mut cmd, results)
         .env("SCENARIOS", "scenarios/kroxylicious")
         .env("TEST", test)
         .env("NUM_RECORDS", "2e4")
-        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
-        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
         .env("REPEAT", "5")
-        .env(common::NO_CEILING.0, common::NO_CEILING.1)
-        .env("RESULTS_DIR", results)
         .arg("run")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -86,24 +86,26 @@ pub fn run_succeeds(results: &Path, env: &[(&str, &str)]) -> String {
 }
 
 /// [`perf_tests_run`] for another command that runs scenarios (`sweep`).
-///
-/// The network's ceiling is off ([`NO_CEILING`]): a test that checks it, or runs the default
-/// suite as a user does, sets `NETWORK_CEILING=1`.
 pub fn perf_tests_command(command: &str, results: &Path) -> std::process::Command {
     let mut cmd = bin();
-    cmd.arg(command)
-        .env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
-        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
-        .env("RESULTS_DIR", results)
-        .env("CI", "true")
-        .env(NO_CEILING.0, NO_CEILING.1);
+    cmd.arg(command);
+    small_run(&mut cmd, results).env("CI", "true");
     cmd
 }
 
-/// The network's ceiling off: measured with iperf3 on every hop before each scenario, it costs
-/// a few seconds a scenario that finds nothing in a test of something else. Its own tests, the
-/// swarm's and the default suite's run set it on.
-pub const NO_CEILING: (&str, &str) = ("NETWORK_CEILING", "0");
+/// What every test's run of scenarios has unless it sets otherwise: small warm-ups, results
+/// under `results`, and the network's ceiling off (measured with iperf3 on every hop before
+/// each scenario, it costs seconds a scenario that find nothing in a test of something else;
+/// its own tests, the swarm's and the default suite's run set `NETWORK_CEILING=1`).
+pub fn small_run<'a>(
+    cmd: &'a mut std::process::Command,
+    results: &Path,
+) -> &'a mut std::process::Command {
+    cmd.env("WARM_UP_NUM_RECORDS_POST_BROKER_START", "200")
+        .env("WARM_UP_NUM_RECORDS_PRE_TEST", "200")
+        .env("NETWORK_CEILING", "0")
+        .env("RESULTS_DIR", results)
+}
 
 /// The running container of run `run_id` labelled as `service` (a Compose service, or
 /// `workload` for the load generator), asked of the local engine with the `docker` CLI.

@@ -68,30 +68,30 @@ impl Broker {
         const ATTEMPTS: u32 = 3;
         for attempt in 1..=ATTEMPTS {
             let broker = Broker::launch();
-            let ready = tokio::select! {
-                r = perf_tests::workload::probe(&broker.bootstrap, &[], Duration::from_secs(90)) => r,
-                _ = broker.exited() => Err(anyhow::anyhow!("the broker's container exited")),
-            };
-            match ready {
-                Ok(()) => return broker,
-                Err(e) => {
+            let probe =
+                perf_tests::workload::probe(&broker.bootstrap, &[], Duration::from_secs(90));
+            let why = tokio::select! {
+                ready = probe => match ready {
+                    Ok(()) => return broker,
+                    Err(e) => format!("{e:#}"),
+                },
+                _ = broker.exited() => {
                     let log = broker.log_text();
-                    if attempt < ATTEMPTS
-                        && !broker.running()
-                        && log.contains("Address already in use")
-                    {
+                    if attempt < ATTEMPTS && log.contains("Address already in use") {
                         eprintln!(
                             "broker at {} lost a port to another process; starting it again",
                             broker.bootstrap
                         );
                         continue;
                     }
-                    panic!(
-                        "broker at {} not ready: {e:#}\nbroker log:\n{log}",
-                        broker.bootstrap
-                    );
+                    "its container exited".to_string()
                 }
-            }
+            };
+            panic!(
+                "broker at {} not ready: {why}\nbroker log:\n{}",
+                broker.bootstrap,
+                broker.log_text()
+            );
         }
         unreachable!("the last attempt returns or panics")
     }
@@ -128,15 +128,6 @@ impl Broker {
             container,
             bootstrap: format!("127.0.0.1:{port}"),
         }
-    }
-
-    /// Whether the broker's container is still running.
-    fn running(&self) -> bool {
-        Command::new("docker")
-            .args(["inspect", "--format", "{{.State.Running}}", &self.container])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "true")
-            .unwrap_or(false)
     }
 
     /// Returns once the broker's container has exited (`docker wait` blocks until it does);
