@@ -188,7 +188,11 @@ impl Address {
                     t.named_by
                 ))
             }
-            Some(t) if e.contains("unknownissuer") || e.contains("invalid peer certificate") => {
+            Some(t)
+                if e.contains("unknownissuer")
+                    || e.contains("invalid peer certificate")
+                    || e.contains("certificate verify failed") =>
+            {
                 Some(format!(
                     "the engine at {} presented a certificate {} does not vouch for ({}): the \
                      engine's certificate must be signed by that CA and name the address",
@@ -201,6 +205,7 @@ impl Address {
                 if e.contains("certificaterequired")
                     || e.contains("badcertificate")
                     || e.contains("unknownca")
+                    || e.contains("unknown ca")
                     || e.contains("certificate required")
                     || e.contains("bad certificate") =>
             {
@@ -215,6 +220,53 @@ impl Address {
             _ => None,
         }
     }
+}
+
+/// A TLS handshake with the engine on its own, then one request read to its end: what fails
+/// there, if anything. Under TLS 1.3 the engine refuses a client certificate after the client
+/// has finished its half of the handshake, so an HTTP client may see only a closed connection
+/// ("connection was not ready"); reading on until the engine's alert arrives names the refusal.
+pub fn handshake_failure(address: &Address) -> Option<String> {
+    use openssl::ssl::{SslConnector, SslFiletype, SslMethod};
+    use std::io::{Read, Write};
+    use std::net::{TcpStream, ToSocketAddrs};
+    use std::time::Duration;
+
+    let t = address.tls.as_ref()?;
+    let authority = address.host.strip_prefix("tcp://")?;
+    let wait = Duration::from_secs(5);
+    let attempt = || -> std::result::Result<(), String> {
+        let text = |e: &dyn std::fmt::Display| e.to_string();
+        let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(|e| text(&e))?;
+        builder
+            .set_ca_file(t.dir.join(ENGINE_CA_FILE))
+            .map_err(|e| text(&e))?;
+        builder
+            .set_certificate_file(t.dir.join(ENGINE_CERT_FILE), SslFiletype::PEM)
+            .map_err(|e| text(&e))?;
+        builder
+            .set_private_key_file(t.dir.join(ENGINE_KEY_FILE), SslFiletype::PEM)
+            .map_err(|e| text(&e))?;
+        let at = authority
+            .to_socket_addrs()
+            .map_err(|e| text(&e))?
+            .next()
+            .ok_or_else(|| format!("{authority}: no address"))?;
+        let tcp = TcpStream::connect_timeout(&at, wait).map_err(|e| text(&e))?;
+        tcp.set_read_timeout(Some(wait)).map_err(|e| text(&e))?;
+        tcp.set_write_timeout(Some(wait)).map_err(|e| text(&e))?;
+        let name = authority
+            .rsplit_once(':')
+            .map_or(authority, |(h, _)| h)
+            .trim_matches(['[', ']']);
+        let mut tls = builder.build().connect(name, tcp).map_err(|e| text(&e))?;
+        tls.write_all(b"GET /_ping HTTP/1.0\r\n\r\n")
+            .map_err(|e| text(&e))?;
+        let mut answer = Vec::new();
+        tls.read_to_end(&mut answer).map_err(|e| text(&e))?;
+        Ok(())
+    };
+    attempt().err()
 }
 
 /// Whether `authority` (`host:port`) names this machine.
@@ -427,6 +479,66 @@ mod tests {
         assert!(
             err.contains(&format!(
                 "the engine at tcp://127.0.0.1:{port} does not speak TLS on that port"
+            )),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_client_certificate_is_named_however_the_first_request_ends() {
+        use openssl::ssl::{SslAcceptor, SslFiletype, SslMethod, SslVerifyMode};
+        // An engine trusting its own CA's clients, and a client whose certificate another CA
+        // signed: the engine's alert comes after the client's half of the handshake.
+        let server_dir = tempfile::tempdir().unwrap();
+        let engine_ca = Ca::new("engine CA", 1).unwrap();
+        let ip: IpAddr = "127.0.0.1".parse().unwrap();
+        write_engine_dir(
+            server_dir.path(),
+            &engine_ca,
+            Usage::Server,
+            "engine",
+            &[],
+            &[ip],
+        )
+        .unwrap();
+        let mut acceptor = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls()).unwrap();
+        let at = |f: &str| server_dir.path().join(f);
+        acceptor.set_ca_file(at(ENGINE_CA_FILE)).unwrap();
+        acceptor
+            .set_certificate_file(at(ENGINE_CERT_FILE), SslFiletype::PEM)
+            .unwrap();
+        acceptor
+            .set_private_key_file(at(ENGINE_KEY_FILE), SslFiletype::PEM)
+            .unwrap();
+        acceptor.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+        let acceptor = acceptor.build();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let _ = acceptor.accept(stream.unwrap());
+            }
+        });
+        let client_dir = tempfile::tempdir().unwrap();
+        let other_ca = Ca::new("another CA", 1).unwrap();
+        write_engine_dir(client_dir.path(), &other_ca, Usage::Client, "c", &[], &[]).unwrap();
+        std::fs::copy(at(ENGINE_CA_FILE), client_dir.path().join(ENGINE_CA_FILE)).unwrap();
+        let mut address = with_tls(client_dir.path());
+        address.host = format!("tcp://127.0.0.1:{port}");
+
+        let alone = handshake_failure(&address).expect("the engine refuses the certificate");
+        let said = address.explain(&alone).unwrap_or_default();
+        assert!(said.contains("refused the client certificate"), "{alone}");
+        let err = format!(
+            "{:#}",
+            super::super::Engine::connect_to(&address, "test")
+                .await
+                .unwrap_err()
+        );
+        assert!(
+            err.contains(&format!(
+                "refused the client certificate {}",
+                client_dir.path().join(ENGINE_CERT_FILE).display()
             )),
             "{err}"
         );

@@ -166,13 +166,28 @@ impl Engine {
                 address.describe()
             )
         };
-        let docker =
-            match tokio::time::timeout(Duration::from_secs(15), docker.negotiate_version()).await {
-                Ok(Ok(d)) => d,
-                // The whole chain: a TLS failure's cause is only in the sources.
-                Ok(Err(e)) => return Err(unreachable(format!("{:#}", anyhow::Error::new(e)))),
-                Err(_) => return Err(unreachable("no answer within 15 s".into())),
-            };
+        let docker = match tokio::time::timeout(Duration::from_secs(15), docker.negotiate_version())
+            .await
+        {
+            Ok(Ok(d)) => d,
+            // The whole chain: a TLS failure's cause is only in the sources.
+            Ok(Err(e)) => {
+                let mut text = format!("{:#}", anyhow::Error::new(e));
+                if address.tls.is_some() && address.explain(&text).is_none() {
+                    let probed = address.clone();
+                    let failure =
+                        tokio::task::spawn_blocking(move || address::handshake_failure(&probed))
+                            .await
+                            .ok()
+                            .flatten();
+                    if let Some(failure) = failure {
+                        text = format!("{text}; a TLS handshake alone: {failure}");
+                    }
+                }
+                return Err(unreachable(text));
+            }
+            Err(_) => return Err(unreachable("no answer within 15 s".into())),
+        };
         Ok(Engine {
             docker,
             run_id: run_id.to_string(),

@@ -105,20 +105,38 @@ fn remains() -> Vec<String> {
     found
 }
 
+/// A test's turn at the engine and the swarm: a test that fails takes its swarm down before the
+/// next test's turn, so one failure stays one (the next would find a swarm up).
+struct Turn {
+    _locks: [std::fs::File; 2],
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if std::thread::panicking() && !remains().is_empty() {
+            let out = swarm(&["down"]);
+            eprintln!("after the failure, swarm down: {}", text(&out.stderr));
+        }
+    }
+}
+
 /// This test's turn at the engine and the swarm, with no local swarm up, the host's engine and
 /// on it the small image the swarm gets (iperf3's).
-async fn no_swarm_yet() -> ([std::fs::File; 2], Engine) {
-    let locks = [engine_lock(false), swarm_lock()];
-    assert_eq!(
-        remains(),
-        Vec::<String>::new(),
-        "a local swarm was already up"
-    );
+async fn no_swarm_yet() -> (Turn, Engine) {
+    let turn = Turn {
+        _locks: [engine_lock(false), swarm_lock()],
+    };
+    let found = remains();
+    if !found.is_empty() {
+        // Not this test's swarm: left as found for whoever made it.
+        std::mem::forget(turn);
+        panic!("a local swarm was already up: {found:?}");
+    }
     let host = Engine::connect("swarm-test").await.unwrap();
     perf_tests::images::recipe::ensure(&host, &perf_tests::ceiling::recipe(), false)
         .await
         .unwrap();
-    (locks, host)
+    (turn, host)
 }
 
 #[tokio::test(flavor = "multi_thread")]
