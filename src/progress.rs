@@ -4,7 +4,6 @@
 //! terminal, as a plain line every [`PLAIN_EVERY`] otherwise.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -178,34 +177,37 @@ pub fn records(what: &str, total: u64) -> Records {
 }
 
 /// A thread that shows a step's state four times a second (a terminal's spinner, or a plain
-/// line when due) until dropped.
+/// line when due) until dropped. Dropping it wakes the thread at once: a step's end is not held
+/// to the next tick (a quarter of a second a step, several a repetition).
 struct Ticker {
-    stop: Arc<AtomicBool>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Ticker {
     fn start<T: Send + 'static>(state: Arc<Mutex<T>>, show: fn(&mut T)) -> Ticker {
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("progress".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(Duration::from_millis(250));
-                        show(&mut state.lock().unwrap_or_else(|e| e.into_inner()));
-                    }
-                })
-                .ok()
-        };
-        Ticker { stop, thread }
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("progress".into())
+            .spawn(move || {
+                // Ends when the sender is dropped (Disconnected), not at the next tick.
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(Duration::from_millis(250))
+                {
+                    show(&mut state.lock().unwrap_or_else(|e| e.into_inner()));
+                }
+            })
+            .ok();
+        Ticker {
+            stop: Some(stop),
+            thread,
+        }
     }
 }
 
 impl Drop for Ticker {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        drop(self.stop.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -323,6 +325,20 @@ impl Task {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_ends_when_its_work_does_not_at_the_next_tick() {
+        // Twenty steps of no work: held to the tick they would take five seconds.
+        let started = Instant::now();
+        for i in 0..20 {
+            drop(task(&format!("step {i}")));
+        }
+        assert!(
+            started.elapsed() < Duration::from_millis(250),
+            "{:?}",
+            started.elapsed()
+        );
+    }
 
     #[test]
     fn a_task_line_has_its_elapsed_time_and_what_it_last_said() {
