@@ -37,7 +37,7 @@ fn run(test: &str, results: &Path, progress: Arc<Mutex<Progress>>) -> PathBuf {
     let mut child = common::small_run(&mut cmd, results)
         .env("SCENARIOS", "scenarios/kroxylicious")
         .env("TEST", test)
-        .env("NUM_RECORDS", "2e4")
+        .env("NUM_RECORDS", "1e4")
         .env("REPEAT", "5")
         .arg("run")
         .stdout(Stdio::piped())
