@@ -222,59 +222,62 @@ impl Address {
     }
 }
 
-/// A TLS handshake with the engine on its own, then one request read to its end: what fails
-/// there, if anything. Under TLS 1.3 the engine refuses a client certificate after the client
+/// A TLS handshake with the engine on its own, then a wait for what the engine says next: what
+/// fails there, if anything. Under TLS 1.3 the engine refuses a client certificate after the client
 /// has finished its half of the handshake, so an HTTP client may see only a closed connection
 /// ("connection was not ready"); reading on until the engine's alert arrives names the refusal.
-pub fn handshake_failure(address: &Address) -> Option<String> {
+pub(crate) fn handshake_failure(address: &Address) -> Option<String> {
     use openssl::ssl::{SslConnector, SslFiletype, SslMethod};
-    use std::io::{Read, Write};
+    use std::io::ErrorKind;
     use std::net::{TcpStream, ToSocketAddrs};
     use std::time::Duration;
 
     let t = address.tls.as_ref()?;
     let authority = address.host.strip_prefix("tcp://")?;
     let wait = Duration::from_secs(5);
-    let attempt = || -> std::result::Result<(), String> {
-        let text = |e: &dyn std::fmt::Display| e.to_string();
-        let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(|e| text(&e))?;
-        builder
-            .set_ca_file(t.dir.join(ENGINE_CA_FILE))
-            .map_err(|e| text(&e))?;
-        builder
-            .set_certificate_file(t.dir.join(ENGINE_CERT_FILE), SslFiletype::PEM)
-            .map_err(|e| text(&e))?;
-        builder
-            .set_private_key_file(t.dir.join(ENGINE_KEY_FILE), SslFiletype::PEM)
-            .map_err(|e| text(&e))?;
+    // The engine's alert follows the client's half of the handshake at once.
+    let answer_within = Duration::from_secs(2);
+    let attempt = || -> Result<()> {
+        let mut builder = SslConnector::builder(SslMethod::tls_client())?;
+        builder.set_ca_file(t.dir.join(ENGINE_CA_FILE))?;
+        builder.set_certificate_file(t.dir.join(ENGINE_CERT_FILE), SslFiletype::PEM)?;
+        builder.set_private_key_file(t.dir.join(ENGINE_KEY_FILE), SslFiletype::PEM)?;
         let at = authority
-            .to_socket_addrs()
-            .map_err(|e| text(&e))?
+            .to_socket_addrs()?
             .next()
-            .ok_or_else(|| format!("{authority}: no address"))?;
-        let tcp = TcpStream::connect_timeout(&at, wait).map_err(|e| text(&e))?;
-        tcp.set_read_timeout(Some(wait)).map_err(|e| text(&e))?;
-        tcp.set_write_timeout(Some(wait)).map_err(|e| text(&e))?;
-        let name = authority
-            .rsplit_once(':')
-            .map_or(authority, |(h, _)| h)
-            .trim_matches(['[', ']']);
-        let mut tls = builder.build().connect(name, tcp).map_err(|e| text(&e))?;
-        tls.write_all(b"GET /_ping HTTP/1.0\r\n\r\n")
-            .map_err(|e| text(&e))?;
-        let mut answer = Vec::new();
-        tls.read_to_end(&mut answer).map_err(|e| text(&e))?;
-        Ok(())
+            .with_context(|| format!("{authority}: no address"))?;
+        let tcp = TcpStream::connect_timeout(&at, wait)?;
+        tcp.set_read_timeout(Some(answer_within))?;
+        tcp.set_write_timeout(Some(wait))?;
+        let mut tls = builder.build().connect(host_of(authority), tcp)?;
+        // Read, not write: a request the engine left unread when it refused would turn its close
+        // into a reset, which can overtake the alert. An engine that accepts says nothing more
+        // until asked, so the read waits out its timeout.
+        match tls.ssl_read(&mut [0u8; 1]) {
+            Err(e)
+                if !e.io_error().is_some_and(|io| {
+                    matches!(io.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+                }) =>
+            {
+                Err(e.into())
+            }
+            _ => Ok(()),
+        }
     };
-    attempt().err()
+    attempt().err().map(|e| format!("{e:#}"))
+}
+
+/// The host of `authority` (`host:port`, `[v6]:port`).
+fn host_of(authority: &str) -> &str {
+    match authority.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(rest),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    }
 }
 
 /// Whether `authority` (`host:port`) names this machine.
 fn is_loopback(authority: &str) -> bool {
-    let host = match authority.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(rest),
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-    };
+    let host = host_of(authority);
     host.eq_ignore_ascii_case("localhost")
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
@@ -451,6 +454,16 @@ mod tests {
         );
     }
 
+    /// What connecting to `address` fails with, the whole chain.
+    async fn connect_error(address: &Address) -> String {
+        format!(
+            "{:#}",
+            super::super::Engine::connect_to(address, "test")
+                .await
+                .unwrap_err()
+        )
+    }
+
     #[tokio::test]
     async fn tls_to_an_engine_that_speaks_none_says_so() {
         use std::io::{Read, Write};
@@ -470,12 +483,7 @@ mod tests {
         write_engine_dir(dir.path(), &ca, Usage::Client, "client", &[], &[]).unwrap();
         let mut address = with_tls(dir.path());
         address.host = format!("tcp://127.0.0.1:{port}");
-        let err = format!(
-            "{:#}",
-            super::super::Engine::connect_to(&address, "test")
-                .await
-                .unwrap_err()
-        );
+        let err = connect_error(&address).await;
         assert!(
             err.contains(&format!(
                 "the engine at tcp://127.0.0.1:{port} does not speak TLS on that port"
@@ -529,12 +537,7 @@ mod tests {
         let alone = handshake_failure(&address).expect("the engine refuses the certificate");
         let said = address.explain(&alone).unwrap_or_default();
         assert!(said.contains("refused the client certificate"), "{alone}");
-        let err = format!(
-            "{:#}",
-            super::super::Engine::connect_to(&address, "test")
-                .await
-                .unwrap_err()
-        );
+        let err = connect_error(&address).await;
         assert!(
             err.contains(&format!(
                 "refused the client certificate {}",
