@@ -12,7 +12,7 @@ use regex::Regex;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
-use crate::compose::absolute;
+use crate::world::compose::absolute;
 
 /// File name of the suite description inside a suite directory.
 pub const SUITE_FILE: &str = "suite.yaml";
@@ -57,7 +57,7 @@ pub struct Suite {
     pub max_record_size: Option<u64>,
     /// Settings the suite measures at several values (`matrix:`), unless the command line or
     /// the environment gives them.
-    pub matrix: Vec<crate::matrix::Axis>,
+    pub matrix: Vec<crate::settings::matrix::Axis>,
 }
 
 /// One numbered scenario of a suite.
@@ -386,7 +386,7 @@ impl Suite {
             .into_iter()
             .map(|(var, values)| {
                 let values: Vec<String> = values.into_iter().map(|v| v.0).collect();
-                crate::matrix::axis(&var, &values)
+                crate::settings::matrix::axis(&var, &values)
                     .with_context(|| format!("{}: matrix.{var}", file.display()))
             })
             .collect::<Result<Vec<_>>>()?;

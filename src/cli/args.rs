@@ -4,7 +4,7 @@
 use clap::{Arg, ArgAction, Args, Parser, Subcommand};
 
 use crate::compare::{Format, Slice};
-use crate::matrix::{self, Axis};
+use crate::settings::matrix::{self, Axis};
 use crate::settings::{self, Lists, Setting, Settings, SETTINGS};
 
 /// Measures what a Kafka path costs: runs numbered scenarios and prints producer and consumer

@@ -4,8 +4,8 @@ use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::compose;
-use crate::engine::{interruptible, Deployment, Engine, Interrupted};
+use crate::world::compose;
+use crate::world::engine::{interruptible, Deployment, Engine, Interrupted};
 
 /// Compose operations on the Docker engine.
 #[derive(Debug, clap::Subcommand)]

@@ -3,10 +3,10 @@
 use anyhow::Result;
 use clap::Subcommand;
 
-use crate::engine::{self, Engine};
-use crate::images::recipe::{self, Outcome};
 use crate::scenario::Suite;
 use crate::settings::Settings;
+use crate::world::engine::{self, Engine};
+use crate::world::images::recipe::{self, Outcome};
 
 /// Image commands.
 #[derive(Debug, Subcommand)]
@@ -48,7 +48,7 @@ pub async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
                 };
                 println!("{what:>10}  {}", r.describe());
             }
-            let workload = crate::images::workload::ensure(&engine).await?;
+            let workload = crate::world::images::workload::ensure(&engine).await?;
             println!("{:>10}  {workload} (this executable)", "ready");
         }
         ImagesCommand::Distribution { .. } => unreachable!("written above"),
@@ -66,7 +66,7 @@ pub async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
 /// `images distribution`: the suite's proxy recipe (the default of KROXYLICIOUS_IMAGE) written
 /// out as a distribution; prints its top folder.
 fn distribution(recipes: &[recipe::ImageRecipe], out: &std::path::Path) -> Result<i32> {
-    let image = crate::settings::table::find(crate::images::build::SETTING)
+    let image = crate::settings::table::find(crate::world::images::build::SETTING)
         .map(|s| s.default)
         .unwrap_or_default();
     let Some(r) = recipes.iter().find(|r| r.image == image) else {
@@ -77,7 +77,7 @@ fn distribution(recipes: &[recipe::ImageRecipe], out: &std::path::Path) -> Resul
     };
     // Its own scratch space: several may be written at once.
     let work = std::env::temp_dir().join(format!("perf-tests-distribution-{}", std::process::id()));
-    let top = crate::images::build::distribution_of(image, m, &work, out);
+    let top = crate::world::images::build::distribution_of(image, m, &work, out);
     let _ = std::fs::remove_dir_all(&work);
     println!("{}", top?.display());
     Ok(0)

@@ -14,6 +14,7 @@
 
 mod args;
 pub mod compose;
+pub mod doctor;
 pub mod images;
 pub mod pr;
 pub mod swarm;
@@ -27,11 +28,12 @@ pub use args::{
     AbArgs, Cli, Command, CompareArgs, FormatArg, RunArgs, SettingsArgs, SizingArgs, SweepArgs,
 };
 
-use crate::engine::Engine;
 use crate::model::ScenarioResult;
+use crate::present::results;
 use crate::scenario::{self, Scenario, Suite};
 use crate::settings::Settings;
-use crate::{plan, results, runner};
+use crate::world::engine::Engine;
+use crate::{plan, runner};
 
 /// Exit code of a successful command.
 pub const EXIT_OK: i32 = 0;
@@ -121,7 +123,7 @@ fn man() -> i32 {
 
 /// `doctor`: every check of the host against the plan, one line each; 1 when any failed.
 fn doctor(settings: &Settings) -> i32 {
-    let plan = match plan::plan_run(settings, &crate::engine::new_run_id()) {
+    let plan = match plan::plan_run(settings, &crate::world::engine::new_run_id()) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -129,7 +131,7 @@ fn doctor(settings: &Settings) -> i32 {
         }
     };
     block_on(async {
-        let checks = crate::doctor::check(&plan).await;
+        let checks = crate::cli::doctor::check(&plan).await;
         for c in &checks {
             println!("{c}");
         }
@@ -169,9 +171,9 @@ fn compare(settings: &Settings, args: &CompareArgs) -> i32 {
 /// manager, also the swarm's services and configs and every reachable node's containers.
 async fn clean(images: bool, force: bool) -> anyhow::Result<i32> {
     let engine = Engine::connect("clean").await?.whole_swarm().await?;
-    crate::engine::liveness::clean(&engine, force, &mut std::io::stderr()).await?;
+    crate::world::engine::liveness::clean(&engine, force, &mut std::io::stderr()).await?;
     if images {
-        let n = crate::images::workload::remove_stale(&engine).await?;
+        let n = crate::world::images::workload::remove_stale(&engine).await?;
         eprintln!("removed {n} workload images of other builds");
     }
     Ok(EXIT_OK)
@@ -197,7 +199,9 @@ fn block_on(fut: impl std::future::Future<Output = anyhow::Result<i32>>) -> i32 
 
 /// `EXIT_INTERRUPTED` for an interrupted run, `EXIT_FAILURE` otherwise.
 fn exit_code_of(e: &anyhow::Error) -> i32 {
-    if e.downcast_ref::<crate::engine::Interrupted>().is_some() {
+    if e.downcast_ref::<crate::world::engine::Interrupted>()
+        .is_some()
+    {
         EXIT_INTERRUPTED
     } else {
         EXIT_FAILURE
@@ -208,7 +212,7 @@ fn exit_code_of(e: &anyhow::Error) -> i32 {
 enum How {
     Run,
     Sweep,
-    Sizing(crate::results::SizingRequest),
+    Sizing(crate::analysis::sizing::SizingRequest),
     /// A paired run (`ab`) with its sides' overrides.
     Ab(crate::settings::sides::Sides),
 }
@@ -228,7 +232,7 @@ fn ab(settings: &Settings, args: &AbArgs) -> i32 {
     run(settings, args.dry_run, How::Ab(args.sides()))
 }
 
-/// `sizing`: a sweep, repeated, whose results are also sized (see `crate::sizing`).
+/// `sizing`: a sweep, repeated, whose results are also sized (see `crate::analysis::sizing`).
 fn sizing(settings: &Settings, args: &SizingArgs) -> i32 {
     if let Some(d) = settings.duration.map(|d| d.as_secs()) {
         eprintln!(
@@ -246,7 +250,7 @@ fn sizing(settings: &Settings, args: &SizingArgs) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let request = crate::results::SizingRequest {
+    let request = crate::analysis::sizing::SizingRequest {
         traffic_mb_s: args.traffic,
         from: sweep_from(&args.sweep),
     };
@@ -263,9 +267,13 @@ fn sweep_from(args: &SweepArgs) -> u64 {
 fn sweep(
     settings: &Settings,
     args: &SweepArgs,
-    sizing: Option<crate::results::SizingRequest>,
+    sizing: Option<crate::analysis::sizing::SizingRequest>,
 ) -> i32 {
-    if settings.matrix.iter().any(|a| a.var == crate::sweep::VAR) {
+    if settings
+        .matrix
+        .iter()
+        .any(|a| a.var == crate::analysis::sweep::VAR)
+    {
         eprintln!(
             "error: THROUGHPUT cannot be given to a sweep: the sweep varies it (--from, --to, \
              --steps)"
@@ -280,7 +288,7 @@ fn sweep(
         );
         return EXIT_USAGE;
     }
-    let rates = match crate::sweep::rates(sweep_from(args), args.to, args.steps) {
+    let rates = match crate::analysis::sweep::rates(sweep_from(args), args.to, args.steps) {
         Ok(rates) => rates,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -289,10 +297,10 @@ fn sweep(
     };
     let values: Vec<String> = rates.iter().map(u64::to_string).collect();
     let mut settings = settings.clone();
-    settings.throughput =
-        crate::rate::Rate::per_second(rates[0]).expect("a sweep's rates start at 1 or more");
-    settings.matrix.push(crate::matrix::Axis {
-        var: crate::sweep::VAR.to_string(),
+    settings.throughput = crate::settings::rate::Rate::per_second(rates[0])
+        .expect("a sweep's rates start at 1 or more");
+    settings.matrix.push(crate::settings::matrix::Axis {
+        var: crate::analysis::sweep::VAR.to_string(),
         values,
     });
     run(
@@ -307,7 +315,7 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
         How::Ab(sides) => Some(sides),
         _ => None,
     };
-    let run_id = crate::engine::new_run_id();
+    let run_id = crate::world::engine::new_run_id();
     let planned = plan::plan_run_with(settings, &run_id, sides).and_then(|mut plan| {
         plan.sweep = matches!(how, How::Sweep | How::Sizing(_));
         Ok((plan, crate::driver::for_settings(settings)?.describe()))
@@ -348,7 +356,7 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
     }
     // Profile recordings not taken into a results directory (the run failed before any
     // scenario completed) are removed with the rest of what the run made.
-    let _staging = Staging(crate::results::profiles_staging(
+    let _staging = Staging(crate::present::results::profiles_staging(
         &settings.results_dir,
         &plan.first().run_id,
     ));
@@ -397,7 +405,7 @@ fn note_alike(plan: &plan::RunPlan) {
 /// Whether the host passes every check of the plan (`doctor`); if not, says what fails.
 fn host_can_run(runtime: &tokio::runtime::Runtime, plan: &plan::RunPlan) -> bool {
     let problems: Vec<String> = runtime
-        .block_on(crate::doctor::check(plan))
+        .block_on(crate::cli::doctor::check(plan))
         .into_iter()
         .filter_map(|c| c.found.err().map(|p| format!("{}: {p}", c.what)))
         .collect();
@@ -469,17 +477,17 @@ fn finish(
     scenario_results: &[ScenarioResult],
     out: &mut dyn Write,
 ) -> i32 {
-    let tables = crate::export::text::render(scenario_results, info.settings.p99_limit_ms);
+    let tables = crate::present::export::text::render(scenario_results, info.settings.p99_limit_ms);
     let _ = write!(out, "{tables}");
-    let sizing = crate::export::sizing::of_run(info, scenario_results);
+    let sizing = crate::present::export::sizing::of_run(info, scenario_results);
     if let Some(sizing) = &sizing {
-        let _ = write!(out, "{}", crate::export::sizing::render(sizing));
+        let _ = write!(out, "{}", crate::present::export::sizing::render(sizing));
     }
-    match crate::export::write_run(results_dir, info, scenario_results) {
+    match crate::present::export::write_run(results_dir, info, scenario_results) {
         Ok(dir) => {
             let _ = writeln!(out, "Results: {}", dir.display());
             if scenario_results.iter().any(|r| r.pair.is_some()) {
-                let comment = dir.join(crate::export::ab::FILE);
+                let comment = dir.join(crate::present::export::ab::FILE);
                 let _ = writeln!(out, "Pull-request comment: {}", comment.display());
             }
         }
@@ -601,7 +609,7 @@ mod tests {
         assert_eq!(s.num_records, 2000);
         assert!(matches!(cli.command, Some(Command::List)));
         let (cli, s) = parsed(&["perf-tests", "--throughput", "-1"]);
-        assert_eq!(s.throughput, crate::rate::Rate::Unlimited);
+        assert_eq!(s.throughput, crate::settings::rate::Rate::Unlimited);
         assert!(cli.command.is_none());
     }
 
@@ -697,11 +705,11 @@ mod tests {
     #[test]
     fn finish_prints_tables_and_saves_them() {
         let dir = tempfile::tempdir().unwrap();
-        let records = crate::report::tests::sample();
+        let records = crate::present::report::tests::sample();
         let mut out = Vec::new();
         assert_eq!(finish(dir.path(), &info(), &records, &mut out), EXIT_OK);
         let text = String::from_utf8(out).unwrap();
-        let tables = crate::export::text::render(&records, None);
+        let tables = crate::present::export::text::render(&records, None);
         assert!(text.starts_with(&tables), "{text}");
         let saved = text.strip_prefix(&tables).unwrap();
         let saved = saved.strip_prefix("Results: ").unwrap().trim_end();
@@ -714,7 +722,7 @@ mod tests {
     #[test]
     fn finish_fails_a_run_whose_counters_disagree_but_saves_it() {
         let dir = tempfile::tempdir().unwrap();
-        let mut records = crate::report::tests::sample();
+        let mut records = crate::present::report::tests::sample();
         records[0].measurement.integrity.end_offsets += 1;
         let mut out = Vec::new();
         assert_eq!(
@@ -737,7 +745,8 @@ mod tests {
             incomplete_reason(&failure),
             "scenario 02-no-filters: service \"broker1\" exited"
         );
-        let interrupted = anyhow::Error::new(crate::engine::Interrupted { signal: "SIGTERM" });
+        let interrupted =
+            anyhow::Error::new(crate::world::engine::Interrupted { signal: "SIGTERM" });
         assert_eq!(exit_code_of(&interrupted), 130);
         assert!(incomplete_reason(&interrupted).starts_with("interrupted by SIGTERM;"));
     }

@@ -1,11 +1,11 @@
-//! `perf-tests pr …`: the pull-request bot's commands (`crate::pr`), which its workflow calls.
+//! `perf-tests pr …`: the pull-request bot's commands (`crate::compare::pr`), which its workflow calls.
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Subcommand, ValueEnum};
 
-use crate::pr::{Context, Request, State, ALLOWED};
+use crate::compare::pr::{Context, Request, State, ALLOWED};
 
 #[derive(Debug, Subcommand)]
 pub enum PrCommand {
@@ -101,7 +101,7 @@ pub fn execute(cmd: PrCommand) -> Result<i32> {
                 run_url,
                 results_url,
             };
-            let (body, worse) = crate::pr::comment(&state, &ctx, results.as_deref())?;
+            let (body, worse) = crate::compare::pr::comment(&state, &ctx, results.as_deref())?;
             print!("{body}");
             Ok(if worse {
                 super::EXIT_FAILURE
@@ -112,7 +112,7 @@ pub fn execute(cmd: PrCommand) -> Result<i32> {
         PrCommand::Post { pr, body, repo, gh } => {
             let text = std::fs::read_to_string(&body)
                 .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", body.display()))?;
-            crate::pr::post(&gh, &repo, pr, &text)?;
+            crate::compare::pr::post(&gh, &repo, pr, &text)?;
             Ok(super::EXIT_OK)
         }
     }

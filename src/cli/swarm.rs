@@ -4,12 +4,12 @@
 use anyhow::{bail, Result};
 use clap::Subcommand;
 
-use crate::engine::{self, shutdown_signal, Engine, Interrupted};
-use crate::images::recipe;
 use crate::scenario::Suite;
 use crate::settings::Settings;
-use crate::swarm::local::{self, MIN_NODES};
-use crate::swarm::ROLE_LABEL;
+use crate::world::engine::{self, shutdown_signal, Engine, Interrupted};
+use crate::world::images::recipe;
+use crate::world::swarm::local::{self, MIN_NODES};
+use crate::world::swarm::ROLE_LABEL;
 
 /// Swarm commands.
 #[derive(Debug, Subcommand)]
@@ -121,13 +121,13 @@ pub async fn execute(cmd: SwarmCommand, settings: &Settings) -> Result<i32> {
 async fn suite_images(engine: &Engine, settings: &Settings) -> Result<Vec<String>> {
     let suite = Suite::load(&settings.scenarios)?;
     let mut recipes = recipe::parse_recipes(&suite.images_file, &suite.images)?;
-    recipes.push(crate::ceiling::recipe());
+    recipes.push(crate::world::ceiling::recipe());
     let mut images = Vec::new();
     for r in &recipes {
         recipe::ensure(engine, r, false).await?;
         images.push(r.image.clone());
     }
-    images.push(crate::images::workload::ensure(engine).await?);
+    images.push(crate::world::images::workload::ensure(engine).await?);
     Ok(images)
 }
 

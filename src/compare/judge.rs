@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 
 use super::load::Side;
-use crate::metrics::{self, Better, Metric};
+use crate::accounting::stats::{self, SIGNIFICANCE as ALPHA};
+use crate::analysis::metrics::{self, Better, Metric};
 use crate::model::Measurement;
-use crate::results::{HostFacts, NodeFacts, RunInfo};
+use crate::present::results::{HostFacts, NodeFacts, RunInfo};
 use crate::settings::SETTINGS;
-use crate::stats::{self, SIGNIFICANCE as ALPHA};
 
 /// How a metric changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -453,7 +453,7 @@ pub(super) const STEAL_GAP_POINTS: f64 = 10.0;
 /// with them rather than with the change.
 pub(super) fn stolen(base: &Side, new: &Side) -> Option<String> {
     let median = |side: &Side| {
-        crate::cost::median_steal(
+        crate::accounting::cost::median_steal(
             side.scenarios
                 .iter()
                 .flat_map(|(_, reps)| reps)

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::model::Measurement;
-use crate::results::{read_run_info, read_scenarios, RunInfo, RUN_FILE};
+use crate::present::results::{read_run_info, read_scenarios, RunInfo, RUN_FILE};
 
 /// The results of one side of a comparison (one run, or several pooled).
 #[derive(Debug, Clone)]
@@ -80,7 +80,7 @@ impl std::str::FromStr for Slice {
         let Some((var, value)) = s.split_once('=') else {
             bail!("{s:?}: expected VAR=value, e.g. KROXYLICIOUS_IMAGE=perf-tests/kroxylicious:dev");
         };
-        let axis = crate::matrix::axis(var.trim(), &[value.to_string()])?;
+        let axis = crate::settings::matrix::axis(var.trim(), &[value.to_string()])?;
         Ok(Slice {
             var: axis.var,
             value: axis.values[0].clone(),

@@ -18,6 +18,7 @@ use anyhow::{bail, Context, Result};
 
 mod judge;
 mod load;
+pub mod pr;
 mod render;
 mod report;
 
@@ -91,13 +92,13 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::metrics::{self, Better, Id};
-    use crate::results::{HostFacts, NodeFacts, RunInfo};
+    use crate::accounting::stats::SIGNIFICANCE as ALPHA;
+    use crate::analysis::metrics::{self, Better, Id};
+    use crate::present::results::{HostFacts, NodeFacts, RunInfo};
     use crate::settings::Settings;
-    use crate::stats::SIGNIFICANCE as ALPHA;
 
     fn side(scale: &[f64]) -> Side {
-        let base = crate::report::tests::sample();
+        let base = crate::present::report::tests::sample();
         let scenarios = base
             .iter()
             .map(|r| {
@@ -125,7 +126,7 @@ mod tests {
                 ..HostFacts::default()
             },
             nodes: vec![node("a", &[])],
-            ..crate::results::tests::info("c")
+            ..crate::present::results::tests::info("c")
         };
         let rep_runs = vec![vec![0; scale.len()]; base.len()];
         Side {
@@ -201,7 +202,7 @@ mod tests {
     /// `side(&[1.0; n])` at a fixed `rate`, the proxy of 02 using `cpu_s[i]` CPU seconds in
     /// each phase of repetition i (01 has no path of its own).
     fn costly(rate: f64, cpu_s: &[f64]) -> Side {
-        use crate::cost::{PhaseCost, Role, ServiceCost};
+        use crate::accounting::cost::{PhaseCost, Role, ServiceCost};
         let mut s = side(&vec![1.0; cpu_s.len()]);
         for (name, reps) in &mut s.scenarios {
             for (m, cpu) in reps.iter_mut().zip(cpu_s) {
@@ -507,7 +508,8 @@ mod tests {
         let mut base = side(&[1.0, 1.01, 0.99, 1.02, 0.98]);
         let mut new = side(&[1.0, 1.01, 0.99, 1.02, 0.98]);
         for s in [&mut base, &mut new] {
-            s.runs_info[0].settings.throughput = crate::rate::Rate::per_second(1000).unwrap();
+            s.runs_info[0].settings.throughput =
+                crate::settings::rate::Rate::per_second(1000).unwrap();
             for (_, reps) in &mut s.scenarios {
                 for m in reps {
                     m.producer.target_rec_s = 1000.0;
@@ -711,7 +713,7 @@ mod tests {
         let mut results = Vec::new();
         for image in ["a", "b"] {
             for size in ["100", "1000"] {
-                for r in crate::report::tests::sample() {
+                for r in crate::present::report::tests::sample() {
                     let mut r = r.clone();
                     r.combination
                         .insert("KROXYLICIOUS_IMAGE".into(), image.into());
@@ -731,7 +733,12 @@ mod tests {
                 }
             }
         }
-        crate::export::write_run(root, &crate::results::tests::info("c"), &results).unwrap()
+        crate::present::export::write_run(
+            root,
+            &crate::present::results::tests::info("c"),
+            &results,
+        )
+        .unwrap()
     }
 
     #[test]

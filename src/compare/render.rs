@@ -1,9 +1,9 @@
 //! The comparison as Markdown (for a pull-request comment) and as a plain table.
 
 use super::judge::{pct, Comparison, Row, Verdict};
-use crate::metrics::Better;
-use crate::stats::{self, SIGNIFICANCE as ALPHA};
-use crate::table::{markdown_body, plain_body, TableData};
+use crate::accounting::stats::{self, SIGNIFICANCE as ALPHA};
+use crate::analysis::metrics::Better;
+use crate::present::table::{markdown_body, plain_body, TableData};
 
 /// First line of every Markdown comparison, so a pull-request comment can be found and updated.
 pub const MARKER: &str = "<!-- perf-tests -->";
@@ -130,7 +130,7 @@ impl Comparison {
     fn table(&self, primary_only: bool) -> TableData {
         TableData {
             title: "",
-            columns: crate::report::strings(&COLUMNS),
+            columns: crate::present::report::strings(&COLUMNS),
             rows: self
                 .rows
                 .iter()

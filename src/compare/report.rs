@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 
 use super::judge::{pct, Comparison, Row, Verdict};
 use super::render::{detectable, num, COLUMNS};
-use crate::export::svg::escape;
+use crate::present::export::svg::escape;
 
 const WIDTH: f64 = 340.0;
 const HEIGHT: f64 = 240.0;
@@ -273,16 +273,16 @@ fn wrap(text: &str, max_lines: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Better;
+    use crate::analysis::metrics::Better;
 
     fn row(base: Vec<f64>, new: Vec<f64>) -> Row {
         Row {
             scenario: "02-no-filters".into(),
-            metric: crate::metrics::Id::RateRecS,
+            metric: crate::analysis::metrics::Id::RateRecS,
             better: Better::Higher,
             primary: true,
-            base: crate::stats::median(&base),
-            new: crate::stats::median(&new),
+            base: crate::accounting::stats::median(&base),
+            new: crate::accounting::stats::median(&new),
             change_pct: Some(-20.0),
             p: Some(0.002),
             level: 0.025,

@@ -21,11 +21,11 @@ use super::native::NativeSession;
 use super::{
     is_summary, tail, window_records, Driver, Event, MeasureSpec, Place, Progress, Session,
 };
-use crate::engine::{Engine, OneOff};
 use crate::model::{ConsumerResult, ProducerResult};
-use crate::rate::Rate;
 use crate::scenario::{Scenario, Suite};
+use crate::settings::rate::Rate;
 use crate::settings::{Mode, Settings};
+use crate::world::engine::{Engine, OneOff};
 
 /// Where the scripts live in the Strimzi Kafka image.
 pub const BIN_DIR: &str = "/opt/kafka/bin";

@@ -25,11 +25,11 @@ use std::time::Duration;
 use anyhow::Result;
 use futures_util::future::BoxFuture;
 
-use crate::engine::Engine;
 use crate::model::{ConsumerResult, ProducerResult};
-use crate::rate::Rate;
 use crate::scenario::{Scenario, Suite};
+use crate::settings::rate::Rate;
 use crate::settings::{Mode, Settings};
+use crate::world::engine::Engine;
 
 pub use crate::workload::args::Endpoint;
 pub use crate::workload::catch_up::CatchUpResult;

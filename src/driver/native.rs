@@ -17,7 +17,6 @@ use super::{
     is_summary, tail, window_records, CatchUpResult, Driver, Event, MeasureSpec, Place, Progress,
     Session, SoakResult,
 };
-use crate::engine::{Engine, OneOff};
 use crate::model::{ConsumerResult, ProducerResult};
 use crate::workload::catch_up::CatchUpConfig;
 use crate::workload::command::{
@@ -25,7 +24,8 @@ use crate::workload::command::{
 };
 use crate::workload::consumer::{parse_progress_line, ASSIGNED_LINE};
 use crate::workload::soak::SoakConfig;
-use crate::workload::IMAGE_PATH;
+use crate::world::engine::{Engine, OneOff};
+use crate::world::images::workload::IMAGE_PATH;
 
 /// The built-in workload.
 pub struct Native;
@@ -316,7 +316,12 @@ impl Session for NativeSession {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .map(|id| (crate::resources::LOAD_GENERATOR.to_string(), id.clone()))
+            .map(|id| {
+                (
+                    crate::world::resources::LOAD_GENERATOR.to_string(),
+                    id.clone(),
+                )
+            })
             .collect()
     }
 }

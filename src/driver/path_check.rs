@@ -4,9 +4,9 @@
 use anyhow::{bail, Result};
 
 use super::{tail, Place, VerifySpec};
-use crate::engine::OneOff;
 use crate::model::PathCheck;
 use crate::workload::command::{parse_result_line, WorkloadCommand};
+use crate::world::engine::OneOff;
 
 /// The path check (`perf-tests workload verify`) in a container of its own at `place`: sample
 /// records through the endpoint, read back through it and straight from the broker. It is the
@@ -25,7 +25,7 @@ pub async fn path_check(place: &Place<'_>, spec: &VerifySpec) -> Result<PathChec
                 cpuset: place.cpuset.clone(),
                 ..Default::default()
             },
-            crate::progress::detail,
+            crate::world::progress::detail,
         )
         .await?;
     if out.exit_code != 0 {

@@ -77,7 +77,7 @@ impl Spread {
 
 /// Part `i` of `n`'s share of `total`: the first `total % n` parts one more.
 fn share(total: u64, n: usize, i: usize) -> u64 {
-    crate::rate::share(total, n as u64, i as u64)
+    crate::settings::rate::share(total, n as u64, i as u64)
 }
 
 /// Which load generator an error came from.
@@ -431,7 +431,7 @@ fn merged_consumer(parts: Vec<ConsumerResult>) -> Result<ConsumerResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rate::Rate;
+    use crate::settings::rate::Rate;
     use crate::workload::latency::{decode, Latencies};
 
     #[test]

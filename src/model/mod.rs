@@ -313,14 +313,14 @@ pub struct Measurement {
     /// With DURATION: what happened in each second of the run, warm-up included.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<Second>,
-    /// What each sampled service used over exactly each measured phase (see `crate::cost`).
+    /// What each sampled service used over exactly each measured phase (see `crate::accounting::cost`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub cost: Vec<crate::cost::PhaseCost>,
-    /// The profiles recorded over each measured phase (`PROFILE`, see `crate::profile`).
+    pub cost: Vec<crate::accounting::cost::PhaseCost>,
+    /// The profiles recorded over each measured phase (`PROFILE`, see `crate::world::profile`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<Recording>,
     /// In a paired run, side B's measurement, made in the same phase as this one (side A's);
-    /// its cost is in this one's (see `crate::pair`).
+    /// its cost is in this one's (see `crate::analysis::pair`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pair: Option<Box<Measurement>>,
 }
@@ -356,7 +356,7 @@ impl Measurement {
     pub fn summary(reps: &[Measurement]) -> Measurement {
         assert!(!reps.is_empty(), "a summary needs at least one measurement");
         let med = |f: fn(&Measurement) -> f64| {
-            crate::stats::median(&reps.iter().map(f).collect::<Vec<_>>())
+            crate::accounting::stats::median(&reps.iter().map(f).collect::<Vec<_>>())
         };
         let worst = reps
             .iter()
@@ -406,12 +406,14 @@ impl Measurement {
                         .iter()
                         .filter_map(|m| m.steps_s.get(k).copied())
                         .collect();
-                    (k.clone(), crate::stats::median(&v))
+                    (k.clone(), crate::accounting::stats::median(&v))
                 })
                 .collect(),
             // A series is one repetition's story; each repetition keeps its own.
             series: worst.series.clone(),
-            cost: crate::cost::summary(&reps.iter().map(|m| m.cost.as_slice()).collect::<Vec<_>>()),
+            cost: crate::accounting::cost::summary(
+                &reps.iter().map(|m| m.cost.as_slice()).collect::<Vec<_>>(),
+            ),
             // Each repetition keeps its own recordings.
             profiles: Vec::new(),
             pair: None,
@@ -422,7 +424,7 @@ impl Measurement {
 /// The median of a figure over the repetitions when every one measured it, else none.
 fn median_of(reps: &[Measurement], get: fn(&Measurement) -> Option<f64>) -> Option<f64> {
     let all: Vec<f64> = reps.iter().map(get).collect::<Option<_>>()?;
-    Some(crate::stats::median(&all))
+    Some(crate::accounting::stats::median(&all))
 }
 
 /// The medians of the repetitions' catch-ups, when every repetition has one; caught up only when
@@ -433,7 +435,7 @@ fn catch_up_summary(reps: &[Measurement]) -> Option<CatchUp> {
         .map(|m| m.consumer.catch_up.as_ref())
         .collect::<Option<_>>()?;
     let med = |f: fn(&CatchUp) -> f64| {
-        crate::stats::median(&all.iter().map(|c| f(c)).collect::<Vec<_>>())
+        crate::accounting::stats::median(&all.iter().map(|c| f(c)).collect::<Vec<_>>())
     };
     let times: Option<Vec<f64>> = all.iter().map(|c| c.caught_up_s).collect();
     Some(CatchUp {
@@ -441,7 +443,7 @@ fn catch_up_summary(reps: &[Measurement]) -> Option<CatchUp> {
         live_target_rec_s: all[0].live_target_rec_s,
         live_rec_s: med(|c| c.live_rec_s),
         lag_bound: all[0].lag_bound,
-        caught_up_s: times.map(|t| crate::stats::median(&t)),
+        caught_up_s: times.map(|t| crate::accounting::stats::median(&t)),
         final_lag: all.iter().map(|c| c.final_lag).max().unwrap_or(0),
     })
 }
@@ -453,7 +455,7 @@ fn latency_summary(
 ) -> Option<LatencySummary> {
     let all: Vec<&LatencySummary> = reps.iter().map(get).collect::<Option<_>>()?;
     let med = |f: fn(&LatencySummary) -> f64| {
-        crate::stats::median(&all.iter().map(|l| f(l)).collect::<Vec<_>>())
+        crate::accounting::stats::median(&all.iter().map(|l| f(l)).collect::<Vec<_>>())
     };
     Some(LatencySummary {
         avg_lat_ms: med(|l| l.avg_lat_ms),
@@ -480,10 +482,10 @@ pub struct PhaseTimes {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScenarioResult {
     pub name: String,
-    /// The values of the settings the run varied (`crate::matrix`), empty without a matrix: a
+    /// The values of the settings the run varied (`crate::settings::matrix`), empty without a matrix: a
     /// row is a scenario at a combination.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub combination: crate::matrix::Combination,
+    pub combination: crate::settings::matrix::Combination,
     pub description: String,
     pub bootstrap: String,
     pub topic: String,
@@ -517,7 +519,7 @@ pub struct ScenarioResult {
     /// The KMS of the path's record encryption, as the scenario declares it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kms: Option<Kms>,
-    /// A paired scenario's sides compared, pair by pair (`crate::pair`).
+    /// A paired scenario's sides compared, pair by pair (`crate::analysis::pair`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub pair: Option<pair::PairResult>,
@@ -535,7 +537,7 @@ pub struct Kms {
     pub service: Option<String>,
 }
 
-/// What the network between two places of a scenario carries at most (`crate::ceiling`):
+/// What the network between two places of a scenario carries at most (`crate::world::ceiling`):
 /// iperf3's TCP throughput from `from` to `to` over the run's network, measured before the
 /// scenario's measurement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -561,11 +563,11 @@ pub struct NetworkCeiling {
 
 /// A scenario's name with its combination, `01-x [RECORD_SIZE=100]`; the name alone without a
 /// matrix.
-pub fn row_label(name: &str, combination: &crate::matrix::Combination) -> String {
+pub fn row_label(name: &str, combination: &crate::settings::matrix::Combination) -> String {
     if combination.is_empty() {
         name.to_string()
     } else {
-        format!("{name} [{}]", crate::matrix::label(combination))
+        format!("{name} [{}]", crate::settings::matrix::label(combination))
     }
 }
 
@@ -590,7 +592,7 @@ pub struct Line<'a> {
     /// The scenario's name.
     pub name: String,
     /// The values of the other varying settings.
-    pub rest: crate::matrix::Combination,
+    pub rest: crate::settings::matrix::Combination,
     /// (the line's setting's value, the result there), in the order of the results.
     pub points: Vec<(&'a str, &'a ScenarioResult)>,
 }

@@ -1,5 +1,5 @@
 //! A paired run's results: a scenario's two sides, each pair's phases, and B over A of each
-//! primary metric with its verdict (computed by `crate::pair`).
+//! primary metric with its verdict (computed by `crate::analysis::pair`).
 
 use serde::{Deserialize, Serialize};
 
@@ -35,7 +35,7 @@ pub struct PairPhase {
     /// B's CPU per MB over A's.
     pub cpu_ratio: f64,
     /// Each side's millicores per MB/s without its JVMs' JIT compilers and GC threads (see
-    /// [`crate::cost::path_rest_coefficient`]); 0 where a side's threads were not read, and in
+    /// [`crate::accounting::cost::path_rest_coefficient`]); 0 where a side's threads were not read, and in
     /// results written before it was compared.
     #[serde(default)]
     pub rest_mc_per_mb_s_a: f64,

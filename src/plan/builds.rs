@@ -1,4 +1,4 @@
-//! A proxy given as a build (`crate::images::build`): the run's and each side's
+//! A proxy given as a build (`crate::world::images::build`): the run's and each side's
 //! `KROXYLICIOUS_IMAGE` naming a path become the tag of the image made from it, with
 //! `KROXYLICIOUS_PLUGINS`' jars; the Compose files see the tag, the plan the recipe.
 
@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
 
-use crate::images::build::{is_path, BuildRecipe, PLUGINS, SETTING};
-use crate::images::recipe::{ImageRecipe, Recipe};
 use crate::settings::sides::{Overrides, Sides};
 use crate::settings::Settings;
+use crate::world::images::build::{is_path, BuildRecipe, PLUGINS, SETTING};
+use crate::world::images::recipe::{ImageRecipe, Recipe};
 
 /// The run's build, when `KROXYLICIOUS_IMAGE` names one: the variable, the image's tag and its
 /// recipe.

@@ -15,12 +15,12 @@ mod estimate;
 mod render;
 pub mod sides;
 
-use crate::compose::{self, Project};
-use crate::images::recipe::{self, ImageRecipe};
-use crate::matrix::{self, Axis, Combination};
 use crate::scenario::{self, Scenario, Step, Suite};
+use crate::settings::matrix::{self, Axis, Combination};
 use crate::settings::sides::Sides;
 use crate::settings::Settings;
+use crate::world::compose::{self, Project};
+use crate::world::images::recipe::{self, ImageRecipe};
 use sides::GeneratedFile;
 
 /// Topic names are this prefix plus the scenario name.
@@ -458,8 +458,12 @@ fn run_images(
             }
         }
     }
-    if settings.network_ceiling && !recipes.iter().any(|r| r.image == crate::ceiling::IMAGE) {
-        let r = crate::ceiling::recipe();
+    if settings.network_ceiling
+        && !recipes
+            .iter()
+            .any(|r| r.image == crate::world::ceiling::IMAGE)
+    {
+        let r = crate::world::ceiling::recipe();
         images.push(PlannedImage {
             image: r.image.clone(),
             source: ImageSource::Recipe(r.clone()),
@@ -564,7 +568,7 @@ fn proxy_images(
     services: &[String],
     recipes: &[ImageRecipe],
 ) -> Vec<(String, String)> {
-    let proxy = crate::images::build::SETTING;
+    let proxy = crate::world::images::build::SETTING;
     let mut proxy_images: Vec<(String, String)> = Vec::new();
     let chosen = std::iter::once((format!("chosen by {proxy}"), variables.get(proxy).cloned()))
         .chain(
@@ -591,7 +595,7 @@ fn proxy_images(
         if used && !proxy_images.iter().any(|(i, _)| *i == image) {
             // A build is named by what it was made from.
             let by = match recipes.iter().find(|r| r.image == image).map(|r| &r.recipe) {
-                Some(crate::images::recipe::Recipe::Build(b)) => {
+                Some(crate::world::images::recipe::Recipe::Build(b)) => {
                     format!("{by}, made from the {}", b.describe())
                 }
                 _ => by,
@@ -940,8 +944,8 @@ mod tests {
                     }
                 },
                 PlannedImage {
-                    image: crate::ceiling::IMAGE.into(),
-                    source: ImageSource::Recipe(crate::ceiling::recipe()),
+                    image: crate::world::ceiling::IMAGE.into(),
+                    source: ImageSource::Recipe(crate::world::ceiling::recipe()),
                 }
             ]
         );

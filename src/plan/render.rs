@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use super::estimate::{ASSUMED_MIB_S, ASSUMED_REC_S, ASSUMED_SERVICES_S};
 use super::{ImageSource, Plan, PlannedScenario, RunPlan};
-use crate::matrix;
 use crate::scenario::Step;
+use crate::settings::matrix;
 use crate::settings::Settings;
 
 impl RunPlan {

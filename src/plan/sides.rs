@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::compose::{Project, Service};
 use crate::model::pair::Pair;
 use crate::settings::sides::{Overrides, Sides};
+use crate::world::compose::{Project, Service};
 
 /// The name of side B's copy of `service`.
 pub fn b_name(service: &str) -> String {
@@ -415,7 +415,7 @@ fn rename(mut service: Service, name: &str, own: &BTreeSet<&String>) -> Service 
     service
 }
 
-fn yaml_mounts(service: &Service) -> impl Iterator<Item = &crate::compose::BindMount> {
+fn yaml_mounts(service: &Service) -> impl Iterator<Item = &crate::world::compose::BindMount> {
     service.mounts.iter().filter(|m| is_yaml_file(&m.source))
 }
 
@@ -493,7 +493,7 @@ mod tests {
         .unwrap();
         std::fs::write(dir.join("proxy.yaml"), "filters: [a]\nport: 9092\n").unwrap();
         let vars: BTreeMap<String, String> = vars.iter().cloned().collect();
-        crate::compose::load(&[compose], &vars)
+        crate::world::compose::load(&[compose], &vars)
     }
 
     fn derived(dir: &Path, sides: &Sides, closure: &[&str]) -> Result<(Project, Derived)> {

@@ -6,7 +6,7 @@ use crate::model::{
     Measurement, NetworkCeiling, PathCheck, PhaseTimes, ScenarioResult, ServiceResources,
 };
 use crate::plan::{Cell, PlannedScenario};
-use crate::resources;
+use crate::world::resources;
 
 /// What one repetition of one scenario produced.
 #[derive(Debug, Clone)]
@@ -43,8 +43,9 @@ pub(super) fn combine(
         phases.down_s += r.phases.down_s;
         phases.total_s += r.phases.total_s;
     }
-    let resources =
-        crate::resources::combine(&reps.iter().map(|r| r.resources.clone()).collect::<Vec<_>>());
+    let resources = crate::world::resources::combine(
+        &reps.iter().map(|r| r.resources.clone()).collect::<Vec<_>>(),
+    );
     let mut warnings = measurement.producer.saturation();
     warnings.extend(resources::load_generator_saturation(&resources, cpus));
     let pair = planned.pair.as_ref().map(|planned_pair| {
@@ -54,13 +55,13 @@ pub(super) fn combine(
         for (i, m) in measurements.iter().enumerate() {
             let short = m.pair.as_deref().map(|b| b.producer.saturation());
             for w in short.unwrap_or_default() {
-                let at = crate::pair::phase_label(i, per_pair);
+                let at = crate::analysis::pair::phase_label(i, per_pair);
                 warnings.push(format!("side B, {at}: {w}"));
             }
         }
         let phases = measurements
             .iter()
-            .map(|m| crate::pair::phase_of(m, p))
+            .map(|m| crate::analysis::pair::phase_of(m, p))
             .collect();
         let (mut result, left_out) =
             crate::model::pair::PairResult::of(p, phases, per_pair, cell.settings.pair_threshold);

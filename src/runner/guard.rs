@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use futures_util::future::LocalBoxFuture;
 
-use crate::engine::{self, Engine, EngineGone};
+use crate::world::engine::{self, Engine, EngineGone};
 
 /// How often a phase checks the run's containers for one that died. A death ends the phase
 /// within this plus one check (a listing and an inspect per container, a few ms); an engine that

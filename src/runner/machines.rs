@@ -6,9 +6,9 @@
 use anyhow::{bail, Context, Result};
 
 use super::placement::Placement;
-use crate::engine::{Engine, OneOff};
-use crate::results::NodeFacts;
+use crate::present::results::NodeFacts;
 use crate::workload::command::{parse_result_line, WorkloadCommand};
+use crate::world::engine::{Engine, OneOff};
 
 /// The facts of every machine the run uses; `workload_image` must be on each.
 pub(super) async fn node_facts(

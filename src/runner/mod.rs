@@ -18,14 +18,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use crate::analysis::sweep;
 use crate::driver::{flow, Endpoint, MeasureSpec, Session, VerifySpec, SAMPLE_RECORDS};
-use crate::engine::{self, is_engine_gone, Deployment, Engine};
 use crate::model::{Expect, Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
 use crate::plan::{self, Cell, Plan, PlannedScenario, RunPlan};
-use crate::results::NodeFacts;
+use crate::present::results::NodeFacts;
 use crate::scenario::Step;
 use crate::settings::Settings;
-use crate::sweep;
+use crate::world::engine::{self, is_engine_gone, Deployment, Engine};
 
 mod combine;
 mod guard;
@@ -116,7 +116,7 @@ pub async fn run(run: &RunPlan) -> Result<RunOutput> {
         run_with(&engine, &run_id, run, (&completed, &nodes)),
     )
     .await;
-    crate::progress::finish();
+    crate::world::progress::finish();
     Ok(RunOutput {
         run_id,
         nodes: nodes.take(),
@@ -173,7 +173,7 @@ async fn run_with(
         // workload) is not the deployment's yet, and holds the network. The run's label finds it.
         down = engine.sweep_run().await;
     }
-    crate::progress::finish();
+    crate::world::progress::finish();
     result?;
     down
 }
@@ -241,7 +241,7 @@ async fn deliver_images(
     let workload = prepared.driver.images();
     let mut everywhere = vec![prepared.workload_image.clone()];
     if run.cells.iter().any(|c| c.settings.network_ceiling) {
-        everywhere.push(crate::ceiling::IMAGE.to_string());
+        everywhere.push(crate::world::ceiling::IMAGE.to_string());
     }
     let plans: Vec<&Plan> = run.cells.iter().map(|c| &c.plan).collect();
     let registry = run.cells[0].settings.registry.as_deref();
@@ -254,7 +254,19 @@ fn project_name(run_id: &str) -> String {
 }
 
 fn phase(what: &str) {
-    crate::progress::phase(what);
+    crate::world::progress::phase(what);
+}
+
+/// Each repetition's rows as it ends (and a paired scenario's pair's), for the live view.
+fn show(label: &str, planned: &PlannedScenario, measured: &[Repetition]) {
+    use crate::present::report::{measured_pair, measured_rows};
+    for rep in measured {
+        let m = &rep.measurement;
+        crate::world::progress::println(&measured_rows(label, m));
+        if let Some(pair) = &planned.pair {
+            crate::world::progress::println(&measured_pair(&pair.pair, m));
+        }
+    }
 }
 
 /// Runs the run-wide services and every scenario at every combination, adding each (scenario,
@@ -303,7 +315,10 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
         }
         let planned = &cell.plan.scenarios[i];
         let rate = cell.settings.throughput;
-        let line = (i, crate::matrix::label(&sweep::line_of(&cell.combination)));
+        let line = (
+            i,
+            crate::settings::matrix::label(&sweep::line_of(&cell.combination)),
+        );
         // Only a sweep records what a line did not sustain.
         if ceilings.skips(&line, rate) {
             continue;
@@ -313,13 +328,7 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
         let first = gathered.first(i, c);
         let measured = run_scenario(site, &*watcher, cell, planned, first).await?;
         completed.measuring(None);
-        for rep in &measured {
-            let m = &rep.measurement;
-            crate::progress::println(&crate::report::measured_rows(&label, m));
-            if let Some(pair) = &planned.pair {
-                crate::progress::println(&crate::report::measured_pair(&pair.pair, m));
-            }
-        }
+        show(&label, planned, &measured);
         let limit = cell.settings.p99_limit_ms;
         let shortfall = || {
             measured
@@ -327,7 +336,7 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
                 .find_map(|r| sweep::shortfall(&r.measurement, limit))
         };
         if let Some(why) = run.sweep.then(shortfall).flatten() {
-            crate::progress::println(&format!(
+            crate::world::progress::println(&format!(
                 "    {label} does not sustain {rate} rec/s: {why}; its higher rates are not \
                  measured"
             ));
@@ -652,7 +661,7 @@ async fn network_ceiling(
 /// when that is not the broker's (a proxy in between), from it on to the broker's; each host is
 /// the scenario's or a run-wide service it reaches (a host of none is left as it is, and the
 /// site says it is not a container of the run).
-fn hops(planned: &PlannedScenario, plan: &Plan) -> Vec<crate::ceiling::Hop> {
+fn hops(planned: &PlannedScenario, plan: &Plan) -> Vec<crate::world::ceiling::Hop> {
     let service_at = |host: &str| {
         let among = planned.closure.iter().chain(&plan.run_wide);
         plan.project
@@ -660,16 +669,16 @@ fn hops(planned: &PlannedScenario, plan: &Plan) -> Vec<crate::ceiling::Hop> {
             .cloned()
             .unwrap_or_else(|| host.to_string())
     };
-    let front_host = crate::ceiling::host(&planned.scenario.bootstrap);
-    let broker_host = crate::ceiling::host(&planned.direct);
+    let front_host = crate::world::ceiling::host(&planned.scenario.bootstrap);
+    let broker_host = crate::world::ceiling::host(&planned.direct);
     let (front, broker) = (service_at(front_host), service_at(broker_host));
-    let mut hops = vec![crate::ceiling::Hop {
+    let mut hops = vec![crate::world::ceiling::Hop {
         from: None,
         to: front.clone(),
         host: front_host.to_string(),
     }];
     if front != broker {
-        hops.push(crate::ceiling::Hop {
+        hops.push(crate::world::ceiling::Hop {
             from: Some(front),
             to: broker,
             host: broker_host.to_string(),
@@ -718,7 +727,7 @@ fn report_checks(scenario: &str, path_check: Option<&PathCheck>, measurements: &
         report_check("path check", check);
     }
     for problem in measurements.iter().filter_map(|m| m.integrity.problem()) {
-        crate::progress::println(&format!(
+        crate::world::progress::println(&format!(
             "warning: {scenario}: record counts disagree: {problem}"
         ));
     }
@@ -727,7 +736,7 @@ fn report_checks(scenario: &str, path_check: Option<&PathCheck>, measurements: &
 /// Prints what one path check found.
 fn report_check(what: &str, check: &PathCheck) {
     let verdict = if check.holds() { "holds" } else { "FAILED" };
-    crate::progress::println(&format!(
+    crate::world::progress::println(&format!(
         "    {what} {verdict}: {}{}",
         check.summary(),
         check
@@ -742,7 +751,7 @@ async fn run_steps(site: &impl Site, what: &str, steps: &[Step]) -> Result<()> {
     for step in steps {
         match step {
             Step::Exec { service, command } => {
-                crate::progress::detail(&format!(
+                crate::world::progress::detail(&format!(
                     "{what}: exec in {service}: {}",
                     command.join(" ")
                 ));
@@ -758,7 +767,10 @@ async fn run_steps(site: &impl Site, what: &str, steps: &[Step]) -> Result<()> {
                 }
                 // What the step made (a key's id, say) stays visible in the log.
                 if let Some(last) = out.stdout.lines().rev().find(|l| !l.trim().is_empty()) {
-                    crate::progress::println(&format!("    {what}: {service}: {}", last.trim()));
+                    crate::world::progress::println(&format!(
+                        "    {what}: {service}: {}",
+                        last.trim()
+                    ));
                 }
             }
         }
@@ -832,7 +844,7 @@ async fn measure_phases(
     planned: &PlannedScenario,
     spec: &MeasureSpec,
     marks: &PhaseMarks<'_>,
-) -> Result<Vec<(Measurement, Vec<crate::cost::PhaseCost>)>> {
+) -> Result<Vec<(Measurement, Vec<crate::accounting::cost::PhaseCost>)>> {
     let session = sessions.a;
     let (Some(pair), Some(session_b)) = (&planned.pair, sessions.b) else {
         let m = flow::measure_marked(session, spec, marks).await?;
@@ -847,7 +859,7 @@ async fn measure_phases(
             ..paired_phase(spec, i + 1, topic_b)
         };
         if count > 1 {
-            crate::progress::detail(&format!("paired phase {} of {count}", i + 1));
+            crate::world::progress::detail(&format!("paired phase {} of {count}", i + 1));
         }
         let sides = flow::Sides {
             a: (session, &a),
@@ -947,9 +959,9 @@ mod tests {
     use futures_util::future::LocalBoxFuture;
 
     use super::*;
-    use crate::compose::Project;
     use crate::driver::flow::tests::Fake;
-    use crate::engine::ExecOutput;
+    use crate::world::compose::Project;
+    use crate::world::engine::ExecOutput;
 
     /// A site that records what the orchestration asks of it; its sessions are fake drivers
     /// recording into the same log.
@@ -1019,7 +1031,7 @@ mod tests {
         }
         fn ceiling<'a>(
             &'a self,
-            hops: &'a [crate::ceiling::Hop],
+            hops: &'a [crate::world::ceiling::Hop],
         ) -> LocalBoxFuture<'a, Result<Vec<crate::model::NetworkCeiling>>> {
             let pairs: Vec<_> = hops.iter().map(|h| (&h.from, &h.to, &h.host)).collect();
             self.note(format!("ceiling {pairs:?}"));
@@ -1250,12 +1262,12 @@ mod tests {
             "{:?}",
             r.warnings
         );
-        let listed = crate::report::warnings(&results);
+        let listed = crate::present::report::warnings(&results);
         assert!(
             listed[0].starts_with("01-proxy: the load generator"),
             "{listed:?}"
         );
-        let table = crate::report::resources_table(&results).expect("a Resources table");
+        let table = crate::present::report::resources_table(&results).expect("a Resources table");
         assert_eq!(table.rows[0][1], "workload (load generator)");
     }
 
@@ -1270,7 +1282,7 @@ mod tests {
         let results = run_all(&mut site, &plan).await.unwrap();
         let r = &results[0];
         assert!(r.path_check_failed(), "{:?}", r.path_check);
-        let rendered = crate::report::tables(&results, None);
+        let rendered = crate::present::report::tables(&results, None);
         let producer = &rendered[0];
         assert_eq!(producer.rows[0][0], "01-proxy (path check FAILED)");
         let checks = rendered
@@ -1428,7 +1440,7 @@ mod tests {
         .unwrap();
         let run = crate::plan::plan_run(&run.cells[0].settings, "r").unwrap();
         let plan = &run.cells[0].plan;
-        let hop = |from: Option<&str>, to: &str, host: &str| crate::ceiling::Hop {
+        let hop = |from: Option<&str>, to: &str, host: &str| crate::world::ceiling::Hop {
             from: from.map(String::from),
             to: to.into(),
             host: host.into(),
@@ -1448,7 +1460,9 @@ mod tests {
         let settings = planned(root.path()).cells[0].settings.clone();
         let settings = Settings {
             repeat: 2,
-            matrix: vec![crate::matrix::axis("NUM_RECORDS", &["10".into(), "20".into()]).unwrap()],
+            matrix: vec![
+                crate::settings::matrix::axis("NUM_RECORDS", &["10".into(), "20".into()]).unwrap(),
+            ],
             ..settings
         };
         let run = crate::plan::plan_run(&settings, "r").unwrap();
@@ -1478,7 +1492,12 @@ mod tests {
         );
         let rows: Vec<(String, String)> = results
             .iter()
-            .map(|r| (r.name.clone(), crate::matrix::label(&r.combination)))
+            .map(|r| {
+                (
+                    r.name.clone(),
+                    crate::settings::matrix::label(&r.combination),
+                )
+            })
             .collect();
         assert_eq!(
             rows,
@@ -1527,9 +1546,11 @@ mod tests {
         )
         .unwrap();
         let settings = Settings {
-            matrix: vec![
-                crate::matrix::axis("KAFKA_IMAGE", &["k:1".into(), "k:2".into()]).unwrap(),
-            ],
+            matrix: vec![crate::settings::matrix::axis(
+                "KAFKA_IMAGE",
+                &["k:1".into(), "k:2".into()],
+            )
+            .unwrap()],
             ..settings
         };
         let run = crate::plan::plan_run(&settings, "r").unwrap();

@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{bail, Context, Result};
 
-use crate::engine::{Engine, NodeEngine, ENGINE_LABEL};
 use crate::plan::Plan;
 use crate::settings::Settings;
-use crate::swarm::ROLE_LABEL;
+use crate::world::engine::{Engine, NodeEngine, ENGINE_LABEL};
+use crate::world::swarm::ROLE_LABEL;
 
 /// The name `SWARM_ROLES` gives the load generator.
 pub(super) const LOAD: &str = "load";
@@ -279,9 +279,13 @@ pub(super) async fn deliver_images(
         for (node, images) in &wanted {
             let target = engine.on_node(node)?;
             for image in images {
-                crate::progress::phase(&format!("copying image {image} to swarm node {node}"));
+                crate::world::progress::phase(&format!(
+                    "copying image {image} to swarm node {node}"
+                ));
                 if engine.copy_image_to(&target, image).await? {
-                    crate::progress::println(&format!("copied image {image} to swarm node {node}"));
+                    crate::world::progress::println(&format!(
+                        "copied image {image} to swarm node {node}"
+                    ));
                 }
             }
         }
@@ -315,21 +319,21 @@ pub(super) async fn deliver_images(
     let mut pushed: BTreeMap<&String, String> = BTreeMap::new();
     for (target, node, image, id) in &missing {
         if !pushed.contains_key(image) {
-            crate::progress::phase(&format!("pushing image {image} to {registry}"));
+            crate::world::progress::phase(&format!("pushing image {image} to {registry}"));
             let remote = engine
                 .push_to_registry(registry, image)
                 .await
                 .with_context(|| format!("REGISTRY={registry}"))?;
-            crate::progress::println(&format!("pushed image {image} as {remote}"));
+            crate::world::progress::println(&format!("pushed image {image} as {remote}"));
             pushed.insert(image, remote);
         }
         let remote = &pushed[image];
-        crate::progress::phase(&format!("pulling image {remote} on swarm node {node}"));
+        crate::world::progress::phase(&format!("pulling image {remote} on swarm node {node}"));
         target
             .pull_from_registry(remote, image, id)
             .await
             .with_context(|| format!("REGISTRY={registry}: swarm node {node}"))?;
-        crate::progress::println(&format!("pulled image {remote} on swarm node {node}"));
+        crate::world::progress::println(&format!("pulled image {remote} on swarm node {node}"));
     }
     Ok(())
 }

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 
 use crate::driver::{self, Driver};
-use crate::engine::Engine;
-use crate::images::{self, recipe};
 use crate::plan::{ImageSource, Plan, RunPlan};
 use crate::settings::Settings;
+use crate::world::engine::Engine;
+use crate::world::images::{self, recipe};
 
 /// What a run needs from the engine before its first container starts.
 pub(super) struct Prepared {
@@ -20,14 +20,14 @@ pub(super) struct Prepared {
     pub(super) driver: Box<dyn Driver>,
     /// With PROFILE: the profiler's tools, and where the recordings are kept until the results
     /// directory is written.
-    pub(super) profiling: Option<(crate::profile::Tools, std::path::PathBuf)>,
+    pub(super) profiling: Option<(crate::world::profile::Tools, std::path::PathBuf)>,
 }
 
 /// The engine's CPUs as it reports them, else this machine's.
 pub(super) async fn engine_cpus(engine: &Engine) -> usize {
     match engine.cpus().await {
         Some(n) => n,
-        None => crate::machine::cpus(),
+        None => crate::world::machine::cpus(),
     }
 }
 
@@ -48,7 +48,12 @@ pub(super) fn check_cpusets(
 ) -> Result<()> {
     if let Some(w) = &plan.workload_cpuset {
         for machine in workload {
-            crate::cpuset::check_exists("WORKLOAD_CPUSET", w, machine.count, &machine.of)?;
+            crate::settings::cpuset::check_exists(
+                "WORKLOAD_CPUSET",
+                w,
+                machine.count,
+                &machine.of,
+            )?;
         }
     }
     for name in &plan.services {
@@ -65,7 +70,7 @@ pub(super) fn check_cpusets(
         } else {
             format!("service \"{name}\" cpuset")
         };
-        crate::cpuset::check_exists(&what, set, cpus, "the engine")?;
+        crate::settings::cpuset::check_exists(&what, set, cpus, "the engine")?;
     }
     Ok(())
 }
@@ -94,7 +99,7 @@ pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> 
         match source {
             ImageSource::Recipe(r) => match recipe::ensure(engine, r, false).await? {
                 recipe::Outcome::Built => {
-                    crate::progress::println(&format!("built image {}", r.describe()))
+                    crate::world::progress::println(&format!("built image {}", r.describe()))
                 }
                 recipe::Outcome::UpToDate => {}
             },
@@ -107,7 +112,7 @@ pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> 
     let mut checked: Vec<&str> = Vec::new();
     for (image, chosen_by) in run.cells.iter().flat_map(|c| &c.plan.proxy_images) {
         if !checked.contains(&image.as_str()) {
-            crate::images::contract::check(engine, image, chosen_by, profile).await?;
+            crate::world::images::contract::check(engine, image, chosen_by, profile).await?;
             checked.push(image);
         }
     }
@@ -117,17 +122,18 @@ pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> 
     let profiling = match settings.profile {
         None => None,
         Some(_) => {
-            crate::progress::phase("resolving the profiler (async-profiler, jfr-converter)");
+            crate::world::progress::phase("resolving the profiler (async-profiler, jfr-converter)");
             let arch = engine.facts().await?.arch;
-            let tools = tokio::task::spawn_blocking(move || crate::profile::tools(&arch))
+            let tools = tokio::task::spawn_blocking(move || crate::world::profile::tools(&arch))
                 .await
                 .context("resolving the profiler")??;
-            let staging = crate::results::profiles_staging(&settings.results_dir, &plan.run_id);
+            let staging =
+                crate::present::results::profiles_staging(&settings.results_dir, &plan.run_id);
             Some((tools, staging))
         }
     };
 
-    crate::progress::phase("packaging the workload");
+    crate::world::progress::phase("packaging the workload");
     let workload_image = images::workload::ensure(engine).await?;
     Ok(Prepared {
         workload_image,
@@ -144,7 +150,7 @@ fn write_run_files(run: &RunPlan) -> Result<()> {
     let tls_dir = &plan.tls_dir;
     std::fs::create_dir_all(tls_dir).with_context(|| format!("creating {}", tls_dir.display()))?;
     if !plan.tls_hosts.is_empty() {
-        crate::tls::generate(tls_dir, &plan.tls_hosts)?;
+        crate::world::tls::generate(tls_dir, &plan.tls_hosts)?;
     }
     for f in run.cells.iter().flat_map(|c| &c.plan.files) {
         if let Some(dir) = f.path.parent() {
@@ -183,7 +189,7 @@ pub(super) async fn ensure_pulled(engine: &Engine, images: &[(String, String)]) 
         if engine.image_labels(image).await?.is_some() {
             continue;
         }
-        crate::progress::phase(&format!("pulling {image}"));
+        crate::world::progress::phase(&format!("pulling {image}"));
         if let Err(e) = engine.ensure_image(image).await {
             missing.push(format!("  {image} ({chosen_by}): {e:#}"));
         }

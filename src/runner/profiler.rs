@@ -1,4 +1,4 @@
-//! The profiler on the engine (`PROFILE`, see `crate::profile`): the agent put into each JVM
+//! The profiler on the engine (`PROFILE`, see `crate::world::profile`): the agent put into each JVM
 //! service's container and loaded before the warm-up (so an attach that fails stops the
 //! scenario before anything is measured, quoting the tool), then started and stopped at each
 //! measured phase's edges, its recording copied out into the run's staging directory.
@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use futures_util::future::LocalBoxFuture;
 
-use crate::engine::Engine;
 use crate::model::Recording;
-use crate::profile::{self, Tools};
 use crate::settings::ProfileMode;
+use crate::world::engine::Engine;
+use crate::world::profile::{self, Tools};
 
 /// Profiling under way in one measurement.
 pub(super) trait Profiling {
@@ -67,7 +67,7 @@ impl<'a> EngineProfiler<'a> {
             }
             let mut files = vec![(tools.agent.clone(), profile::AGENT.to_string())];
             // The agent's shared libraries the image lacks (it needs librt, libdl, ...).
-            for lib in crate::images::scratch::library_closure(&tools.agent)? {
+            for lib in crate::world::images::scratch::library_closure(&tools.agent)? {
                 if !engine.exists(&container, &lib.image_path).await? {
                     files.push((lib.host_path, lib.image_path));
                 }

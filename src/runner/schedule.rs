@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::rate::Rate;
+use crate::settings::rate::Rate;
 
 /// One step of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

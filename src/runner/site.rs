@@ -13,14 +13,14 @@ use futures_util::future::LocalBoxFuture;
 use super::guard::*;
 use super::prepare::*;
 use super::profiler::{EngineProfiler, Profiling};
-use crate::compose::Project;
-use crate::cost;
+use crate::accounting::cost;
+use crate::accounting::jvm_threads;
 use crate::driver::{self, flow, Place, Session, VerifySpec};
-use crate::engine::{Deployment, Engine, ExecOutput};
-use crate::jvm_threads;
 use crate::model::{NetworkCeiling, PathCheck, ServiceResources};
 use crate::plan::Plan;
-use crate::resources;
+use crate::world::compose::Project;
+use crate::world::engine::{Deployment, Engine, ExecOutput};
+use crate::world::resources;
 
 /// Where the run's TLS material is mounted in the workload container.
 pub(super) const TLS_MOUNT: &str = "/tls";
@@ -64,12 +64,12 @@ pub(super) trait Site {
     /// run is left out (and said).
     fn ceiling<'a>(
         &'a self,
-        hops: &'a [crate::ceiling::Hop],
+        hops: &'a [crate::world::ceiling::Hop],
     ) -> LocalBoxFuture<'a, Result<Vec<NetworkCeiling>>>;
     fn watcher(&self) -> Rc<dyn Watcher>;
     /// The machine's online CPUs (what 100% per core of every container adds up to).
     fn cpus(&self) -> usize {
-        crate::machine::cpus()
+        crate::world::machine::cpus()
     }
     /// Image id per image reference of the containers created so far.
     fn image_ids(&self) -> BTreeMap<String, String>;
@@ -136,12 +136,12 @@ impl Sampling for EngineSampling {
                         role: t.role(),
                         counters,
                         // A log that cannot be read gives no GC figures, not zeros.
-                        gc: log.map(|l| crate::gc::pauses(&l)),
+                        gc: log.map(|l| crate::accounting::gc::pauses(&l)),
                         threads,
                     }),
                     Err(e) => {
                         // Its cost is left out, said so rather than shown as nothing.
-                        crate::progress::println(&format!(
+                        crate::world::progress::println(&format!(
                             "warning: no cost for service \"{}\": {e:#}",
                             t.service
                         ));
@@ -165,7 +165,7 @@ impl EngineSampling {
     async fn jvm(&self, container: &str) -> (Option<String>, Option<Vec<jvm_threads::Thread>>) {
         let Some(log) = self
             .engine
-            .read_file(container, crate::gc::LOG)
+            .read_file(container, crate::accounting::gc::LOG)
             .await
             .ok()
             .flatten()
@@ -393,7 +393,7 @@ impl Site for EngineSite<'_> {
 
     fn ceiling<'a>(
         &'a self,
-        hops: &'a [crate::ceiling::Hop],
+        hops: &'a [crate::world::ceiling::Hop],
     ) -> LocalBoxFuture<'a, Result<Vec<NetworkCeiling>>> {
         Box::pin(async move {
             let network = self.deployment.network_name("default");
@@ -408,7 +408,7 @@ impl Site for EngineSite<'_> {
             let mut measured = Vec::new();
             for hop in hops {
                 let Some(pair) = hop.with_containers(container_of) else {
-                    crate::progress::println(&format!(
+                    crate::world::progress::println(&format!(
                         "    network ceiling from {} to {} not measured: not a container of \
                          this run",
                         hop.sender(),
@@ -421,12 +421,12 @@ impl Site for EngineSite<'_> {
                     Some(container) => engine_of(container)?,
                     None => self.workload_engines[0].clone(),
                 };
-                let ends = crate::ceiling::Ends {
+                let ends = crate::world::ceiling::Ends {
                     server: &server,
                     client: &client,
                 };
                 let cpuset = self.plan.workload_cpuset.clone();
-                measured.push(crate::ceiling::measure(ends, &network, cpuset, &pair).await?);
+                measured.push(crate::world::ceiling::measure(ends, &network, cpuset, &pair).await?);
             }
             Ok(measured)
         })

@@ -6,7 +6,10 @@
 //! whether it changes what is measured; the command line, the Compose variables, the matrix and
 //! compare all read that one list.
 
+pub mod cpuset;
+pub mod matrix;
 mod parse;
+pub mod rate;
 pub mod sides;
 pub mod table;
 mod validate;
@@ -170,7 +173,7 @@ pub fn parse_mode(s: &str) -> Result<Mode> {
 }
 
 /// One setting that varies over a run, and its values in the order they were given (each in
-/// the setting's canonical form: `1e3` is `1000`). See `crate::matrix`.
+/// the setting's canonical form: `1e3` is `1000`). See `crate::settings::matrix`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Axis {
     pub var: String,

@@ -6,7 +6,7 @@ use super::{
     MAX_CLIENTS, MAX_COUNT, MAX_DURATION_S, MAX_PARTITIONS, MAX_REPEAT, MAX_TOPICS,
     MAX_WARM_UP_SECONDS_PRE_TEST,
 };
-use crate::rate::Rate;
+use crate::settings::rate::Rate;
 
 /// Parses a time in whole seconds: `90`, `90s`, `10m`, `2h`, `1h30m`, `3d`. Errors name the
 /// variable and the value.
@@ -164,7 +164,7 @@ pub fn parse_percent(var: &str, s: &str) -> Result<u64> {
 /// Parses `SERVICES_CPUSET` or `WORKLOAD_CPUSET`: a CPU list, or empty for none.
 pub fn parse_cpuset(var: &str, s: &str) -> Result<String> {
     let t = s.trim();
-    if !t.is_empty() && !crate::cpuset::is_cpu_list(t) {
+    if !t.is_empty() && !crate::settings::cpuset::is_cpu_list(t) {
         bail!("{var}={s:?}: expected CPU numbers and ranges such as 0, 0-1 or 0,2 (or nothing)");
     }
     Ok(t.to_string())

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::parse::*;
 use super::{Axis, EngineKind, Mode, ProfileMode};
-use crate::rate::Rate;
+use crate::settings::rate::Rate;
 
 /// Everything a run is parameterised by.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,10 +108,10 @@ pub struct Settings {
     /// Directory the run's results directory is created in.
     pub results_dir: PathBuf,
     /// Whether the network's ceiling on each hop is measured before each scenario
-    /// (`crate::ceiling`); results written before it existed did not.
+    /// (`crate::world::ceiling`); results written before it existed did not.
     #[serde(default)]
     pub network_ceiling: bool,
-    /// What the JVM services are profiled for over the measured phases (`crate::profile`);
+    /// What the JVM services are profiled for over the measured phases (`crate::world::profile`);
     /// none by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileMode>,
@@ -129,7 +129,7 @@ pub struct Settings {
     /// none: each node gets them streamed from the manager's engine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registry: Option<String>,
-    /// Settings measured at several values (see `crate::matrix`); the fields above hold each
+    /// Settings measured at several values (see `crate::settings::matrix`); the fields above hold each
     /// one's first value. Empty: every setting has one value.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub matrix: Vec<Axis>,

@@ -238,7 +238,7 @@ pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
             result_line(&())?
         }
         WorkloadCommand::Verify(spec) => result_line(&super::verify::verify(&spec).await?)?,
-        WorkloadCommand::CpuModel => result_line(&crate::machine::cpu_model())?,
+        WorkloadCommand::CpuModel => result_line(&crate::world::machine::cpu_model())?,
     };
     println!("{line}");
     Ok(0)
@@ -333,7 +333,7 @@ mod tests {
             topics: topics.iter().map(|t| t.to_string()).collect(),
             num_records,
             record_size: 512,
-            throughput: crate::rate::Rate::per_second(20_000).unwrap(),
+            throughput: crate::settings::rate::Rate::per_second(20_000).unwrap(),
             properties: vec![
                 ("linger.ms".into(), "7".into()),
                 ("acks".into(), "all".into()),
@@ -353,7 +353,7 @@ mod tests {
         }));
         round_trip(WorkloadCommand::Produce(Produce {
             records: ProduceConfig {
-                throughput: crate::rate::Rate::Unlimited,
+                throughput: crate::settings::rate::Rate::Unlimited,
                 ..records(&["t1", "t2", "t3"], 20_000)
             },
             producers: 3,
@@ -415,7 +415,7 @@ mod tests {
                 topics: vec!["t1".into(), "t2".into()],
                 num_records: crate::settings::MAX_COUNT,
                 record_size: 100,
-                throughput: crate::rate::Rate::per_second(5).unwrap(),
+                throughput: crate::settings::rate::Rate::per_second(5).unwrap(),
                 properties: vec![("acks".into(), "1".into())],
             },
             producers: 2,

@@ -27,9 +27,6 @@ pub use consumer::{consume, ConsumeConfig};
 pub use probe::probe;
 pub use producer::{produce, ProduceConfig, Progress};
 
-/// Where this executable sits in the workload image (its entrypoint).
-pub const IMAGE_PATH: &str = "/usr/local/bin/perf-tests";
-
 /// A name suffix unlikely to repeat across processes and calls.
 pub fn unique_suffix() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);

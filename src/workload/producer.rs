@@ -23,7 +23,7 @@ use super::latency::Latencies;
 use super::properties::{client_config, parse_pair};
 use super::queue_waker::QueueWaker;
 use crate::model::{ProducerResult, INTENDED, SEND};
-use crate::rate::Rate;
+use crate::settings::rate::Rate;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -175,7 +175,7 @@ fn shares(cfg: &ProduceConfig, producers: u32) -> Vec<ProduceConfig> {
     let n = u64::from(producers);
     (0..n)
         .map(|i| ProduceConfig {
-            num_records: crate::rate::share(cfg.num_records, n, i),
+            num_records: crate::settings::rate::share(cfg.num_records, n, i),
             throughput: cfg.throughput.share(n, i),
             ..cfg.clone()
         })

@@ -343,7 +343,7 @@ mod tests {
                     topics: vec!["t".into()],
                     num_records: crate::settings::MAX_COUNT,
                     record_size: 1024,
-                    throughput: crate::rate::Rate::per_second(100).unwrap(),
+                    throughput: crate::settings::rate::Rate::per_second(100).unwrap(),
                     properties: Vec::new(),
                 },
                 producers: 1,

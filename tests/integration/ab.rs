@@ -501,12 +501,16 @@ async fn side_b_is_derived_from_the_scenario_and_measured_against_side_a() {
         .lines()
         .filter(|l| {
             l.contains("03-transform-filter")
-                && perf_tests::pair::Metric::ALL
+                && perf_tests::analysis::pair::Metric::ALL
                     .iter()
                     .any(|m| l.contains(&format!(" {} ", m.name())))
         })
         .count();
-    assert_eq!(rows, perf_tests::pair::Metric::ALL.len(), "{tables}");
+    assert_eq!(
+        rows,
+        perf_tests::analysis::pair::Metric::ALL.len(),
+        "{tables}"
+    );
     assert!(tables.contains("A/B Verdicts"), "{tables}");
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("A/B Verdicts"));
@@ -602,7 +606,11 @@ async fn the_kms_paths_pair_with_a_kms_a_side_and_a_key_for_every_phase() {
             .count();
         // A row per primary metric: the CPU whole and without the JVMs' compilers and
         // collectors (their threads read in every phase), the intended p50 and p99.
-        assert_eq!(rows, perf_tests::pair::Metric::ALL.len(), "{stdout}");
+        assert_eq!(
+            rows,
+            perf_tests::analysis::pair::Metric::ALL.len(),
+            "{stdout}"
+        );
         // The KMS is no JVM: it counts whole in its side's rest, which is still compared.
         let rest = &result["pair"]["cpu_rest"];
         assert!(rest["ratio"].as_f64().is_some_and(|r| r > 0.0), "{rest}");

@@ -110,12 +110,12 @@ async fn network_ceiling_0_skips_it_and_a_value_not_0_or_1_is_refused() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_iperf3_that_cannot_listen_names_the_hop_quotes_iperf3_and_leaves_nothing() {
-    use perf_tests::ceiling::{self, Hop, Pair};
-    use perf_tests::engine::OneOff;
+    use perf_tests::world::ceiling::{self, Hop, Pair};
+    use perf_tests::world::engine::OneOff;
     let _lock = engine_lock(false);
     let run_id = format!("ceiling-fail-{}", std::process::id());
     let engine = common::engine(&run_id).await;
-    perf_tests::images::recipe::ensure(&engine, &ceiling::recipe(), false)
+    perf_tests::world::images::recipe::ensure(&engine, &ceiling::recipe(), false)
         .await
         .unwrap();
     // A "service" already holding iperf3's port in its network namespace.

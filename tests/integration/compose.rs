@@ -1,6 +1,6 @@
 //! Compose loading: validation, interpolation from settings / environment / `.env`, merging.
 
-use perf_tests::compose::{self, Condition};
+use perf_tests::world::compose::{self, Condition};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -317,12 +317,12 @@ fn the_metrics_reference_lists_every_metric_as_the_registry_declares_it() {
             .into_iter()
             .map(|row| row[..5].to_vec())
             .collect();
-    let declared: Vec<Vec<String>> = perf_tests::metrics::METRICS
+    let declared: Vec<Vec<String>> = perf_tests::analysis::metrics::METRICS
         .iter()
         .map(|m| {
             let better = match m.better {
-                Some(perf_tests::metrics::Better::Higher) => "higher",
-                Some(perf_tests::metrics::Better::Lower) => "lower",
+                Some(perf_tests::analysis::metrics::Better::Higher) => "higher",
+                Some(perf_tests::analysis::metrics::Better::Lower) => "lower",
                 None => "",
             };
             vec![

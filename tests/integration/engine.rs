@@ -9,10 +9,10 @@ use bollard::query_parameters::{
     RemoveContainerOptionsBuilder,
 };
 use futures_util::FutureExt;
-use perf_tests::compose;
-use perf_tests::engine::liveness::Owner;
-use perf_tests::engine::{Deployment, Engine, OneOff};
-use perf_tests::images::scratch::{build_scratch_image, ScratchFile};
+use perf_tests::world::compose;
+use perf_tests::world::engine::liveness::Owner;
+use perf_tests::world::engine::{Deployment, Engine, OneOff};
+use perf_tests::world::images::scratch::{build_scratch_image, ScratchFile};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;

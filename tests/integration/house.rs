@@ -1,6 +1,7 @@
 //! The shape CONTRIBUTING.md asks of the code, held: `scripts/house` finds no function over 80
-//! lines, no import chain between the top-level modules over 10, and no circle among them; and
-//! it does find each when one is there.
+//! lines, no import chain between the top-level modules over 10, no circle among them and no
+//! import of a module `src/lib.rs` declares after its importer; and it does find each when one
+//! is there.
 
 use std::path::Path;
 use std::process::Command;
@@ -24,6 +25,10 @@ fn the_code_keeps_the_shape_contributing_asks_for() {
     assert!(ok, "{report}");
     assert!(report.contains("functions over 80 lines: 0"), "{report}");
     assert!(report.contains("import circles: 0"), "{report}");
+    assert!(
+        report.contains("imports of a module declared later in src/lib.rs: 0"),
+        "{report}"
+    );
 }
 
 #[test]
@@ -45,6 +50,8 @@ fn a_long_function_a_deep_chain_and_a_circle_are_each_found() {
     .unwrap();
     std::fs::write(src.join("b/mod.rs"), "pub fn x() { crate::c::y() }\n").unwrap();
     std::fs::write(src.join("c.rs"), "pub fn y() { crate::a::f() }\n").unwrap();
+    // Declared from the ground floor up as c, b, a: only c's import of a runs upward.
+    std::fs::write(src.join("lib.rs"), "pub mod c;\n\npub mod b;\npub mod a;\n").unwrap();
     let (ok, report) = house(dir.path(), &["--lines", "3", "--depth", "2"]);
     assert!(!ok, "{report}");
     assert!(report.contains("functions over 3 lines: 1"), "{report}");
@@ -54,6 +61,10 @@ fn a_long_function_a_deep_chain_and_a_circle_are_each_found() {
         "{report}"
     );
     assert!(report.contains("import circles: 1\n  a, b, c"), "{report}");
+    assert!(
+        report.contains("imports of a module declared later in src/lib.rs: 1\n  c -> a\n"),
+        "{report}"
+    );
     let (ok, report) = house(dir.path(), &["--lines", "4", "--depth", "3"]);
     assert!(!ok, "the circle is still there: {report}");
     assert!(report.contains("functions over 4 lines: 0"), "{report}");

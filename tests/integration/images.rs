@@ -8,8 +8,8 @@ use common::engine_lock;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use perf_tests::engine::OneOff;
-use perf_tests::images::recipe::{self, DebianRecipe, ImageRecipe, Outcome, Recipe};
+use perf_tests::world::engine::OneOff;
+use perf_tests::world::images::recipe::{self, DebianRecipe, ImageRecipe, Outcome, Recipe};
 
 fn run_id(test: &str) -> String {
     format!("test-{test}-{}", std::process::id())
@@ -77,10 +77,10 @@ async fn clean_images_removes_other_builds_workload_images_only() {
     let _lock = engine_lock(true);
     let engine = common::engine(&run_id("clean-images")).await;
     // Any other executable stands in for an older build of perf-tests.
-    let stale = perf_tests::images::workload::ensure_for(&engine, Path::new("/usr/bin/env"))
+    let stale = perf_tests::world::images::workload::ensure_for(&engine, Path::new("/usr/bin/env"))
         .await
         .unwrap();
-    let current = perf_tests::images::workload::ensure_for(
+    let current = perf_tests::world::images::workload::ensure_for(
         &engine,
         Path::new(env!("CARGO_BIN_EXE_perf-tests")),
     )

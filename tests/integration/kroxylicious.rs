@@ -15,12 +15,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Output;
 
-use perf_tests::compose::{self, Condition};
-use perf_tests::images::recipe::{self, Recipe};
 use perf_tests::model::{BrokerHolds, ConsumerReceives, Expect};
 use perf_tests::plan::{self, Plan};
 use perf_tests::scenario::Step;
 use perf_tests::settings::Settings;
+use perf_tests::world::compose::{self, Condition};
+use perf_tests::world::images::recipe::{self, Recipe};
 use yaml_serde::Value;
 
 /// The default suite: an AWS KMS (local-kms) over the network, no Vault.
@@ -817,11 +817,11 @@ fn proxy_configurations_have_the_reference_filters() {
     let file = |name: &str| format!("/tls/{name}");
     assert_eq!(
         key["key"]["privateKeyFile"],
-        file(perf_tests::tls::SERVER_KEY_FILE).as_str()
+        file(perf_tests::world::tls::SERVER_KEY_FILE).as_str()
     );
     assert_eq!(
         key["key"]["certificateFile"],
-        file(perf_tests::tls::SERVER_CERT_FILE).as_str()
+        file(perf_tests::world::tls::SERVER_CERT_FILE).as_str()
     );
     assert_eq!(tls, none);
 
@@ -1207,7 +1207,7 @@ async fn workload_end_offsets_counts_the_records_of_a_topic() {
             topics: vec![topic.clone()],
             num_records: 1234,
             record_size: 100,
-            throughput: perf_tests::rate::Rate::Unlimited,
+            throughput: perf_tests::settings::rate::Rate::Unlimited,
             properties: vec![("acks".into(), "all".into())],
         },
         |_| {},

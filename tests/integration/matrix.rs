@@ -325,7 +325,7 @@ fn path_cpu_and_mb(m: &perf_tests::model::Measurement) -> (f64, f64) {
         .cost
         .iter()
         .flat_map(|p| &p.services)
-        .filter(|s| s.role == perf_tests::cost::Role::Path)
+        .filter(|s| s.role == perf_tests::accounting::cost::Role::Path)
         .map(|s| s.cpu_s)
         .sum();
     let mb: f64 = m.cost.iter().map(|p| p.traffic_bytes() as f64).sum::<f64>() / 1e6;
@@ -574,7 +574,7 @@ async fn an_image_campaign_alternates_two_names_of_one_image_in_one_run_and_coun
         for m in &r.repetitions {
             assert_eq!(m.integrity.consumed, 2000, "{file}");
             assert!(
-                perf_tests::cost::path_coefficient(&m.cost).is_some(),
+                perf_tests::accounting::cost::path_coefficient(&m.cost).is_some(),
                 "{file}"
             );
         }
@@ -596,10 +596,10 @@ async fn an_image_campaign_alternates_two_names_of_one_image_in_one_run_and_coun
             .iter()
             .filter(|(_, r)| r.combination["KROXYLICIOUS_IMAGE"] == image)
             .flat_map(|(_, r)| &r.repetitions)
-            .map(|m| perf_tests::cost::path_coefficient(&m.cost).unwrap())
+            .map(|m| perf_tests::accounting::cost::path_coefficient(&m.cost).unwrap())
             .collect();
         assert_eq!(costs.len(), 2, "{image}");
-        perf_tests::stats::median(&costs)
+        perf_tests::accounting::stats::median(&costs)
     };
     let expected = median_cost(AGAIN) / median_cost(PROXY_A);
     assert!(

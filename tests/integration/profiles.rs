@@ -92,13 +92,13 @@ async fn each_measured_phase_is_profiled_and_encryption_shows_what_it_adds() {
     assert_eq!(runs.len(), 1, "{runs:?}");
     let profiles = runs[0].join("profiles");
     // A repetition's recording's stacks, collapsed by the converter the runner uses.
-    let tools = perf_tests::profile::tools(std::env::consts::ARCH).unwrap();
+    let tools = perf_tests::world::profile::tools(std::env::consts::ARCH).unwrap();
     let stacks_of = |scenario: &str, proxy: &str, phase: &str, rep: usize| -> String {
         let out = results
             .path()
             .join(format!("{scenario}.{phase}.{rep}.collapsed"));
         let jfr = profiles.join(format!("{scenario}.{proxy}.{phase}.rep{rep}.jfr"));
-        perf_tests::profile::convert(
+        perf_tests::world::profile::convert(
             &tools,
             perf_tests::settings::ProfileMode::Cpu,
             &jfr,

@@ -123,7 +123,7 @@ fn results_files_read_back_through_their_schemas_and_independent_readers() {
     for v in [&info, &result] {
         assert_eq!(
             v["schema_version"],
-            perf_tests::results::SCHEMA_VERSION,
+            perf_tests::present::results::SCHEMA_VERSION,
             "{v}"
         );
     }

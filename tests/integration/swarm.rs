@@ -10,8 +10,8 @@ use common::engine_lock;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use perf_tests::engine::Engine;
-use perf_tests::swarm::local::{self, Node};
+use perf_tests::world::engine::Engine;
+use perf_tests::world::swarm::local::{self, Node};
 
 /// One local swarm at a time on a host: these tests take turns.
 fn swarm_lock() -> std::fs::File {
@@ -133,7 +133,7 @@ async fn no_swarm_yet() -> (Turn, Engine) {
         panic!("a local swarm was already up: {found:?}");
     }
     let host = Engine::connect("swarm-test").await.unwrap();
-    perf_tests::images::recipe::ensure(&host, &perf_tests::ceiling::recipe(), false)
+    perf_tests::world::images::recipe::ensure(&host, &perf_tests::world::ceiling::recipe(), false)
         .await
         .unwrap();
     (turn, host)
@@ -142,7 +142,7 @@ async fn no_swarm_yet() -> (Turn, Engine) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_local_swarm_of_three_nodes_answers_only_over_tls_carries_traffic_and_goes_away_whole() {
     let (_locks, host) = no_swarm_yet().await;
-    let image = perf_tests::ceiling::IMAGE;
+    let image = perf_tests::world::ceiling::IMAGE;
 
     // Refusals before anything is made.
     let out = swarm(&["local", "--nodes", "2"]);
@@ -193,7 +193,7 @@ async fn a_local_swarm_of_three_nodes_answers_only_over_tls_carries_traffic_and_
                 n.hostname.clone(),
                 n.manager,
                 n.ready,
-                n.labels.get(perf_tests::swarm::ROLE_LABEL).cloned(),
+                n.labels.get(perf_tests::world::swarm::ROLE_LABEL).cloned(),
             )
         })
         .collect();
@@ -214,7 +214,8 @@ async fn a_local_swarm_of_three_nodes_answers_only_over_tls_carries_traffic_and_
     let suite =
         perf_tests::scenario::Suite::load(&common::repo().join("scenarios/kroxylicious")).unwrap();
     let recipes =
-        perf_tests::images::recipe::parse_recipes(&suite.images_file, &suite.images).unwrap();
+        perf_tests::world::images::recipe::parse_recipes(&suite.images_file, &suite.images)
+            .unwrap();
     let mut images: Vec<String> = recipes.into_iter().map(|r| r.image).collect();
     images.push(image.to_string());
     let said: Vec<&str> = stderr
@@ -286,12 +287,12 @@ async fn a_local_swarm_of_three_nodes_answers_only_over_tls_carries_traffic_and_
     );
     // Another CA's files: the engine's certificate is not vouched for; with the swarm's CA but
     // another CA's client certificate, the engine refuses the client.
-    let other_ca = perf_tests::tls::Ca::new("another CA", 1).unwrap();
+    let other_ca = perf_tests::world::tls::Ca::new("another CA", 1).unwrap();
     let other = tempfile::tempdir().unwrap();
-    perf_tests::tls::write_engine_dir(
+    perf_tests::world::tls::write_engine_dir(
         other.path(),
         &other_ca,
-        perf_tests::tls::Usage::Client,
+        perf_tests::world::tls::Usage::Client,
         "intruder",
         &[],
         &[],
@@ -352,7 +353,10 @@ async fn a_local_swarm_of_three_nodes_answers_only_over_tls_carries_traffic_and_
             "-e",
             "TMPDIR=/",
         ];
-        let constraint = format!("node.labels.{}=={role}", perf_tests::swarm::ROLE_LABEL);
+        let constraint = format!(
+            "node.labels.{}=={role}",
+            perf_tests::world::swarm::ROLE_LABEL
+        );
         a.extend(["--constraint", &constraint, image]);
         a.extend(args);
         manager(&a);
@@ -406,7 +410,12 @@ async fn a_local_swarm_of_three_nodes_answers_only_over_tls_carries_traffic_and_
 async fn ctrl_c_while_the_swarm_is_made_removes_what_was_made() {
     let _locks = no_swarm_yet().await;
     let mut child = common::bin()
-        .args(["swarm", "local", "--image", perf_tests::ceiling::IMAGE])
+        .args([
+            "swarm",
+            "local",
+            "--image",
+            perf_tests::world::ceiling::IMAGE,
+        ])
         .env_remove("DOCKER_HOST")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

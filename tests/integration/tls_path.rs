@@ -8,9 +8,9 @@ use common::{engine_lock, repo};
 use std::path::Path;
 use std::time::Duration;
 
-use perf_tests::compose;
-use perf_tests::engine::{Deployment, Engine, OneOff};
 use perf_tests::settings::Settings;
+use perf_tests::world::compose;
+use perf_tests::world::engine::{Deployment, Engine, OneOff};
 
 /// The TLS proxy's Compose service.
 const PROXY: &str = "kroxylicious-no-filters-tls";
@@ -53,16 +53,16 @@ async fn probe(
 async fn the_tls_proxy_refuses_plaintext_and_another_ca_and_accepts_the_runs_ca() {
     let _lock = engine_lock(false);
     let engine = common::engine(&format!("test-tls-{}", std::process::id())).await;
-    let workload = perf_tests::images::workload::ensure_for(
+    let workload = perf_tests::world::images::workload::ensure_for(
         &engine,
         Path::new(env!("CARGO_BIN_EXE_perf-tests")),
     )
     .await
     .unwrap();
     let tls = tempfile::tempdir().unwrap();
-    perf_tests::tls::generate(tls.path(), &["kroxylicious".into()]).unwrap();
+    perf_tests::world::tls::generate(tls.path(), &["kroxylicious".into()]).unwrap();
     let other_ca = tempfile::tempdir().unwrap();
-    perf_tests::tls::generate(other_ca.path(), &["kroxylicious".into()]).unwrap();
+    perf_tests::world::tls::generate(other_ca.path(), &["kroxylicious".into()]).unwrap();
 
     // The suite's own variables (images, settings), the certificates from here.
     let settings = Settings {

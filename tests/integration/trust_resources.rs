@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::CreateContainerOptionsBuilder;
-use perf_tests::engine::Engine;
-use perf_tests::resources::{Sampler, Target};
+use perf_tests::world::engine::Engine;
+use perf_tests::world::resources::{Sampler, Target};
 
 const SAMPLING: Duration = Duration::from_secs(6);
 

@@ -338,7 +338,7 @@ fn the_answer_is_posted_once_and_updated_after() {
     let body = dir.path().join("body.md");
     std::fs::write(
         &body,
-        format!("{}\nmeasuring \"x\"\n", perf_tests::pr::MARKER),
+        format!("{}\nmeasuring \"x\"\n", perf_tests::compare::pr::MARKER),
     )
     .unwrap();
     let post = |existing: &str| -> String {
@@ -364,7 +364,7 @@ fn the_answer_is_posted_once_and_updated_after() {
     let sent: serde_json::Value = serde_json::from_str(first.lines().last().unwrap()).unwrap();
     assert_eq!(
         sent["body"],
-        format!("{}\nmeasuring \"x\"\n", perf_tests::pr::MARKER)
+        format!("{}\nmeasuring \"x\"\n", perf_tests::compare::pr::MARKER)
     );
     let again = post("4242\n");
     assert!(

@@ -10,7 +10,7 @@ use anyhow::Result;
 use futures_util::future::BoxFuture;
 use perf_tests::driver::{flow, Event, MeasureSpec, Progress, Session};
 use perf_tests::model::{ConsumerResult, Measurement, ProducerResult};
-use perf_tests::rate::Rate;
+use perf_tests::settings::rate::Rate;
 use perf_tests::workload::command::parse_result_line;
 use perf_tests::workload::{
     consume, probe, produce, unique_suffix, Admin, ConsumeConfig, ProduceConfig, TopicSpec,

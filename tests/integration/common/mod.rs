@@ -25,8 +25,8 @@ pub fn bin() -> std::process::Command {
 
 /// Connects to the Docker engine for `run_id`; without one the test fails with one line that
 /// says so (not a backtrace of an unwrap).
-pub async fn engine(run_id: &str) -> perf_tests::engine::Engine {
-    perf_tests::engine::Engine::connect(run_id)
+pub async fn engine(run_id: &str) -> perf_tests::world::engine::Engine {
+    perf_tests::world::engine::Engine::connect(run_id)
         .await
         .unwrap_or_else(|e| panic!("this test needs a Docker engine and found none: {e:#}"))
 }

@@ -1,0 +1,8 @@
+//! What a run shows and keeps: the report's tables (`report`, drawn with `table`), the files a
+//! run writes (`export`: JSON, text, Markdown, CSV, SVG, HTML) and the results directory they
+//! go into and `compare` reads back (`results`).
+
+pub mod export;
+pub mod report;
+pub mod results;
+pub mod table;
