@@ -15,18 +15,19 @@ use serde::{Deserialize, Serialize};
 use crate::world::compose::absolute;
 
 /// File name of the suite description inside a suite directory.
-pub const SUITE_FILE: &str = "suite.yaml";
+pub(crate) const SUITE_FILE: &str = "suite.yaml";
 /// File name of the scenario description inside a scenario directory.
-pub const SCENARIO_FILE: &str = "scenario.yaml";
+pub(crate) const SCENARIO_FILE: &str = "scenario.yaml";
 
 /// Kafka's default `message.max.bytes`: the largest record batch a broker accepts.
-pub const KAFKA_DEFAULT_MESSAGE_MAX_BYTES: u64 = 1_048_588;
+pub(crate) const KAFKA_DEFAULT_MESSAGE_MAX_BYTES: u64 = 1_048_588;
 /// What a record batch holding one record without key or headers adds to the record's value, at
 /// most: the batch header (61 bytes) and the record's own framing (its length, attributes,
 /// timestamp and offset deltas, key and value lengths, header count: 15 bytes).
-pub const RECORD_BATCH_OVERHEAD: u64 = 61 + 15;
+pub(crate) const RECORD_BATCH_OVERHEAD: u64 = 61 + 15;
 /// The largest `RECORD_SIZE` a broker with Kafka's defaults accepts.
-pub const DEFAULT_MAX_RECORD_SIZE: u64 = KAFKA_DEFAULT_MESSAGE_MAX_BYTES - RECORD_BATCH_OVERHEAD;
+pub(crate) const DEFAULT_MAX_RECORD_SIZE: u64 =
+    KAFKA_DEFAULT_MESSAGE_MAX_BYTES - RECORD_BATCH_OVERHEAD;
 
 /// A suite: the run-wide services and the defaults its scenarios share.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,7 +165,7 @@ impl fmt::Display for Step {
 
 /// A numbered directory found in a suite, before its file is read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScenarioDir {
+pub(crate) struct ScenarioDir {
     /// Directory name, e.g. `01-baseline`.
     pub name: String,
     /// Path of the directory.
@@ -409,13 +410,13 @@ impl Suite {
 
     /// The largest `RECORD_SIZE` the suite's brokers accept: `max_record_size` from
     /// `suite.yaml`, else what Kafka's default `message.max.bytes` leaves for one record.
-    pub fn max_record_size(&self) -> u64 {
+    pub(crate) fn max_record_size(&self) -> u64 {
         self.max_record_size.unwrap_or(DEFAULT_MAX_RECORD_SIZE)
     }
 
     /// Refuses a record size larger than [`Suite::max_record_size`], naming `RECORD_SIZE`, the
     /// value, the limit and where the limit comes from.
-    pub fn check_record_size(&self, record_size: u64) -> Result<()> {
+    pub(crate) fn check_record_size(&self, record_size: u64) -> Result<()> {
         let limit = self.max_record_size();
         if record_size <= limit {
             return Ok(());
@@ -439,7 +440,7 @@ impl Suite {
 
 impl Scenario {
     /// Loads `<dir>/scenario.yaml` of a scenario of `suite`.
-    pub fn load(suite: &Suite, found: &ScenarioDir) -> Result<Scenario> {
+    pub(crate) fn load(suite: &Suite, found: &ScenarioDir) -> Result<Scenario> {
         let dir = absolute(&found.dir)?;
         let file = dir.join(SCENARIO_FILE);
         if !file.is_file() {
@@ -507,13 +508,13 @@ impl Scenario {
 }
 
 /// True for a scenario directory name: two digits, a dash, and a non-empty rest.
-pub fn is_numbered(name: &str) -> bool {
+pub(crate) fn is_numbered(name: &str) -> bool {
     let b = name.as_bytes();
     b.len() > 3 && b[0].is_ascii_digit() && b[1].is_ascii_digit() && b[2] == b'-'
 }
 
 /// Numbered directories directly under `suite_dir`, sorted by name; everything else is ignored.
-pub fn discover(suite_dir: &Path) -> Result<Vec<ScenarioDir>> {
+pub(crate) fn discover(suite_dir: &Path) -> Result<Vec<ScenarioDir>> {
     let entries = std::fs::read_dir(suite_dir).with_context(|| {
         format!(
             "cannot read suite directory {} (SCENARIOS)",
@@ -539,13 +540,13 @@ pub fn discover(suite_dir: &Path) -> Result<Vec<ScenarioDir>> {
 }
 
 /// The `TEST` pattern anchored to match a whole directory name.
-pub fn test_regex(test: &str) -> Result<Regex> {
+pub(crate) fn test_regex(test: &str) -> Result<Regex> {
     Regex::new(&format!("^(?:{test})$"))
         .map_err(|e| anyhow::anyhow!("TEST={test:?} is not a valid regular expression: {e}"))
 }
 
 /// The scenarios whose whole name matches `test`; an error when none does.
-pub fn select(found: &[ScenarioDir], test: &str) -> Result<Vec<ScenarioDir>> {
+pub(crate) fn select(found: &[ScenarioDir], test: &str) -> Result<Vec<ScenarioDir>> {
     let re = test_regex(test)?;
     let selected: Vec<ScenarioDir> = found
         .iter()

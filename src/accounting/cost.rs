@@ -15,7 +15,7 @@ use crate::accounting::jvm_threads::{Thread, ThreadCpu};
 
 /// One sampled service's counters at one moment, with what the service is to the measurement.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reading {
+pub(crate) struct Reading {
     pub service: String,
     pub role: Role,
     pub counters: Counters,
@@ -28,7 +28,7 @@ pub struct Reading {
 }
 
 /// Every sampled service's reading at one moment.
-pub type Readings = Vec<Reading>;
+pub(crate) type Readings = Vec<Reading>;
 
 /// What a sampled service is to the measurement.
 #[derive(
@@ -89,13 +89,13 @@ pub struct PhaseCost {
 }
 
 /// The path's own services together, as one row.
-pub const PATH: &str = "path (own services)";
+pub(crate) const PATH: &str = "path (own services)";
 
 impl PhaseCost {
     /// From the counters read at the phase's `start` and `end`, keyed by service; a service
     /// missing at either edge (it was not running) is left out. The phase started at `started`
     /// (Unix seconds) and lasted `seconds`.
-    pub fn between(
+    pub(crate) fn between(
         phase: &str,
         records: u64,
         record_size: u64,
@@ -143,7 +143,7 @@ impl PhaseCost {
     }
 
     /// The path's own services summed (`None` when the scenario has none: the baseline).
-    pub fn path(&self) -> Option<ServiceCost> {
+    pub(crate) fn path(&self) -> Option<ServiceCost> {
         let own: Vec<&ServiceCost> = self
             .services
             .iter()
@@ -162,14 +162,14 @@ impl PhaseCost {
 
     /// Every service's use, then the path's own services summed (when it has any): the rows a
     /// table shows.
-    pub fn rows(&self) -> Vec<ServiceCost> {
+    pub(crate) fn rows(&self) -> Vec<ServiceCost> {
         let mut rows = self.services.clone();
         rows.extend(self.path());
         rows
     }
 
     /// CPU microseconds per record of `s` in this phase.
-    pub fn us_per_record(&self, s: &ServiceCost) -> f64 {
+    pub(crate) fn us_per_record(&self, s: &ServiceCost) -> f64 {
         if self.records == 0 {
             return 0.0;
         }
@@ -178,7 +178,7 @@ impl PhaseCost {
 
     /// Millicores of `s` per MB/s (10^6 bytes) of records, as a sizing guide counts: its CPU
     /// rate over the records' rate, in which the phase's duration cancels out.
-    pub fn millicores_per_mb_s(&self, s: &ServiceCost) -> f64 {
+    pub(crate) fn millicores_per_mb_s(&self, s: &ServiceCost) -> f64 {
         if self.record_bytes == 0 {
             return 0.0;
         }
@@ -196,7 +196,7 @@ impl PhaseCost {
     }
 
     /// Cores `s` used on average over the phase.
-    pub fn cores(&self, s: &ServiceCost) -> f64 {
+    pub(crate) fn cores(&self, s: &ServiceCost) -> f64 {
         if self.seconds <= 0.0 {
             return 0.0;
         }
@@ -205,11 +205,11 @@ impl PhaseCost {
 }
 
 /// The name of the phase in which the end-to-end mode produced and consumed at once.
-pub const PRODUCE_AND_CONSUME: &str = "produce_and_consume";
+pub(crate) const PRODUCE_AND_CONSUME: &str = "produce_and_consume";
 
 /// What the path's own services did over all of a measurement's phases together.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PathLoad {
+pub(crate) struct PathLoad {
     /// Their CPU seconds.
     pub cpu_s: f64,
     /// MB (10^6 bytes) of records the phases moved, both directions counted.
@@ -220,7 +220,7 @@ pub struct PathLoad {
 
 impl PathLoad {
     /// Over `phases`; `None` without any, or without a path of its own (the baseline).
-    pub fn of(phases: &[PhaseCost]) -> Option<PathLoad> {
+    pub(crate) fn of(phases: &[PhaseCost]) -> Option<PathLoad> {
         if phases.is_empty() {
             return None;
         }
@@ -249,7 +249,7 @@ pub fn path_coefficient(phases: &[PhaseCost]) -> Option<f64> {
 /// the application's own work, which a JVM started for the run keeps compiling and collecting
 /// around at rates that vary from one repetition to the next. `None` as for the coefficient, or
 /// when no service of the path had its threads read (then there is nothing to leave out).
-pub fn path_rest_coefficient(phases: &[PhaseCost]) -> Option<f64> {
+pub(crate) fn path_rest_coefficient(phases: &[PhaseCost]) -> Option<f64> {
     let load = PathLoad::of(phases)?;
     let own = phases
         .iter()
@@ -262,7 +262,7 @@ pub fn path_rest_coefficient(phases: &[PhaseCost]) -> Option<f64> {
 /// The CPU seconds of `services`' JVMs' JIT compiler and GC threads, which a rest figure leaves
 /// out (a service that is no JVM, a KMS, has none and counts whole); `None` when no service had
 /// its threads read, so there is nothing to leave out.
-pub fn compilers_and_collectors<'a>(
+pub(crate) fn compilers_and_collectors<'a>(
     services: impl IntoIterator<Item = &'a ServiceCost>,
 ) -> Option<f64> {
     let threads: Vec<&ThreadCpu> = services
@@ -274,7 +274,7 @@ pub fn compilers_and_collectors<'a>(
 
 /// The path's millicores per MB/s of records in the phase named `phase`; `None` when that phase
 /// was not measured or the scenario has no path of its own.
-pub fn phase_coefficient(phases: &[PhaseCost], phase: &str) -> Option<f64> {
+pub(crate) fn phase_coefficient(phases: &[PhaseCost], phase: &str) -> Option<f64> {
     let p = phases.iter().find(|p| p.phase == phase)?;
     let path = p.path()?;
     (p.record_bytes > 0).then(|| p.millicores_per_mb_s(&path))
@@ -282,7 +282,7 @@ pub fn phase_coefficient(phases: &[PhaseCost], phase: &str) -> Option<f64> {
 
 /// The median of `phases`' host steal ([`PhaseCost::host_steal_percent`]), over those that
 /// have a figure; `None` when none has.
-pub fn median_steal<'a>(phases: impl IntoIterator<Item = &'a PhaseCost>) -> Option<f64> {
+pub(crate) fn median_steal<'a>(phases: impl IntoIterator<Item = &'a PhaseCost>) -> Option<f64> {
     let steal: Vec<f64> = phases
         .into_iter()
         .filter_map(|p| p.host_steal_percent)
@@ -293,7 +293,7 @@ pub fn median_steal<'a>(phases: impl IntoIterator<Item = &'a PhaseCost>) -> Opti
 /// The median cost of repetitions, phase by phase and service by service (CPU, bytes and each
 /// GC figure are medians of their own; records and bytes moved are the first repetition's, the
 /// same in each).
-pub fn summary(reps: &[&[PhaseCost]]) -> Vec<PhaseCost> {
+pub(crate) fn summary(reps: &[&[PhaseCost]]) -> Vec<PhaseCost> {
     let Some(first) = reps.first() else {
         return Vec::new();
     };

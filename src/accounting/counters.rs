@@ -4,7 +4,7 @@
 
 /// Cumulative counters of one container since it started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// CPU time of every process in the container (user + system), in nanoseconds: the
     /// cgroup's own counter (`cpuacct.usage` on cgroup v1, `cpu.stat` on v2).
     pub cpu_ns: u64,
@@ -24,7 +24,7 @@ pub struct Counters {
 /// that `idle` counts too (so the fields together pass the wall time on a busy host). It needs
 /// no command in any container, and each container's document speaks of the host it runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HostClock {
+pub(crate) struct HostClock {
     /// When the engine read the document, in Unix nanoseconds.
     pub at_ns: i64,
     /// The host's CPU time but steal, in nanoseconds since boot.
@@ -36,11 +36,11 @@ pub struct HostClock {
 impl HostClock {
     /// Shortest interval whose stolen share is given: the kernel counts in ticks of 10 ms per CPU
     /// and the read moment is the engine's, so a shorter span is mostly rounding.
-    pub const MIN_SPAN_NS: i64 = 1_000_000_000;
+    pub(crate) const MIN_SPAN_NS: i64 = 1_000_000_000;
 
     /// The share of the host's CPU time stolen from `earlier` to `self`, in percent; `None`
     /// over too short a span or when the CPUs changed meanwhile.
-    pub fn stolen_percent_since(&self, earlier: &HostClock) -> Option<f64> {
+    pub(crate) fn stolen_percent_since(&self, earlier: &HostClock) -> Option<f64> {
         let span = self.at_ns - earlier.at_ns;
         if span < Self::MIN_SPAN_NS || self.cpus != earlier.cpus || self.cpus == 0 {
             return None;
@@ -53,7 +53,7 @@ impl HostClock {
 
 /// What a container used between two readings, and the share of its host's CPU stolen meanwhile.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Usage {
+pub(crate) struct Usage {
     pub cpu_ns: u64,
     pub rx_bytes: u64,
     pub tx_bytes: u64,
@@ -62,7 +62,7 @@ pub struct Usage {
 
 impl Counters {
     /// What grew from `earlier` to `self` (a counter never goes back while the container runs).
-    pub fn since(&self, earlier: &Counters) -> Usage {
+    pub(crate) fn since(&self, earlier: &Counters) -> Usage {
         Usage {
             cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
             rx_bytes: self.rx_bytes.saturating_sub(earlier.rx_bytes),

@@ -7,15 +7,16 @@
 use serde::{Deserialize, Serialize};
 
 /// Where a JVM service writes its GC log for the runner to read (`-Xlog:gc:file=...`).
-pub const LOG: &str = "/tmp/perf-tests-gc.log";
+pub(crate) const LOG: &str = "/tmp/perf-tests-gc.log";
 
 /// The `-Xlog` option the images built here start their JVMs with: every pause with its wall
 /// time (UTC) and its length.
-pub const XLOG: &str = "-Xlog:gc:file=/tmp/perf-tests-gc.log:utctime,level,tags";
+#[cfg(test)]
+const XLOG: &str = "-Xlog:gc:file=/tmp/perf-tests-gc.log:utctime,level,tags";
 
 /// What kind of stop-the-world pause a line reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A young (or mixed) collection.
     Young,
     /// A full collection of the whole heap.
@@ -26,7 +27,7 @@ pub enum Kind {
 
 /// One pause.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Pause {
+pub(crate) struct Pause {
     pub kind: Kind,
     pub ms: f64,
     /// When it was logged (its `utctime` decorator), in seconds since the Unix epoch.
@@ -36,7 +37,7 @@ pub struct Pause {
 /// The pauses of a log, in order: every complete line that reports one (`GC(n) Pause Young
 /// (Normal) (G1 Evacuation Pause) 24M->3M(1024M) 5.123ms`). A line still being written (no
 /// newline yet) is left for the next read.
-pub fn pauses(log: &str) -> Vec<Pause> {
+pub(crate) fn pauses(log: &str) -> Vec<Pause> {
     let complete = match log.rfind('\n') {
         Some(end) => &log[..end],
         None => "",
@@ -92,7 +93,7 @@ pub struct GcSummary {
 impl GcSummary {
     /// The pauses the log at a phase's end (`end`) has beyond those it had at its start
     /// (`start`, the first reads' count); the phase started at `started` (Unix seconds).
-    pub fn between(start: &[Pause], end: &[Pause], started: f64) -> GcSummary {
+    pub(crate) fn between(start: &[Pause], end: &[Pause], started: f64) -> GcSummary {
         let mut s = GcSummary::default();
         for p in end.iter().skip(start.len()) {
             match p.kind {
@@ -111,11 +112,6 @@ impl GcSummary {
             }
         }
         s
-    }
-
-    /// Every pause of the phase.
-    pub fn count(&self) -> u64 {
-        self.young + self.full + self.other
     }
 }
 
@@ -165,7 +161,7 @@ mod tests {
         // 4 the full one at 45.0.
         let started = 1796191540.5;
         let s = GcSummary::between(&all[..1], &all, started);
-        assert_eq!((s.young, s.full, s.other, s.count()), (1, 1, 2, 4));
+        assert_eq!((s.young, s.full, s.other), (1, 1, 2));
         assert!((s.pause_ms - (3.1 + 1.25 + 0.05 + 45.678)).abs() < 1e-9);
         assert_eq!(s.max_pause_ms, 45.678);
         assert_eq!(s.seconds_ms.len(), 5);

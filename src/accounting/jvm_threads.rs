@@ -11,14 +11,14 @@ use serde::{Deserialize, Serialize};
 /// Prints the stat line of every thread of every process in the container (an image with a
 /// shell and `cat`; errors of a process that ends meanwhile go nowhere, its lines are simply
 /// missing).
-pub const COMMAND: [&str; 3] = ["sh", "-c", "cat /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null"];
+pub(crate) const COMMAND: [&str; 3] = ["sh", "-c", "cat /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null"];
 
 /// Clock ticks per second of `utime` and `stime` in `/proc` (`USER_HZ`, 100 on Linux).
 const TICKS_PER_S: f64 = 100.0;
 
 /// What a thread does for its JVM, by the name HotSpot gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A JIT compiler (`C1 CompilerThread0`, `C2 CompilerThread1`, `JVMCI CompilerThread0`).
     Jit,
     /// A garbage collector's worker or concurrent thread (G1, Parallel, ZGC, Shenandoah).
@@ -29,7 +29,7 @@ pub enum Kind {
 
 /// One thread's CPU time so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Thread {
+pub(crate) struct Thread {
     pub tid: u32,
     pub kind: Kind,
     /// User and system time together, in clock ticks.
@@ -38,7 +38,7 @@ pub struct Thread {
 
 /// The threads of `stat` (what [`COMMAND`] printed); `None` when no thread of a HotSpot JVM
 /// is among them (its `VM Thread`), so a container that is not a JVM has no figures.
-pub fn threads(stat: &str) -> Option<Vec<Thread>> {
+pub(crate) fn threads(stat: &str) -> Option<Vec<Thread>> {
     let mut jvm = false;
     let threads = stat
         .lines()
@@ -98,7 +98,7 @@ impl ThreadCpu {
     /// What each thread of `end` used since `start`; a thread new since then counts from zero.
     /// HotSpot starts and ends compiler threads as its queue of work grows and shrinks: one that
     /// ended within the phase is missing at its end, so the compilers' figure is a lower bound.
-    pub fn between(start: &[Thread], end: &[Thread]) -> ThreadCpu {
+    pub(crate) fn between(start: &[Thread], end: &[Thread]) -> ThreadCpu {
         let mut cpu = ThreadCpu::default();
         for t in end {
             let before = start

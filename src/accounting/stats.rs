@@ -22,12 +22,12 @@ pub fn median(values: &[f64]) -> f64 {
 }
 
 /// The arithmetic mean; `NaN` when empty.
-pub fn mean(values: &[f64]) -> f64 {
+pub(crate) fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// The sample standard deviation (n - 1 in the denominator); 0 for fewer than two values.
-pub fn std_dev(values: &[f64]) -> f64 {
+pub(crate) fn std_dev(values: &[f64]) -> f64 {
     if values.len() < 2 {
         return 0.0;
     }
@@ -38,7 +38,7 @@ pub fn std_dev(values: &[f64]) -> f64 {
 
 /// Coefficient of variation in percent (sample standard deviation / mean x 100); 0 when the
 /// mean is 0 or there are fewer than two values.
-pub fn cv_percent(values: &[f64]) -> f64 {
+pub(crate) fn cv_percent(values: &[f64]) -> f64 {
     let m = mean(values);
     if values.len() < 2 || m == 0.0 || !m.is_finite() {
         return 0.0;
@@ -47,7 +47,7 @@ pub fn cv_percent(values: &[f64]) -> f64 {
 }
 
 /// Smallest and largest value; `(NaN, NaN)` when empty.
-pub fn min_max(values: &[f64]) -> (f64, f64) {
+pub(crate) fn min_max(values: &[f64]) -> (f64, f64) {
     values.iter().fold((f64::NAN, f64::NAN), |(lo, hi), &x| {
         (
             if lo.is_nan() { x } else { lo.min(x) },
@@ -60,7 +60,7 @@ pub fn min_max(values: &[f64]) -> (f64, f64) {
 #[derive(
     Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
-pub struct Interval {
+pub(crate) struct Interval {
     pub mean: f64,
     pub low: f64,
     pub high: f64,
@@ -70,7 +70,7 @@ pub struct Interval {
 
 impl Interval {
     /// The interval of the mean of `values`; `None` with fewer than two (no spread to go by).
-    pub fn of_mean(values: &[f64]) -> Option<Interval> {
+    pub(crate) fn of_mean(values: &[f64]) -> Option<Interval> {
         if values.len() < 2 {
             return None;
         }
@@ -91,7 +91,7 @@ impl Interval {
     }
 
     /// Every figure multiplied by `k` (> 0): the interval of a quantity proportional to it.
-    pub fn scaled(self, k: f64) -> Interval {
+    pub(crate) fn scaled(self, k: f64) -> Interval {
         Interval {
             mean: self.mean * k,
             low: self.low * k,
@@ -99,16 +99,11 @@ impl Interval {
             n: self.n,
         }
     }
-
-    /// Half the interval's width in percent of its mean.
-    pub fn half_width_pct(&self) -> f64 {
-        (self.high - self.low) / 2.0 / self.mean.abs() * 100.0
-    }
 }
 
 /// A least-squares line through points (x, y), each of its figures with a 95% interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Fit {
+pub(crate) struct Fit {
     pub slope: Interval,
     pub intercept: Interval,
     /// Residual standard deviation, mean x and the x spread (sum of squared deviations).
@@ -120,7 +115,7 @@ pub struct Fit {
 impl Fit {
     /// The line through `points`; `None` with fewer than three points or a single x (no
     /// slope, or no spread about it, to go by).
-    pub fn of(points: &[(f64, f64)]) -> Option<Fit> {
+    pub(crate) fn of(points: &[(f64, f64)]) -> Option<Fit> {
         let n = points.len();
         if n < 3 {
             return None;
@@ -155,7 +150,7 @@ impl Fit {
     }
 
     /// The line's value at `x`, with the interval of that mean value.
-    pub fn at(&self, x: f64) -> Interval {
+    pub(crate) fn at(&self, x: f64) -> Interval {
         let n = self.slope.n;
         let se = self.s * (1.0 / n as f64 + (x - self.x_mean).powi(2) / self.sxx).sqrt();
         Interval::around(self.intercept.mean + self.slope.mean * x, se, n - 2, n)
@@ -200,16 +195,16 @@ fn t_80(df: usize) -> f64 {
 
 /// The smallest true mean of `n` values with standard deviation `sd` that a two-sided t-test
 /// at 5% tells from zero with 80% power; `None` with fewer than two values.
-pub fn detectable_mean(sd: f64, n: usize) -> Option<f64> {
+pub(crate) fn detectable_mean(sd: f64, n: usize) -> Option<f64> {
     (n >= 2).then(|| (t_975(n - 1) + t_80(n - 1)) * sd / (n as f64).sqrt())
 }
 
 /// The significance level of every comparison.
-pub const SIGNIFICANCE: f64 = 0.05;
+pub(crate) const SIGNIFICANCE: f64 = 0.05;
 
 /// The outcome of a two-sided Mann-Whitney U test.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MannWhitney {
+pub(crate) struct MannWhitney {
     /// U statistic of the first sample (scipy's `statistic`).
     pub u1: f64,
     /// Two-sided p-value.
@@ -220,7 +215,7 @@ pub struct MannWhitney {
 
 /// The smallest two-sided p-value the exact test can give for samples of these sizes:
 /// 2 / C(n1 + n2, n1). When it is not below 0.05 the test can never be significant.
-pub fn min_p_value(n1: usize, n2: usize) -> f64 {
+pub(crate) fn min_p_value(n1: usize, n2: usize) -> f64 {
     if n1 == 0 || n2 == 0 {
         return 1.0;
     }
@@ -228,7 +223,8 @@ pub fn min_p_value(n1: usize, n2: usize) -> f64 {
 }
 
 /// Whether samples of these sizes can show a difference at p < 0.05 at all.
-pub fn can_be_significant(n1: usize, n2: usize) -> bool {
+#[cfg(test)]
+fn can_be_significant(n1: usize, n2: usize) -> bool {
     min_p_value(n1, n2) < SIGNIFICANCE
 }
 
@@ -237,7 +233,7 @@ fn binomial(n: usize, k: usize) -> f64 {
 }
 
 /// Two-sided Mann-Whitney U test of `x` against `y`; `None` when either sample is empty.
-pub fn mann_whitney_u(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
+pub(crate) fn mann_whitney_u(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
     let (n1, n2) = (x.len(), y.len());
     if n1 == 0 || n2 == 0 {
         return None;
@@ -323,7 +319,7 @@ fn exact_sf(n1: usize, n2: usize, u: usize) -> f64 {
 /// family-wise error rate of `alpha`: sorted ascending, the k-th smallest (0-based) is rejected
 /// while it is below `alpha / (m - k)`. It controls the chance of any false alarm among the `m`
 /// tests, as Bonferroni does, but rejects more when several effects are real.
-pub fn holm(p_values: &[f64], alpha: f64) -> Vec<bool> {
+pub(crate) fn holm(p_values: &[f64], alpha: f64) -> Vec<bool> {
     let m = p_values.len();
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));
@@ -340,7 +336,7 @@ pub fn holm(p_values: &[f64], alpha: f64) -> Vec<bool> {
 
 /// The fewest repetitions a side needs (with as many on the other) for the exact test to be
 /// able to reach p < `level`.
-pub fn repetitions_for(level: f64) -> usize {
+pub(crate) fn repetitions_for(level: f64) -> usize {
     (1..=64)
         .find(|&n| min_p_value(n, n) < level)
         .unwrap_or(usize::MAX)
@@ -348,7 +344,7 @@ pub fn repetitions_for(level: f64) -> usize {
 
 /// A monotonic trend of values in time order (the Mann-Kendall test).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Trend {
+pub(crate) struct Trend {
     /// Kendall's tau between value and position: +1 steadily rising, -1 steadily falling.
     pub tau: f64,
     /// Two-sided p-value of "no trend".
@@ -358,7 +354,7 @@ pub struct Trend {
 /// The Mann-Kendall trend test of `values` in the order given; `None` for fewer than 3 values.
 /// Exact (the permutation distribution of inversions) without ties, else the normal
 /// approximation with the tie-corrected variance.
-pub fn trend(values: &[f64]) -> Option<Trend> {
+pub(crate) fn trend(values: &[f64]) -> Option<Trend> {
     let n = values.len();
     if n < 3 {
         return None;
@@ -441,7 +437,7 @@ fn tie_groups(values: &[f64]) -> Vec<f64> {
 }
 
 /// Power the detectable change is defined at: the chance of finding a real change of that size.
-pub const POWER: f64 = 0.8;
+pub(crate) const POWER: f64 = 0.8;
 
 /// The smallest shift, in standard deviations of normally distributed repetitions, that the
 /// two-sided Mann-Whitney test at `level` finds with probability [`POWER`] given `n1` and `n2`
@@ -451,7 +447,7 @@ pub const POWER: f64 = 0.8;
 /// test is rank-based, so its power against a shift depends only on the shift in standard
 /// deviations, and the same noise is reused for every candidate shift, which keeps the search
 /// monotonic.
-pub fn detectable_shift(n1: usize, n2: usize, level: f64) -> Option<f64> {
+pub(crate) fn detectable_shift(n1: usize, n2: usize, level: f64) -> Option<f64> {
     if n1 == 0 || n2 == 0 || min_p_value(n1, n2) >= level {
         return None;
     }
@@ -515,7 +511,7 @@ impl SplitMix64 {
 }
 
 /// Upper tail of the standard normal distribution.
-pub fn normal_sf(z: f64) -> f64 {
+pub(crate) fn normal_sf(z: f64) -> f64 {
     0.5 * erfc(z / std::f64::consts::SQRT_2)
 }
 

@@ -76,12 +76,12 @@ pub enum Id {
 
 impl Id {
     /// The metric's entry.
-    pub fn metric(self) -> &'static Metric {
+    pub(crate) fn metric(self) -> &'static Metric {
         &METRICS[self as usize]
     }
 
     /// The metric's column name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         self.metric().name
     }
 }
@@ -134,7 +134,7 @@ pub struct Metric {
 
 impl Metric {
     /// The value formatted as the tables show it (`n/a` for a value the measurement lacks).
-    pub fn format(&self, m: &Measurement) -> String {
+    pub(crate) fn format(&self, m: &Measurement) -> String {
         let v = (self.get)(m);
         if v.is_nan() {
             "n/a".to_string()
@@ -607,12 +607,12 @@ pub const METRICS: [Metric; 39] = [
 ];
 
 /// The metrics of one table, in column order.
-pub fn of_table(table: Table) -> impl Iterator<Item = &'static Metric> {
+pub(crate) fn of_table(table: Table) -> impl Iterator<Item = &'static Metric> {
     METRICS.iter().filter(move |m| m.table == table)
 }
 
 /// The metrics `compare` judges: those with a better direction, producer first, rates first.
-pub fn compared() -> impl Iterator<Item = &'static Metric> {
+pub(crate) fn compared() -> impl Iterator<Item = &'static Metric> {
     METRICS.iter().filter(|m| m.better.is_some())
 }
 
@@ -626,7 +626,7 @@ pub fn compared() -> impl Iterator<Item = &'static Metric> {
 /// rate on both sides (`same_rate`) the path's CPU per MB/s decides too, so a change that makes
 /// the path burn more CPU at the rate it still holds is found; CPU per record depends on
 /// batching, so at different rates or unthrottled it is only reported.
-pub fn decides(m: &Metric, throttled: bool, intended: bool, same_rate: bool) -> bool {
+pub(crate) fn decides(m: &Metric, throttled: bool, intended: bool, same_rate: bool) -> bool {
     match m.decides {
         Decides::Never => false,
         Decides::Always => true,

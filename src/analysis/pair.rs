@@ -19,7 +19,7 @@ use crate::model::Measurement;
 
 /// What one side's producer did in a pair's phase, as far as the pair needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Side {
+pub(crate) struct Side {
     /// Records it sent (and its consumer read) in the phase.
     pub sent: u64,
     pub rate_rec_s: f64,
@@ -31,7 +31,12 @@ pub struct Side {
 impl PairPhase {
     /// From a repetition's measured phases `cost` (both sides' services, in the
     /// produce-and-consume phase) and what each side's producer did; `Err` says what is missing.
-    pub fn of(pair: &Pair, cost: &[PhaseCost], a: Side, b: Side) -> Result<PairPhase, String> {
+    pub(crate) fn of(
+        pair: &Pair,
+        cost: &[PhaseCost],
+        a: Side,
+        b: Side,
+    ) -> Result<PairPhase, String> {
         let phase = cost
             .iter()
             .find(|p| p.phase == PRODUCE_AND_CONSUME)
@@ -95,7 +100,7 @@ impl PairPhase {
 
 /// Repetition `m` of a paired scenario as a pair: side A's (`m`) and side B's (its
 /// [`Measurement::pair`]) producers and the phase's cost; `Err` says what is missing.
-pub fn phase_of(m: &Measurement, pair: &Pair) -> Result<PairPhase, String> {
+pub(crate) fn phase_of(m: &Measurement, pair: &Pair) -> Result<PairPhase, String> {
     let b = m.pair.as_deref().ok_or("side B has no measurement")?;
     let side = |m: &Measurement| Side {
         sent: m.producer.sent,
@@ -110,7 +115,7 @@ impl Ratio {
     /// Over `pairs`, each its phases' ratios (each > 0), in logarithms so that B/A and A/B are
     /// symmetric; a pair without a phase is no pair; `None` without any. A difference is a ratio
     /// above `1 + threshold_percent / 100` or below its inverse.
-    pub fn of(pairs: &[Vec<f64>], threshold_percent: f64) -> Option<Ratio> {
+    pub(crate) fn of(pairs: &[Vec<f64>], threshold_percent: f64) -> Option<Ratio> {
         let logs: Vec<Vec<f64>> = pairs
             .iter()
             .filter(|p| !p.is_empty())
@@ -182,7 +187,7 @@ impl Metric {
     pub const ALL: [Metric; 4] = [Metric::Cpu, Metric::CpuRest, Metric::P50, Metric::P99];
 
     /// The registry's metric it is the paired form of, whose name it is shown by.
-    pub fn id(self) -> crate::analysis::metrics::Id {
+    pub(crate) fn id(self) -> crate::analysis::metrics::Id {
         use crate::analysis::metrics::Id;
         match self {
             Metric::Cpu => Id::PathCost,
@@ -197,7 +202,7 @@ impl Metric {
     }
 
     /// Each side's figure in a phase.
-    pub fn sides(self, p: &PairPhase) -> (f64, f64) {
+    pub(crate) fn sides(self, p: &PairPhase) -> (f64, f64) {
         match self {
             Metric::Cpu => (p.mc_per_mb_s_a, p.mc_per_mb_s_b),
             Metric::CpuRest => (p.rest_mc_per_mb_s_a, p.rest_mc_per_mb_s_b),
@@ -207,7 +212,7 @@ impl Metric {
     }
 
     /// Decimals its figures are shown with.
-    pub fn decimals(self) -> usize {
+    pub(crate) fn decimals(self) -> usize {
         match self {
             Metric::Cpu | Metric::CpuRest => 1,
             Metric::P50 | Metric::P99 => 2,
@@ -217,7 +222,7 @@ impl Metric {
 
 impl PairResult {
     /// B over A of `metric`, when any pair compared it.
-    pub fn ratio(&self, metric: Metric) -> Option<&Ratio> {
+    pub(crate) fn ratio(&self, metric: Metric) -> Option<&Ratio> {
         match metric {
             Metric::Cpu => self.cpu.as_ref(),
             Metric::CpuRest => self.cpu_rest.as_ref(),
@@ -227,7 +232,7 @@ impl PairResult {
     }
 
     /// The primary metrics on which side B is worse than side A beyond the threshold.
-    pub fn worse(&self) -> Vec<Metric> {
+    pub(crate) fn worse(&self) -> Vec<Metric> {
         Metric::ALL
             .into_iter()
             .filter(|m| self.ratio(*m).and_then(|r| r.verdict) == Some(Verdict::Higher))
@@ -243,7 +248,7 @@ fn position(index: usize, per_pair: usize) -> (usize, usize) {
 
 /// How warnings name the `index`th phase run (from 0) with `per_pair` phases to a pair:
 /// `pair n`, or `pair n, phase j` when pairs have several phases.
-pub fn phase_label(index: usize, per_pair: usize) -> String {
+pub(crate) fn phase_label(index: usize, per_pair: usize) -> String {
     let (n, j) = position(index, per_pair);
     if per_pair > 1 {
         format!("pair {n}, phase {j}")
@@ -256,7 +261,7 @@ impl PairResult {
     /// Over every measured phase of a scenario with `pair`, in the order run, `per_pair` phases
     /// to a pair, with verdicts beyond `threshold_percent`; a phase that cannot be compared is
     /// left out, with a warning naming it.
-    pub fn of(
+    pub(crate) fn of(
         pair: &Pair,
         phases: Vec<Result<PairPhase, String>>,
         per_pair: usize,

@@ -17,7 +17,7 @@ use crate::model::{Measurement, ScenarioResult};
 
 /// What the user asked of a sizing run (`perf-tests sizing`), kept in `run.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SizingRequest {
+pub(crate) struct SizingRequest {
     /// The traffic (produce + consume MB/s) whose cores are stated.
     pub traffic_mb_s: f64,
     /// The sweep's lowest rate, named when no rate was sustained.
@@ -26,7 +26,7 @@ pub struct SizingRequest {
 
 /// The sizing of every line (a scenario at one combination of the other varying settings).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Sizing {
+pub(crate) struct Sizing {
     pub request: SizingRequest,
     pub lines: Vec<LineSizing>,
     /// Lines that could not be sized, and why.
@@ -35,7 +35,7 @@ pub struct Sizing {
 
 /// One line's sizing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct LineSizing {
+pub(crate) struct LineSizing {
     /// The scenario's name, with the other varying settings' values.
     pub name: String,
     /// Millicores of the path's own services per MB/s of produce + consume traffic, over every
@@ -70,7 +70,7 @@ pub struct LineSizing {
 
 /// A line at one sustained rate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RateSizing {
+pub(crate) struct RateSizing {
     pub rate_rec_s: i64,
     /// The coefficient over this rate's sustained repetitions.
     pub coefficient: Option<Interval>,
@@ -111,7 +111,7 @@ fn mean_of(reps: &[&Measurement], f: impl Fn(&Measurement) -> Option<f64>) -> Op
 }
 
 /// The sizing of `results` (a sizing run's).
-pub fn analyse(
+pub(crate) fn analyse(
     results: &[ScenarioResult],
     request: &SizingRequest,
     p99_limit_ms: Option<u64>,
@@ -254,7 +254,7 @@ fn rate_sizing(
 
 impl Sizing {
     /// Whether any line sustained a rate: a sizing run with none has nothing to state.
-    pub fn sized_any(&self) -> bool {
+    pub(crate) fn sized_any(&self) -> bool {
         self.lines.iter().any(|l| l.sustained_rec_s.is_some())
     }
 }

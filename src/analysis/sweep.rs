@@ -13,12 +13,12 @@ use crate::model::{lines_over, Line, Measurement, ScenarioResult, TARGET_SHARE};
 use crate::settings::matrix::Combination;
 
 /// The setting a sweep varies.
-pub const VAR: &str = "THROUGHPUT";
+pub(crate) const VAR: &str = "THROUGHPUT";
 /// Most rates one sweep may measure.
-pub const MAX_STEPS: u64 = 100;
+pub(crate) const MAX_STEPS: u64 = 100;
 
 /// `steps` rates from `from` to `to` records/s, evenly spaced and rounded to whole records.
-pub fn rates(from: u64, to: u64, steps: u64) -> Result<Vec<u64>> {
+pub(crate) fn rates(from: u64, to: u64, steps: u64) -> Result<Vec<u64>> {
     if from == 0 {
         bail!("--from 0: a sweep starts at 1 record/s or more");
     }
@@ -40,7 +40,7 @@ pub fn rates(from: u64, to: u64, steps: u64) -> Result<Vec<u64>> {
 
 /// The producer's 99th percentile: from the intended send times where measured, else from the
 /// send calls.
-pub fn p99(m: &Measurement) -> f64 {
+pub(crate) fn p99(m: &Measurement) -> f64 {
     m.producer
         .intended
         .as_ref()
@@ -49,7 +49,7 @@ pub fn p99(m: &Measurement) -> f64 {
 
 /// Why a measurement at a THROUGHPUT target did not sustain it; `None` when it did, or when it
 /// had no target.
-pub fn shortfall(m: &Measurement, p99_limit_ms: Option<u64>) -> Option<String> {
+pub(crate) fn shortfall(m: &Measurement, p99_limit_ms: Option<u64>) -> Option<String> {
     let target = m.producer.target_rec_s;
     if target <= 0.0 {
         return None;
@@ -71,14 +71,17 @@ pub fn shortfall(m: &Measurement, p99_limit_ms: Option<u64>) -> Option<String> {
 
 /// A line's rates in rising order, split where it stopped keeping up: the rates sustained below
 /// the first that was not, and that first one with why (`None` when every rate was).
-pub struct Climb<'a> {
+pub(crate) struct Climb<'a> {
     pub sustained: Vec<(i64, &'a ScenarioResult)>,
     pub ceiling: Option<(i64, String)>,
 }
 
 impl<'a> Climb<'a> {
     /// Sorts `points` (rate, result) and climbs them, each judged by its summary.
-    pub fn of(mut points: Vec<(i64, &'a ScenarioResult)>, p99_limit_ms: Option<u64>) -> Climb<'a> {
+    pub(crate) fn of(
+        mut points: Vec<(i64, &'a ScenarioResult)>,
+        p99_limit_ms: Option<u64>,
+    ) -> Climb<'a> {
         points.sort_by_key(|(rate, _)| *rate);
         let mut sustained = Vec::new();
         for (rate, r) in points {
@@ -98,7 +101,7 @@ impl<'a> Climb<'a> {
 }
 
 /// The combination without the rate: what a line of a sweep shares.
-pub fn line_of(combination: &Combination) -> Combination {
+pub(crate) fn line_of(combination: &Combination) -> Combination {
     let mut rest = combination.clone();
     rest.remove(VAR);
     rest
@@ -110,7 +113,7 @@ pub fn line_of(combination: &Combination) -> Combination {
 /// the lines that ran any such rate. `None` unless THROUGHPUT varied (a matrix over it, or a
 /// sweep), and for a catch-up, whose THROUGHPUT is its live producer's rate, not one the path
 /// had to sustain.
-pub fn climbs(
+pub(crate) fn climbs(
     results: &[ScenarioResult],
     p99_limit_ms: Option<u64>,
 ) -> Option<Vec<(Line<'_>, Climb<'_>)>> {

@@ -131,7 +131,7 @@ pub struct AbArgs {
 
 impl AbArgs {
     /// Both sides' overrides.
-    pub fn sides(&self) -> crate::settings::sides::Sides {
+    pub(crate) fn sides(&self) -> crate::settings::sides::Sides {
         use crate::settings::sides::{Overrides, Sides};
         Sides {
             a: Overrides {
@@ -330,13 +330,14 @@ impl SettingsArgs {
     /// its first value, and the lists of every varying setting given (one value pins a setting
     /// the suite's matrix varies) are its `matrix`; a missing commit id is detected from the
     /// suite directory. Errors name the setting and the value.
-    pub fn into_settings(self) -> anyhow::Result<Settings> {
+    #[cfg(test)]
+    pub(crate) fn into_settings(self) -> anyhow::Result<Settings> {
         self.into_settings_for(false)
     }
 
     /// [`Self::into_settings`]; for a paired run (`paired`), a setting not given takes its
     /// paired default ([`Setting::ab_default`]) where it has one.
-    pub fn into_settings_for(self, paired: bool) -> anyhow::Result<Settings> {
+    pub(crate) fn into_settings_for(self, paired: bool) -> anyhow::Result<Settings> {
         let given = |var: &str| self.given.iter().any(|(s, _)| s.var == var);
         if given("DURATION") && given("NUM_RECORDS") {
             anyhow::bail!(

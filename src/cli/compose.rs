@@ -58,7 +58,7 @@ fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
 }
 
 /// Runs a compose subcommand; returns the process exit code (130 when interrupted).
-pub async fn execute(cmd: ComposeCommand) -> Result<i32> {
+pub(crate) async fn execute(cmd: ComposeCommand) -> Result<i32> {
     match cmd {
         ComposeCommand::Config { files, vars } => {
             let project = compose::load(&files, &vars.into_iter().collect())?;

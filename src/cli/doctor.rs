@@ -13,7 +13,7 @@ use crate::world::images::recipe::{self, ImageRecipe, Recipe};
 
 /// One check: what it looked at and what it found (a problem is `Err`, in one line).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Check {
+pub(crate) struct Check {
     pub what: &'static str,
     pub found: Result<String, String>,
 }
@@ -53,7 +53,7 @@ const IMAGE_BYTES: u64 = 512 << 20;
 const REACH_WITHIN: Duration = Duration::from_secs(5);
 
 /// Every check for `run`, in the order a user would fix them.
-pub async fn check(run: &RunPlan) -> Vec<Check> {
+pub(crate) async fn check(run: &RunPlan) -> Vec<Check> {
     let engine = match Engine::connect("doctor").await {
         Ok(engine) => engine,
         Err(e) => return vec![fail("engine", format!("{e:#}"))],
@@ -312,7 +312,7 @@ fn host_port(url: &str) -> Option<String> {
 
 /// Bytes the broker's log holds at most during one measurement of `settings`: the warm-up's and
 /// the measured records; `None` for an unthrottled DURATION run, whose count nothing bounds.
-pub fn log_bytes(settings: &Settings) -> Option<u64> {
+pub(crate) fn log_bytes(settings: &Settings) -> Option<u64> {
     let measured = match settings.duration {
         Some(d) => match settings.throughput.limit() {
             Some(rate) => (d + settings.duration_warm_up)

@@ -29,7 +29,7 @@ pub enum ImagesCommand {
 }
 
 /// Runs an image command for the suite `settings.scenarios` names.
-pub async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
+pub(crate) async fn execute(cmd: ImagesCommand, settings: &Settings) -> Result<i32> {
     let suite = Suite::load(&settings.scenarios)?;
     let mut recipes = recipe::parse_recipes(&suite.images_file, &suite.images)?;
     // A proxy the settings give as a build is made like the suite's own images.

@@ -72,7 +72,7 @@ pub enum StateArg {
     Refused,
 }
 
-pub fn execute(cmd: PrCommand) -> Result<i32> {
+pub(crate) fn execute(cmd: PrCommand) -> Result<i32> {
     match cmd {
         PrCommand::Request { comment, allowed } => {
             print!("{}", Request::of(&comment, &allowed).github_output());

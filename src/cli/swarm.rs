@@ -46,7 +46,7 @@ fn nodes(s: &str) -> Result<usize, String> {
 }
 
 /// Runs a swarm command; `settings.scenarios` names the suite whose images a local swarm gets.
-pub async fn execute(cmd: SwarmCommand, settings: &Settings) -> Result<i32> {
+pub(crate) async fn execute(cmd: SwarmCommand, settings: &Settings) -> Result<i32> {
     let mut say = |line: &str| eprintln!("swarm: {line}");
     match cmd {
         SwarmCommand::Local {

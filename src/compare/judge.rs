@@ -29,7 +29,7 @@ pub enum Verdict {
 
 /// One metric of one scenario, compared.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub(crate) struct Row {
     /// Scenario name.
     pub scenario: String,
     /// The metric.
@@ -80,7 +80,7 @@ impl Row {
 
 /// A whole comparison.
 #[derive(Debug, Clone)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// Base directory.
     pub base: PathBuf,
     /// New directory.
@@ -103,7 +103,7 @@ pub struct Comparison {
 }
 
 /// Compares two sides metric by metric.
-pub fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
+pub(crate) fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison {
     let mut warnings = differences(base, new);
     let mut pairs = Vec::new();
     let mut by_run = Vec::new();
@@ -665,7 +665,7 @@ fn machines_differ(base: &Side, new: &Side) -> Vec<String> {
 
 impl Comparison {
     /// The primary rows judged regressions (secondary ones never fail a comparison).
-    pub fn regressions(&self) -> Vec<&Row> {
+    pub(crate) fn regressions(&self) -> Vec<&Row> {
         self.rows
             .iter()
             .filter(|r| r.primary && r.verdict == Verdict::Regression)
@@ -673,7 +673,7 @@ impl Comparison {
     }
 
     /// 1 when there is a regression, else 0.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         if self.regressions().is_empty() {
             0
         } else {

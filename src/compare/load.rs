@@ -10,7 +10,7 @@ use crate::present::results::{read_run_info, read_scenarios, RunInfo, RUN_FILE};
 
 /// The results of one side of a comparison (one run, or several pooled).
 #[derive(Debug, Clone)]
-pub struct Side {
+pub(crate) struct Side {
     /// What the user named (a path, `latest`, `previous`), resolved to a directory.
     pub dir: PathBuf,
     /// The run directories read (one, or several when pooled).
@@ -27,7 +27,7 @@ pub struct Side {
 }
 
 /// Resolves `latest` / `previous` within `results_dir`; anything else is a path.
-pub fn resolve(spec: &str, results_dir: &Path) -> Result<PathBuf> {
+pub(crate) fn resolve(spec: &str, results_dir: &Path) -> Result<PathBuf> {
     let back = match spec {
         "latest" => 1,
         "previous" => 2,
@@ -115,7 +115,7 @@ fn runs_of(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// Reads one side: a run directory, or a directory of run directories (pooled); with `slice`,
 /// only the results at that value, matched without the setting.
-pub fn load(dir: &Path, slice: Option<&Slice>) -> Result<Side> {
+pub(crate) fn load(dir: &Path, slice: Option<&Slice>) -> Result<Side> {
     let runs = runs_of(dir)?;
     // The values of the slice's setting that other results have, for the error naming them.
     let mut seen: Vec<String> = Vec::new();

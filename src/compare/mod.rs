@@ -22,16 +22,16 @@ pub mod pr;
 mod render;
 mod report;
 
-pub use judge::{compare, Comparison, Row, Verdict};
-pub use load::{load, resolve, Side, Slice};
-pub use render::MARKER;
+use judge::compare;
+pub(crate) use load::Slice;
+use load::{load, resolve};
 
 /// Default regression threshold in percent.
-pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
+pub(crate) const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
 
 /// Output format of `compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// Markdown when stdout is not a terminal, else plain.
     Auto,
     /// Markdown for a pull-request comment.
@@ -43,7 +43,7 @@ pub enum Format {
 /// What `compare` is asked: both sides (each named as BASE and NEW are, with the slice of a
 /// matrix it is limited to, if any), where `latest` and `previous` are looked for, the
 /// threshold, the format, and where to write the HTML report, if anywhere.
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     pub base: (&'a str, Option<&'a Slice>),
     pub new: (&'a str, Option<&'a Slice>),
     pub results_dir: &'a Path,
@@ -55,7 +55,7 @@ pub struct Request<'a> {
 /// Runs `compare`: resolves and loads both sides, prints the comparison (and writes its report
 /// when asked), returns the exit code (0 no regression, 1 regression); errors are the caller's
 /// exit 2.
-pub fn run(req: &Request, out: &mut dyn std::io::Write, is_terminal: bool) -> Result<i32> {
+pub(crate) fn run(req: &Request, out: &mut dyn std::io::Write, is_terminal: bool) -> Result<i32> {
     let ((base, base_slice), (new, new_slice)) = (req.base, req.new);
     let (results_dir, threshold_pct, format) = (req.results_dir, req.threshold_pct, req.format);
     if !(threshold_pct.is_finite() && threshold_pct >= 0.0) {
@@ -91,6 +91,9 @@ pub fn run(req: &Request, out: &mut dyn std::io::Write, is_terminal: bool) -> Re
 mod tests {
     use std::path::PathBuf;
 
+    use super::judge::{Comparison, Verdict};
+    use super::load::Side;
+    use super::render::MARKER;
     use super::*;
     use crate::accounting::stats::SIGNIFICANCE as ALPHA;
     use crate::analysis::metrics::{self, Better, Id};

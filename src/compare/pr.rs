@@ -23,7 +23,7 @@ pub const MARKER: &str = "<!-- perf-tests ab -->";
 
 /// The settings a request may give by default: what is measured and how long, never where
 /// results go or which images run (the workflow's inputs decide those).
-pub const ALLOWED: [&str; 8] = [
+pub(crate) const ALLOWED: [&str; 8] = [
     "TEST",
     "REPEAT",
     "PAIR_PHASES",
@@ -36,7 +36,7 @@ pub const ALLOWED: [&str; 8] = [
 
 /// What a comment asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
+pub(crate) enum Request {
     /// Not a request: the bot stays silent.
     Ignore,
     /// A measurement with these settings (canonical values), as `ab`'s flags.
@@ -47,7 +47,7 @@ pub enum Request {
 
 impl Request {
     /// The request in `comment` (its first line), with the settings `allowed` may give.
-    pub fn of(comment: &str, allowed: &[String]) -> Request {
+    pub(crate) fn of(comment: &str, allowed: &[String]) -> Request {
         let first = comment.lines().next().unwrap_or_default().trim();
         let Some(rest) = first.strip_prefix("/perf") else {
             return Request::Ignore;
@@ -82,7 +82,7 @@ impl Request {
 
     /// The request as lines of a GitHub Actions step's output: `state` (`run`, `ignore` or
     /// `refuse`), `args` (`ab`'s flags), `settings` (as given, for the answer), `reason`.
-    pub fn github_output(&self) -> String {
+    pub(crate) fn github_output(&self) -> String {
         let (state, args, settings, reason) = match self {
             Request::Ignore => ("ignore", String::new(), String::new(), String::new()),
             Request::Refuse(why) => ("refuse", String::new(), String::new(), why.clone()),
@@ -105,7 +105,7 @@ impl Request {
 
 /// What the answer reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum State {
+pub(crate) enum State {
     /// The request is being measured.
     Measuring,
     /// The measurement finished: its results directory.
@@ -118,7 +118,7 @@ pub enum State {
 
 /// Everything the answer names besides the results.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Context {
+pub(crate) struct Context {
     pub base: String,
     pub head: String,
     /// The request's settings as given (`TEST=04.*`), or empty.
@@ -131,7 +131,11 @@ pub struct Context {
 /// The answer: the marker, then what `state` says, the commits and the links; a finished one
 /// holds the comparison (`crate::present::export::ab`) with its verdicts judged again here. Returns the
 /// Markdown and whether side B is worse than side A.
-pub fn comment(state: &State, ctx: &Context, results: Option<&Path>) -> Result<(String, bool)> {
+pub(crate) fn comment(
+    state: &State,
+    ctx: &Context,
+    results: Option<&Path>,
+) -> Result<(String, bool)> {
     let mut out = format!("{MARKER}\n");
     // Outside a pull request (a local `pr comment`) there are no commits to name.
     let commits = if ctx.base.is_empty() || ctx.head.is_empty() {
@@ -239,7 +243,7 @@ fn within_limit(body: String) -> String {
 
 /// Posts `body` on pull request `pr` of `repo` with the `gh` CLI (`gh`), or updates the comment
 /// that already leads with [`MARKER`], so a request has one answer.
-pub fn post(gh: &Path, repo: &str, pr: u64, body: &str) -> Result<()> {
+pub(crate) fn post(gh: &Path, repo: &str, pr: u64, body: &str) -> Result<()> {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let comments = format!("repos/{repo}/issues/{pr}/comments");

@@ -6,7 +6,7 @@ use crate::analysis::metrics::Better;
 use crate::present::table::{markdown_body, plain_body, TableData};
 
 /// First line of every Markdown comparison, so a pull-request comment can be found and updated.
-pub const MARKER: &str = "<!-- perf-tests -->";
+pub(crate) const MARKER: &str = "<!-- perf-tests -->";
 
 impl Comparison {
     pub(super) fn primary_rows(&self) -> impl Iterator<Item = &Row> {
@@ -14,7 +14,7 @@ impl Comparison {
     }
 
     /// The one-line conclusion.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let regressions = self.regressions();
         let improvements = self
             .primary_rows()
@@ -160,7 +160,7 @@ impl Comparison {
 
     /// Markdown for a pull-request comment: marker, summary line, method, warnings, the primary
     /// metrics, then every metric folded.
-    pub fn markdown(&self) -> String {
+    pub(crate) fn markdown(&self) -> String {
         let mut out = format!("{MARKER}\n**perf-tests compare**: {}\n\n", self.summary());
         out.push_str(&format!(
             "Base `{}`, new `{}`. {}\n\n",
@@ -183,7 +183,7 @@ impl Comparison {
     }
 
     /// A plain table for a terminal: summary line, warnings, every metric.
-    pub fn plain(&self) -> String {
+    pub(crate) fn plain(&self) -> String {
         let mut out = format!("{}\n", self.summary());
         for w in &self.warnings {
             out.push_str(&format!("warning: {w}\n"));

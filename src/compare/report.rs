@@ -35,7 +35,7 @@ tr.regression td { background: #fde2e2; } tr.improvement td { background: #e2f5e
 ";
 
 /// Writes the page to `path` (whole or not at all: a temporary file renamed into place).
-pub fn write(c: &Comparison, path: &Path) -> Result<()> {
+pub(crate) fn write(c: &Comparison, path: &Path) -> Result<()> {
     let tmp = path.with_extension("html.tmp");
     std::fs::write(&tmp, render(c)).with_context(|| {
         format!(
@@ -51,7 +51,7 @@ pub fn write(c: &Comparison, path: &Path) -> Result<()> {
 }
 
 /// The page.
-pub fn render(c: &Comparison) -> String {
+pub(crate) fn render(c: &Comparison) -> String {
     let mut h = String::new();
     let _ = write!(
         h,

@@ -56,7 +56,7 @@ impl Steps {
 
 /// A measured phase whose edges are told to [`Marks`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     Produce,
     Consume,
     /// The end-to-end mode's producer and consumer, running at once.
@@ -66,7 +66,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Phase::Produce => "produce",
             Phase::Consume => "consume",
@@ -79,7 +79,7 @@ impl Phase {
 /// Told as each measured phase starts and ends (and awaited, so that the teller can read
 /// counters exactly there): the cost accounting's edges. Warm-ups and counting at the broker
 /// lie outside every phase.
-pub trait Marks {
+pub(crate) trait Marks {
     fn start(&self, phase: Phase) -> LocalBoxFuture<'_, ()>;
     /// The phase ended, having moved `records` records.
     fn end(&self, phase: Phase, records: u64) -> LocalBoxFuture<'_, ()>;
@@ -93,7 +93,7 @@ pub trait Marks {
 }
 
 /// Marks that nobody reads.
-pub struct NoMarks;
+pub(crate) struct NoMarks;
 
 impl Marks for NoMarks {
     fn start(&self, _: Phase) -> LocalBoxFuture<'_, ()> {
@@ -110,7 +110,7 @@ pub async fn measure(session: &dyn Session, spec: &MeasureSpec) -> Result<Measur
 }
 
 /// Runs one measurement through `session`, telling `marks` the edges of its measured phases.
-pub async fn measure_marked(
+pub(crate) async fn measure_marked(
     session: &dyn Session,
     spec: &MeasureSpec,
     marks: &dyn Marks,
@@ -154,7 +154,7 @@ pub struct Sides<'a> {
 /// each side waits at a phase's start and end for the other, and `marks` is told once, with
 /// both sides' records. So the counters read there cover both sides' whole phases and nothing
 /// of either's warm-up. Returns side A's measurement holding side B's as its pair.
-pub async fn measure_pair(sides: &Sides<'_>, marks: &dyn Marks) -> Result<Measurement> {
+pub(crate) async fn measure_pair(sides: &Sides<'_>, marks: &dyn Marks) -> Result<Measurement> {
     let ((session_a, a), (session_b, b)) = (sides.a, sides.b);
     let joint = Joint {
         marks,
@@ -690,7 +690,7 @@ pub async fn warm_broker(session: &dyn Session, bootstrap: &str, records: u64) -
 }
 
 /// Waits until `service` answers Kafka requests at `endpoint`.
-pub async fn ready(
+pub(crate) async fn ready(
     session: &dyn Session,
     service: &str,
     endpoint: &str,
@@ -744,7 +744,7 @@ pub(crate) mod tests {
 
     /// A session that records the steps asked of it and answers from a tiny in-memory topic.
     #[derive(Default)]
-    pub struct Fake {
+    pub(crate) struct Fake {
         /// Every step asked of it, in order (shareable with whoever else records).
         pub calls: Arc<Mutex<Vec<String>>>,
         /// Records in the topic.
@@ -769,7 +769,7 @@ pub(crate) mod tests {
         }
     }
 
-    pub fn producer(sent: u64) -> ProducerResult {
+    pub(crate) fn producer(sent: u64) -> ProducerResult {
         ProducerResult {
             histograms: Default::default(),
             sent,

@@ -28,14 +28,14 @@ use crate::settings::{Mode, Settings};
 use crate::world::engine::{Engine, OneOff};
 
 /// Where the scripts live in the Strimzi Kafka image.
-pub const BIN_DIR: &str = "/opt/kafka/bin";
+pub(crate) const BIN_DIR: &str = "/opt/kafka/bin";
 
 /// A number as the tools print it with `%f`/`%.Nf`, including Java's non-finite spellings.
 const NUM: &str = r"-?(?:\d+(?:\.\d+)?|NaN|Infinity)";
 
 /// One periodic line of kafka-producer-perf-test (a five-second window).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ProducerWindow {
+pub(crate) struct ProducerWindow {
     pub records: u64,
     pub rec_s: f64,
     pub mib_s: f64,
@@ -45,7 +45,7 @@ pub struct ProducerWindow {
 
 /// The final line of kafka-producer-perf-test: the whole run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ProducerTotal {
+pub(crate) struct ProducerTotal {
     /// Records acknowledged without error.
     pub sent: u64,
     pub rec_s: f64,
@@ -60,14 +60,14 @@ pub struct ProducerTotal {
 
 /// Everything kafka-producer-perf-test printed that this driver reads.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ProducerOutput {
+pub(crate) struct ProducerOutput {
     pub windows: Vec<ProducerWindow>,
     pub total: ProducerTotal,
 }
 
 /// The summary line of kafka-consumer-perf-test (without `--show-detailed-stats`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ConsumerLine {
+pub(crate) struct ConsumerLine {
     pub start_time: String,
     pub end_time: String,
     pub consumed_mib: f64,
@@ -128,7 +128,7 @@ fn event(line: &str) -> Event<'_> {
 ///
 /// Lines that do not report records (warnings, "In steady state.") are skipped; a line that
 /// reports records in any other shape is an error quoting it.
-pub fn parse_producer_output(stdout: &str) -> Result<ProducerOutput> {
+pub(crate) fn parse_producer_output(stdout: &str) -> Result<ProducerOutput> {
     let mut windows = Vec::new();
     let mut total: Option<ProducerTotal> = None;
     for (i, raw) in stdout.lines().enumerate() {
@@ -191,7 +191,7 @@ pub fn parse_producer_output(stdout: &str) -> Result<ProducerOutput> {
 
 /// Parses kafka-consumer-perf-test's stdout (`--hide-header`, no `--show-detailed-stats`):
 /// exactly one CSV summary line, optionally the header and the tool's early-exit warning.
-pub fn parse_consumer_output(stdout: &str) -> Result<ConsumerLine> {
+pub(crate) fn parse_consumer_output(stdout: &str) -> Result<ConsumerLine> {
     let mut found: Option<ConsumerLine> = None;
     let mut warning = None;
     for (i, raw) in stdout.lines().enumerate() {
@@ -253,7 +253,11 @@ pub fn parse_consumer_output(stdout: &str) -> Result<ConsumerLine> {
 }
 
 /// The producer record of a run from its final line.
-pub fn producer_result(total: &ProducerTotal, requested: u64, throughput: Rate) -> ProducerResult {
+pub(crate) fn producer_result(
+    total: &ProducerTotal,
+    requested: u64,
+    throughput: Rate,
+) -> ProducerResult {
     ProducerResult {
         histograms: Default::default(),
         sent: total.sent,
@@ -282,7 +286,7 @@ pub fn producer_result(total: &ProducerTotal, requested: u64, throughput: Rate) 
 }
 
 /// The consumer record of a run from its summary line.
-pub fn consumer_result(line: &ConsumerLine) -> ConsumerResult {
+pub(crate) fn consumer_result(line: &ConsumerLine) -> ConsumerResult {
     ConsumerResult {
         histograms: Default::default(),
         consumed_mib: line.consumed_mib,
@@ -306,7 +310,7 @@ fn script(name: &str) -> String {
 }
 
 /// `kafka-topics.sh --create` for a single-partition, single-replica topic.
-pub fn create_topic_command(bootstrap: &str, topic: &str) -> Vec<String> {
+pub(crate) fn create_topic_command(bootstrap: &str, topic: &str) -> Vec<String> {
     [
         script("kafka-topics.sh").as_str(),
         "--create",
@@ -325,7 +329,7 @@ pub fn create_topic_command(bootstrap: &str, topic: &str) -> Vec<String> {
 }
 
 /// `kafka-topics.sh --delete`.
-pub fn delete_topic_command(bootstrap: &str, topic: &str) -> Vec<String> {
+pub(crate) fn delete_topic_command(bootstrap: &str, topic: &str) -> Vec<String> {
     [
         script("kafka-topics.sh").as_str(),
         "--delete",
@@ -340,7 +344,7 @@ pub fn delete_topic_command(bootstrap: &str, topic: &str) -> Vec<String> {
 
 /// `kafka-producer-perf-test.sh` as the reference ran it: the producer properties, then
 /// `bootstrap.servers`.
-pub fn producer_command(
+pub(crate) fn producer_command(
     bootstrap: &str,
     topic: &str,
     num_records: u64,
@@ -368,7 +372,7 @@ pub fn producer_command(
 }
 
 /// `kafka-consumer-perf-test.sh` reading `messages` records in consumer group `group`.
-pub fn consumer_command(
+pub(crate) fn consumer_command(
     bootstrap: &str,
     topic: &str,
     messages: u64,
@@ -416,7 +420,7 @@ fn check_clients(suite: &Suite, scenarios: &[&Scenario]) -> Result<()> {
 }
 
 /// Apache Kafka's perf-test scripts from `tool_image`.
-pub struct KafkaToolsDriver {
+pub(crate) struct KafkaToolsDriver {
     pub tool_image: String,
 }
 
@@ -484,7 +488,7 @@ impl Driver for KafkaToolsDriver {
 
 /// Runs the tools in one-off containers on one network; probes and end offsets come from the
 /// native workload, which the tools do not offer.
-pub struct KafkaTools {
+pub(crate) struct KafkaTools {
     engine: Engine,
     tool_image: String,
     network: String,

@@ -18,7 +18,7 @@ pub mod native;
 mod path_check;
 pub mod spread;
 
-pub use path_check::path_check;
+pub(crate) use path_check::path_check;
 
 use std::time::Duration;
 
@@ -31,10 +31,10 @@ use crate::settings::rate::Rate;
 use crate::settings::{Mode, Settings};
 use crate::world::engine::Engine;
 
-pub use crate::workload::args::Endpoint;
-pub use crate::workload::catch_up::CatchUpResult;
-pub use crate::workload::soak::SoakResult;
-pub use crate::workload::verify::{VerifySpec, SAMPLE_RECORDS};
+pub(crate) use crate::workload::args::Endpoint;
+pub(crate) use crate::workload::catch_up::CatchUpResult;
+pub(crate) use crate::workload::soak::SoakResult;
+pub(crate) use crate::workload::verify::{VerifySpec, SAMPLE_RECORDS};
 
 /// A warm-up that goes on while a sampled JVM's JIT compilers used at least `percent` of its
 /// CPU over the last `window`, for at most `limit` longer than the warm-up by time.
@@ -46,7 +46,7 @@ pub struct JitQuiet {
 }
 
 /// No record for this long while consuming fails the measurement instead of hanging.
-pub const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Everything one measurement needs.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,7 +92,7 @@ impl MeasureSpec {
     /// What the workload is asked to measure under `settings`, in the topic (or the stem of
     /// the topics) `topic` at `bootstrap`: every measured setting that reaches the workload goes
     /// through here, once.
-    pub fn from_settings(settings: &Settings, bootstrap: &str, topic: &str) -> Self {
+    pub(crate) fn from_settings(settings: &Settings, bootstrap: &str, topic: &str) -> Self {
         let secs = Duration::from_secs;
         MeasureSpec {
             bootstrap: bootstrap.to_string(),
@@ -138,7 +138,7 @@ impl MeasureSpec {
 
     /// This measurement with its producers unlimited: a warm-up's or a backlog's records go
     /// out at full speed.
-    pub fn at_full_speed(&self) -> MeasureSpec {
+    pub(crate) fn at_full_speed(&self) -> MeasureSpec {
         MeasureSpec {
             throughput: Rate::Unlimited,
             ..self.clone()
@@ -191,7 +191,7 @@ impl MeasureSpec {
 
 /// Where a session measures: on which engine and network, with which client properties.
 #[derive(Debug, Clone)]
-pub struct Place<'a> {
+pub(crate) struct Place<'a> {
     pub engine: &'a Engine,
     /// The workload image (this executable, packaged).
     pub workload_image: &'a str,
@@ -240,7 +240,7 @@ pub(crate) fn is_summary(line: &str) -> bool {
 }
 
 /// A way to produce and consume, chosen once per run.
-pub trait Driver: Send + Sync {
+pub(crate) trait Driver: Send + Sync {
     /// Refuses a combination of the run's settings, with the suite and the scenarios it
     /// selected, that it cannot run faithfully; called by the plan, before anything starts.
     fn check(&self, _settings: &Settings, _suite: &Suite, _scenarios: &[&Scenario]) -> Result<()> {
@@ -341,7 +341,7 @@ pub(crate) fn tail(text: &str) -> String {
 type MakeDriver = fn(&Settings) -> Box<dyn Driver>;
 
 /// Every driver under its `DRIVER` name: a new driver is its own module and one entry here.
-pub const DRIVERS: &[(&str, MakeDriver)] = &[
+pub(crate) const DRIVERS: &[(&str, MakeDriver)] = &[
     ("native", |_| Box::new(native::Native)),
     ("kafka-tools", |settings| {
         Box::new(kafka_tools::KafkaToolsDriver {
@@ -352,7 +352,7 @@ pub const DRIVERS: &[(&str, MakeDriver)] = &[
 
 /// The driver `settings.driver` names; the one place a driver is chosen. An unknown name is
 /// refused with the names there are.
-pub fn for_settings(settings: &Settings) -> Result<Box<dyn Driver>> {
+pub(crate) fn for_settings(settings: &Settings) -> Result<Box<dyn Driver>> {
     let name = settings.driver.as_str();
     match DRIVERS.iter().find(|(n, _)| *n == name) {
         Some((_, make)) => Ok(make(settings)),

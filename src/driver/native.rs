@@ -28,7 +28,7 @@ use crate::world::engine::{Engine, OneOff};
 use crate::world::images::workload::IMAGE_PATH;
 
 /// The built-in workload.
-pub struct Native;
+pub(crate) struct Native;
 
 impl Driver for Native {
     fn describe(&self) -> String {
@@ -59,7 +59,7 @@ fn event(line: &str) -> Event<'_> {
 }
 
 /// One long-lived workload container and the client properties its steps use.
-pub struct NativeSession {
+pub(crate) struct NativeSession {
     engine: Engine,
     /// The container's id; `None` once closed.
     container: Mutex<Option<String>>,
@@ -68,7 +68,7 @@ pub struct NativeSession {
 
 impl NativeSession {
     /// Starts the session's container at `place`.
-    pub async fn start(place: &Place<'_>) -> Result<NativeSession> {
+    pub(crate) async fn start(place: &Place<'_>) -> Result<NativeSession> {
         let spec = OneOff {
             image: place.workload_image.to_string(),
             cmd: WorkloadCommand::Serve.to_args(),

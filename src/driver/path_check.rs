@@ -11,7 +11,7 @@ use crate::world::engine::OneOff;
 /// The path check (`perf-tests workload verify`) in a container of its own at `place`: sample
 /// records through the endpoint, read back through it and straight from the broker. It is the
 /// native workload's whatever the run's driver, so every driver's rows are proven alike.
-pub async fn path_check(place: &Place<'_>, spec: &VerifySpec) -> Result<PathCheck> {
+pub(crate) async fn path_check(place: &Place<'_>, spec: &VerifySpec) -> Result<PathCheck> {
     let cmd = WorkloadCommand::Verify(spec.clone());
     let out = place
         .engine

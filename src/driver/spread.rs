@@ -19,7 +19,7 @@ use crate::model::{
 use crate::workload::latency::merge_encoded;
 
 /// Several sessions measuring as one.
-pub struct Spread {
+pub(crate) struct Spread {
     parts: Vec<Box<dyn Session>>,
     /// Each part's records acknowledged by the last produce step, so that the consume step
     /// reads from each part what it acknowledged.
@@ -28,7 +28,7 @@ pub struct Spread {
 
 impl Spread {
     /// The parts, in load generator order (at least two).
-    pub fn new(parts: Vec<Box<dyn Session>>) -> Spread {
+    pub(crate) fn new(parts: Vec<Box<dyn Session>>) -> Spread {
         let sent = Mutex::new(vec![0; parts.len()]);
         Spread { parts, sent }
     }

@@ -53,7 +53,7 @@ pub struct ProducerResult {
 }
 
 /// Latency histograms by distribution, each in HdrHistogram's compressed form (µs).
-pub type Histograms = std::collections::BTreeMap<String, String>;
+pub(crate) type Histograms = std::collections::BTreeMap<String, String>;
 
 /// A stretch of wall-clock time on the host's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -67,7 +67,7 @@ pub struct Span {
 impl Span {
     /// From `start` for `length` (a span measured on a monotonic clock, dated by the wall clock
     /// now).
-    pub fn since(start: std::time::Instant, length: std::time::Duration) -> Span {
+    pub(crate) fn since(start: std::time::Instant, length: std::time::Duration) -> Span {
         let now = std::time::Instant::now();
         let unix_now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -84,11 +84,11 @@ impl Span {
 }
 
 /// The distribution of latencies from each send call to its acknowledgement.
-pub const SEND: &str = "send";
+pub(crate) const SEND: &str = "send";
 /// The distribution of latencies from each record's intended send time to its acknowledgement.
-pub const INTENDED: &str = "intended";
+pub(crate) const INTENDED: &str = "intended";
 /// The distribution of latencies from each record's send to its receipt by the consumer.
-pub const END_TO_END: &str = "end-to-end";
+pub(crate) const END_TO_END: &str = "end-to-end";
 
 /// The latencies of records, in milliseconds: a producer's from each record's intended send
 /// time to its acknowledgement (`intended`), a consumer's from each record's send to its receipt
@@ -195,7 +195,7 @@ impl Integrity {
     }
 
     /// A short human description of the disagreement, if any.
-    pub fn problem(&self) -> Option<String> {
+    pub(crate) fn problem(&self) -> Option<String> {
         if self.is_ok() {
             return None;
         }
@@ -245,7 +245,7 @@ pub struct Expect {
 macro_rules! kebab_names {
     ($t:ty { $($v:ident => $n:literal),* $(,)? }) => {
         impl $t {
-            pub const NAMES: &'static [&'static str] = &[$($n),*];
+            pub(crate) const NAMES: &'static [&'static str] = &[$($n),*];
             pub fn name(self) -> &'static str {
                 match self { $(Self::$v => $n),* }
             }
@@ -282,12 +282,12 @@ pub struct PathCheck {
 }
 
 impl PathCheck {
-    pub fn holds(&self) -> bool {
+    pub(crate) fn holds(&self) -> bool {
         self.records > 0 && self.broker_ok == self.records && self.consumer_ok == self.records
     }
 
     /// "broker holds encrypted 20/20, consumer receives sent 20/20".
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         format!(
             "broker holds {} {}/{}, consumer receives {} {}/{}",
             self.expect.broker.name(),
@@ -353,7 +353,7 @@ impl Measurement {
     /// The median summary of repetitions: every rate, latency and time is the median over the
     /// repetitions; the counters come from the worst repetition (one whose counters disagree or
     /// whose sends failed, else the first), so a problem in any repetition stays visible.
-    pub fn summary(reps: &[Measurement]) -> Measurement {
+    pub(crate) fn summary(reps: &[Measurement]) -> Measurement {
         assert!(!reps.is_empty(), "a summary needs at least one measurement");
         let med = |f: fn(&Measurement) -> f64| {
             crate::accounting::stats::median(&reps.iter().map(f).collect::<Vec<_>>())
@@ -563,7 +563,7 @@ pub struct NetworkCeiling {
 
 /// A scenario's name with its combination, `01-x [RECORD_SIZE=100]`; the name alone without a
 /// matrix.
-pub fn row_label(name: &str, combination: &crate::settings::matrix::Combination) -> String {
+pub(crate) fn row_label(name: &str, combination: &crate::settings::matrix::Combination) -> String {
     if combination.is_empty() {
         name.to_string()
     } else {
@@ -573,7 +573,7 @@ pub fn row_label(name: &str, combination: &crate::settings::matrix::Combination)
 
 /// The reference scenario (`reference: true`) that `r` stands against: its suite's at the same
 /// combination of settings in the same run; `None` for a reference itself or without one.
-pub fn reference_of<'a>(
+pub(crate) fn reference_of<'a>(
     results: &'a [ScenarioResult],
     r: &ScenarioResult,
 ) -> Option<&'a ScenarioResult> {
@@ -588,7 +588,7 @@ pub fn reference_of<'a>(
 /// One scenario at one combination of the varying settings other than a line's setting, and
 /// its results at each value of that setting.
 #[derive(Debug)]
-pub struct Line<'a> {
+pub(crate) struct Line<'a> {
     /// The scenario's name.
     pub name: String,
     /// The values of the other varying settings.
@@ -599,14 +599,14 @@ pub struct Line<'a> {
 
 impl Line<'_> {
     /// The line's name: the scenario's, with the other settings' values.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         row_label(&self.name, &self.rest)
     }
 }
 
 /// The results that vary `var`, as lines over its values (charts, sweeps), in the order their
 /// scenario and other settings first appear.
-pub fn lines_over<'a>(results: &'a [ScenarioResult], var: &str) -> Vec<Line<'a>> {
+pub(crate) fn lines_over<'a>(results: &'a [ScenarioResult], var: &str) -> Vec<Line<'a>> {
     let mut lines: Vec<Line<'a>> = Vec::new();
     for r in results {
         let Some(value) = r.combination.get(var) else {
@@ -631,18 +631,18 @@ pub fn lines_over<'a>(results: &'a [ScenarioResult], var: &str) -> Vec<Line<'a>>
 
 impl ScenarioResult {
     /// The row's name: the scenario's, with its combination when the run has a matrix.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         row_label(&self.name, &self.combination)
     }
 
     /// The path check failed: the row measures a path that does not do what it claims.
-    pub fn path_check_failed(&self) -> bool {
+    pub(crate) fn path_check_failed(&self) -> bool {
         let side_b = self.pair.as_ref().and_then(|p| p.path_check_b.as_ref());
         self.path_check.iter().chain(side_b).any(|c| !c.holds())
     }
 
     /// The measurements of every repetition: `repetitions`, or `measurement` when that is empty.
-    pub fn all_measurements(&self) -> Vec<&Measurement> {
+    pub(crate) fn all_measurements(&self) -> Vec<&Measurement> {
         if self.repetitions.is_empty() {
             vec![&self.measurement]
         } else {
@@ -683,11 +683,11 @@ pub struct ServiceResources {
 }
 
 /// A producer that did not reach at least this share of its THROUGHPUT target is saturated.
-pub const TARGET_SHARE: f64 = 0.95;
+pub(crate) const TARGET_SHARE: f64 = 0.95;
 /// Records in flight (rate x mean latency, Little's law) from which latency counts as queueing.
-pub const QUEUED_RECORDS: f64 = 1000.0;
+pub(crate) const QUEUED_RECORDS: f64 = 1000.0;
 /// p50 / max latency from which latency is uniformly high rather than a few slow outliers.
-pub const UNIFORM_LATENCY: f64 = 0.25;
+pub(crate) const UNIFORM_LATENCY: f64 = 0.25;
 
 impl ProducerResult {
     /// Warnings when the numbers measure a saturated producer rather than the path:
@@ -696,7 +696,7 @@ impl ProducerResult {
     ///   `rate x mean latency` >= 1000 records in flight on average, and the median latency is at
     ///   least a quarter of the maximum (every record waited, not a few outliers). Such latency
     ///   is the producer's buffer divided by the rate the path sustains, not the path's delay.
-    pub fn saturation(&self) -> Vec<String> {
+    pub(crate) fn saturation(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.target_rec_s > 0.0 && self.rate_rec_s < TARGET_SHARE * self.target_rec_s {
             out.push(format!(

@@ -70,7 +70,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn text(self) -> &'static str {
+    pub(crate) fn text(self) -> &'static str {
         match self {
             Verdict::Higher => "B higher",
             Verdict::Lower => "B lower",

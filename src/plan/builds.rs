@@ -21,7 +21,7 @@ pub(super) fn resolve(
 }
 
 /// The image a run's settings make from a build (`KROXYLICIOUS_IMAGE` naming a path), if any.
-pub fn of_settings(settings: &Settings) -> Result<Option<ImageRecipe>> {
+pub(crate) fn of_settings(settings: &Settings) -> Result<Option<ImageRecipe>> {
     Ok(resolve(&settings.variables())?.map(|(_, _, r)| r))
 }
 

@@ -16,7 +16,7 @@ pub(super) const ASSUMED_RUN_WIDE_S: f64 = 30.0;
 impl RunPlan {
     /// A rough run time in seconds from assumed rates (see the `ASSUMED_` constants), for
     /// `--dry-run`; image builds are not included.
-    pub fn estimate_s(&self) -> f64 {
+    pub(crate) fn estimate_s(&self) -> f64 {
         let repeat = self.cells[0].settings.repeat.max(1) as f64;
         let run_wide_differs = self
             .cells

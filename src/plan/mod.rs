@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 mod builds;
-pub use builds::of_settings as build_of_settings;
+pub(crate) use builds::of_settings as build_of_settings;
 mod estimate;
 mod render;
 pub mod sides;
@@ -24,12 +24,12 @@ use crate::world::images::recipe::{self, ImageRecipe};
 use sides::GeneratedFile;
 
 /// Topic names are this prefix plus the scenario name.
-pub const TOPIC_PREFIX: &str = "perf-tests-";
+pub(crate) const TOPIC_PREFIX: &str = "perf-tests-";
 
 /// A whole run: the matrix's axes, and one planned cell per combination of their values (one
 /// cell without a matrix). Every cell shares the run id, the suite and the selected scenarios.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunPlan {
+pub(crate) struct RunPlan {
     /// The settings that vary, with their values (empty without a matrix).
     pub axes: Vec<Axis>,
     /// One per combination, the first axis varying slowest.
@@ -41,7 +41,7 @@ pub struct RunPlan {
 
 /// One combination of a run's matrix, planned.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Cell {
+pub(crate) struct Cell {
     /// The combination's values (empty without a matrix).
     pub combination: Combination,
     /// The run's settings at this combination (no axes left).
@@ -52,13 +52,17 @@ pub struct Cell {
 
 /// Plans a run: the suite's matrix merged with the settings given as lists
 /// ([`matrix::merge`]), then a [`plan`] of every combination. An error names the combination.
-pub fn plan_run(settings: &Settings, run_id: &str) -> Result<RunPlan> {
+pub(crate) fn plan_run(settings: &Settings, run_id: &str) -> Result<RunPlan> {
     plan_run_with(settings, run_id, None)
 }
 
 /// [`plan_run`] of a paired run (`perf-tests ab`) when `sides` are given: every selected
 /// scenario's services make side A, and side B is derived from them ([`sides`]).
-pub fn plan_run_with(settings: &Settings, run_id: &str, sides: Option<&Sides>) -> Result<RunPlan> {
+pub(crate) fn plan_run_with(
+    settings: &Settings,
+    run_id: &str,
+    sides: Option<&Sides>,
+) -> Result<RunPlan> {
     // The files are read once; only what the settings substitute differs between combinations.
     let sources = Sources::read(settings, sides.is_some())?;
     let axes = matrix::merge(&sources.suite.matrix, &settings.matrix);
@@ -88,13 +92,13 @@ pub fn plan_run_with(settings: &Settings, run_id: &str, sides: Option<&Sides>) -
 
 impl RunPlan {
     /// The first combination's plan: what every cell shares (run id, suite, scenarios, TLS).
-    pub fn first(&self) -> &Plan {
+    pub(crate) fn first(&self) -> &Plan {
         &self.cells[0].plan
     }
 
     /// The run's settings as its results record them: the first combination's values and the
     /// axes.
-    pub fn settings(&self) -> Settings {
+    pub(crate) fn settings(&self) -> Settings {
         Settings {
             matrix: self.axes.clone(),
             ..self.cells[0].settings.clone()
@@ -102,7 +106,7 @@ impl RunPlan {
     }
 
     /// Measurements the run makes: scenarios x combinations x REPEAT.
-    pub fn measurements(&self) -> usize {
+    pub(crate) fn measurements(&self) -> usize {
         let cell = &self.cells[0];
         cell.plan.scenarios.len() * self.cells.len() * cell.settings.repeat.max(1) as usize
     }
@@ -110,7 +114,7 @@ impl RunPlan {
 
 /// Whether two cells run different run-wide services (an image of a run-wide service varies),
 /// so that moving from one to the other restarts them.
-pub fn run_wide_differs(a: &Plan, b: &Plan) -> bool {
+pub(crate) fn run_wide_differs(a: &Plan, b: &Plan) -> bool {
     a.run_wide
         .iter()
         .chain(&b.run_wide)
@@ -160,7 +164,7 @@ pub struct Plan {
 impl Plan {
     /// How `image` is had: built from the suite's recipe when it has one, else taken from the
     /// engine or pulled.
-    pub fn source_of(&self, image: &str) -> ImageSource {
+    pub(crate) fn source_of(&self, image: &str) -> ImageSource {
         source_of(&self.recipes, &self.variables, image)
     }
 }
@@ -198,12 +202,12 @@ pub struct PlannedPair {
 
 impl PlannedScenario {
     /// Measured phases of each bring-up: `PAIR_PHASES` for a paired scenario, else one.
-    pub fn phases(&self, _settings: &Settings) -> usize {
+    pub(crate) fn phases(&self, _settings: &Settings) -> usize {
         self.pair.as_ref().map_or(1, |p| p.topics.len())
     }
 
     /// The services a bring-up starts and stops: the scenario's, and side B's in a paired run.
-    pub fn started(&self) -> Vec<String> {
+    pub(crate) fn started(&self) -> Vec<String> {
         let mut all = self.scenario.services.clone();
         if let Some(p) = &self.pair {
             all.extend(p.pair.b.iter().cloned());
@@ -823,7 +827,7 @@ fn resolve_steps(
 }
 
 /// Replaces every `${NAME}` in `text` with its value; `$$` is a literal `$`.
-pub fn substitute(text: &str, vars: &BTreeMap<String, String>) -> Result<String> {
+pub(crate) fn substitute(text: &str, vars: &BTreeMap<String, String>) -> Result<String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find('$') {

@@ -12,7 +12,7 @@ use crate::settings::Settings;
 impl RunPlan {
     /// `--dry-run`: the first combination's plan, then the matrix, every image the other
     /// combinations add, and the estimate.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let first = &self.cells[0];
         let mut out = first.plan.render(&first.settings);
         if !self.axes.is_empty() {
@@ -188,7 +188,7 @@ fn render_scenario(out: &mut String, p: &PlannedScenario, settings: &Settings) {
 
 impl Plan {
     /// Human-readable plan for `run --dry-run`.
-    pub fn render(&self, settings: &Settings) -> String {
+    pub(crate) fn render(&self, settings: &Settings) -> String {
         let mut out = String::new();
         let names: Vec<String> = self
             .scenarios

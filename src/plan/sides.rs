@@ -18,18 +18,18 @@ use crate::settings::sides::{Overrides, Sides};
 use crate::world::compose::{Project, Service};
 
 /// The name of side B's copy of `service`.
-pub fn b_name(service: &str) -> String {
+pub(crate) fn b_name(service: &str) -> String {
     format!("{service}-b")
 }
 
 /// The twin of Compose network `net` that side B's services join.
-pub fn twin(net: &str) -> String {
+pub(crate) fn twin(net: &str) -> String {
     format!("{net}-b")
 }
 
 /// Each measured phase's topics, side A's and side B's: the first phase on `topic`, a later one
 /// on `<topic>-<phase>`; side B's is side A's with `-b`.
-pub fn phase_topics(topic: &str, phases: usize) -> Vec<(String, String)> {
+pub(crate) fn phase_topics(topic: &str, phases: usize) -> Vec<(String, String)> {
     (1..=phases.max(1))
         .map(|i| {
             let a = if i == 1 {

@@ -11,7 +11,7 @@ use crate::model::{Measurement, ScenarioResult};
 use crate::present::table::TableData;
 
 /// Columns of the integrity table, shown only when counters disagree.
-pub const INTEGRITY_COLUMNS: [&str; 6] = [
+pub(crate) const INTEGRITY_COLUMNS: [&str; 6] = [
     "Name",
     "Requested",
     "Acknowledged",
@@ -21,7 +21,7 @@ pub const INTEGRITY_COLUMNS: [&str; 6] = [
 ];
 
 /// Columns of the path check table.
-pub const PATH_CHECK_COLUMNS: [&str; 7] = [
+pub(crate) const PATH_CHECK_COLUMNS: [&str; 7] = [
     "Name",
     "Broker holds",
     "Consumer receives",
@@ -32,7 +32,7 @@ pub const PATH_CHECK_COLUMNS: [&str; 7] = [
 ];
 
 /// Columns of the resources table.
-pub const RESOURCE_COLUMNS: [&str; 8] = [
+pub(crate) const RESOURCE_COLUMNS: [&str; 8] = [
     "Name",
     "Service",
     "CPU % mean",
@@ -92,7 +92,7 @@ fn metric_table(title: &'static str, which: Table, results: &[ScenarioResult]) -
 /// One measurement's rows of the producer and consumer tables, under `label` (the scenario at
 /// its combination), printed as soon as it is measured so a long run shows its results as they
 /// come (the full tables follow at the end).
-pub fn measured_rows(label: &str, m: &Measurement) -> String {
+pub(crate) fn measured_rows(label: &str, m: &Measurement) -> String {
     [Table::Producer, Table::Consumer]
         .into_iter()
         .map(|which| {
@@ -111,13 +111,13 @@ pub fn measured_rows(label: &str, m: &Measurement) -> String {
 }
 
 /// The producer table rows.
-pub fn producer_table(results: &[ScenarioResult]) -> TableData {
+pub(crate) fn producer_table(results: &[ScenarioResult]) -> TableData {
     metric_table("Producer Results", Table::Producer, results)
 }
 
 /// The producer's latency from the intended send times; `None` when no scenario measured it
 /// (no THROUGHPUT target, or a driver that does not measure it).
-pub fn intended_table(results: &[ScenarioResult]) -> Option<TableData> {
+pub(crate) fn intended_table(results: &[ScenarioResult]) -> Option<TableData> {
     results
         .iter()
         .any(|r| r.measurement.producer.intended.is_some())
@@ -131,7 +131,7 @@ pub fn intended_table(results: &[ScenarioResult]) -> Option<TableData> {
 }
 
 /// Each record's latency from its send to its receipt; `None` unless measured (MODE=end-to-end).
-pub fn end_to_end_table(results: &[ScenarioResult]) -> Option<TableData> {
+pub(crate) fn end_to_end_table(results: &[ScenarioResult]) -> Option<TableData> {
     results
         .iter()
         .any(|r| r.measurement.consumer.end_to_end.is_some())
@@ -145,7 +145,7 @@ pub fn end_to_end_table(results: &[ScenarioResult]) -> Option<TableData> {
 }
 
 /// How each group caught up with its backlog; `None` unless measured (MODE=backlog).
-pub fn catch_up_table(results: &[ScenarioResult]) -> Option<TableData> {
+pub(crate) fn catch_up_table(results: &[ScenarioResult]) -> Option<TableData> {
     results
         .iter()
         .any(|r| r.measurement.consumer.catch_up.is_some())
@@ -159,12 +159,12 @@ pub fn catch_up_table(results: &[ScenarioResult]) -> Option<TableData> {
 }
 
 /// The consumer table rows.
-pub fn consumer_table(results: &[ScenarioResult]) -> TableData {
+pub(crate) fn consumer_table(results: &[ScenarioResult]) -> TableData {
     metric_table("Consumer Results", Table::Consumer, results)
 }
 
 /// Resource use per scenario and service while the workload ran; `None` when nothing was sampled.
-pub fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
+pub(crate) fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
     // On a swarm, where each service ran.
     let nodes = results
         .iter()
@@ -204,7 +204,7 @@ pub fn resources_table(results: &[ScenarioResult]) -> Option<TableData> {
 /// The network's ceiling on each hop of each scenario's path (`NETWORK_CEILING`) and the share
 /// of it the scenario's producer and consumer rates took (both cross every hop, the consumer's
 /// the other way); `None` when nothing was measured.
-pub fn network_table(results: &[ScenarioResult]) -> Option<TableData> {
+pub(crate) fn network_table(results: &[ScenarioResult]) -> Option<TableData> {
     let share = |rate: f64, ceiling: f64| format!("{:.1}", 100.0 * rate / ceiling);
     // On a swarm each end is named with its node.
     let at = |who: &String, node: &Option<String>| match node {
@@ -236,7 +236,7 @@ pub fn network_table(results: &[ScenarioResult]) -> Option<TableData> {
 }
 
 /// The columns of [`network_table`].
-pub const NETWORK_COLUMNS: [&str; 8] = [
+pub(crate) const NETWORK_COLUMNS: [&str; 8] = [
     "Name",
     "From",
     "To",
@@ -251,7 +251,7 @@ pub const NETWORK_COLUMNS: [&str; 8] = [
 /// the same combination of settings in the same run, and the difference: what the path adds at
 /// that rate. From the intended send times (so a stall cannot hide) and, in the end-to-end mode,
 /// from send to receipt. `None` when no scenario has a reference to stand against.
-pub fn added_latency_table(results: &[ScenarioResult]) -> Option<TableData> {
+pub(crate) fn added_latency_table(results: &[ScenarioResult]) -> Option<TableData> {
     type Get = fn(&ScenarioResult) -> Option<&crate::model::LatencySummary>;
     let kinds: [(&str, Get); 2] = [
         ("intended send to acknowledgement", |r| {
@@ -288,7 +288,7 @@ pub fn added_latency_table(results: &[ScenarioResult]) -> Option<TableData> {
 }
 
 /// Columns of the added latency table.
-pub const ADDED_LATENCY_COLUMNS: [&str; 9] = [
+pub(crate) const ADDED_LATENCY_COLUMNS: [&str; 9] = [
     "Name",
     "Against",
     "Latency",
@@ -302,7 +302,7 @@ pub const ADDED_LATENCY_COLUMNS: [&str; 9] = [
 
 /// One repetition of a paired run as it is measured: each side's CPU per MB/s and intended
 /// p50 and p99, and B over A of the CPU (or why the pair cannot be compared).
-pub fn measured_pair(pair: &crate::model::pair::Pair, m: &Measurement) -> String {
+pub(crate) fn measured_pair(pair: &crate::model::pair::Pair, m: &Measurement) -> String {
     match crate::analysis::pair::phase_of(m, pair) {
         Ok(p) => format!(
             "    pair: A {:.3} mc per MB/s, p50 {:.2} ms, p99 {:.2} ms; B {:.3} mc per MB/s, \
@@ -320,10 +320,10 @@ pub fn measured_pair(pair: &crate::model::pair::Pair, m: &Measurement) -> String
 }
 
 /// Title of the paired table.
-pub const PAIR_TITLE: &str = "A/B Verdicts";
+pub(crate) const PAIR_TITLE: &str = "A/B Verdicts";
 
 /// Columns of the paired table.
-pub const PAIR_COLUMNS: [&str; 11] = [
+pub(crate) const PAIR_COLUMNS: [&str; 11] = [
     "Name",
     "Metric",
     "A",
@@ -342,7 +342,7 @@ pub const PAIR_COLUMNS: [&str; 11] = [
 /// the pairs with its interval, the change the pairs could find (80% power), the verdict, the
 /// pairs (times their phases), the pairs' spread and the phases' spread within a pair (with
 /// `PAIR_PHASES` above 1); `None` without a paired scenario.
-pub fn pair_table(results: &[ScenarioResult]) -> Option<TableData> {
+pub(crate) fn pair_table(results: &[ScenarioResult]) -> Option<TableData> {
     let mut rows = Vec::new();
     for r in results {
         let Some(pair) = &r.pair else { continue };
@@ -406,7 +406,7 @@ pub fn pair_table(results: &[ScenarioResult]) -> Option<TableData> {
 }
 
 /// Columns of the cost table.
-pub const COST_COLUMNS: [&str; 9] = [
+pub(crate) const COST_COLUMNS: [&str; 9] = [
     "Name",
     "Phase",
     "Service",
@@ -424,7 +424,7 @@ pub const COST_COLUMNS: [&str; 9] = [
 /// When the engine gave its hosts' clocks, the share of their CPU stolen over the phase
 /// (`Host steal %`, the repetitions' median) stands beside each row: a cost read inside a busy
 /// VM moves with it.
-pub fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
+pub(crate) fn cost_table(results: &[ScenarioResult]) -> Option<TableData> {
     const MIB: f64 = 1024.0 * 1024.0;
     let repeated = results.iter().any(|r| r.repetitions.len() > 1);
     let steal = results
@@ -496,7 +496,7 @@ fn service_label(service: &str, run_wide: bool) -> String {
 }
 
 /// Columns of the garbage-collection table.
-pub const GC_COLUMNS: [&str; 10] = [
+pub(crate) const GC_COLUMNS: [&str; 10] = [
     "Name",
     "Phase",
     "Service",
@@ -513,7 +513,7 @@ pub const GC_COLUMNS: [&str; 10] = [
 /// the phase's edges, see `crate::accounting::gc`): young and full collections, other pauses (remark,
 /// cleanup), their total and the longest, and the share of the phase the JVM stood still; the
 /// median of the repetitions, figure by figure. `None` when no service's GC log was read.
-pub fn gc_table(results: &[ScenarioResult]) -> Option<TableData> {
+pub(crate) fn gc_table(results: &[ScenarioResult]) -> Option<TableData> {
     let mut rows = Vec::new();
     for r in results {
         for phase in &r.measurement.cost {
@@ -549,7 +549,7 @@ pub fn gc_table(results: &[ScenarioResult]) -> Option<TableData> {
 }
 
 /// Columns of the JVM threads table.
-pub const JVM_THREADS_COLUMNS: [&str; 8] = [
+pub(crate) const JVM_THREADS_COLUMNS: [&str; 8] = [
     "Name",
     "Phase",
     "Service",
@@ -565,7 +565,7 @@ pub const JVM_THREADS_COLUMNS: [&str; 8] = [
 /// (the application's threads); medians of the repetitions. With repetitions, the spread of the
 /// whole and of the rest side by side says how much of a cost's spread the JIT and the GC make.
 /// `None` when no service's threads were read.
-pub fn jvm_threads_table(results: &[ScenarioResult]) -> Option<TableData> {
+pub(crate) fn jvm_threads_table(results: &[ScenarioResult]) -> Option<TableData> {
     let repeated = results.iter().any(|r| r.repetitions.len() > 1);
     let rest = |s: &crate::accounting::cost::ServiceCost,
                 t: &crate::accounting::jvm_threads::ThreadCpu| {
@@ -622,12 +622,12 @@ pub fn jvm_threads_table(results: &[ScenarioResult]) -> Option<TableData> {
 }
 
 /// Header cells as the table holds them.
-pub fn strings(columns: &[&str]) -> Vec<String> {
+pub(crate) fn strings(columns: &[&str]) -> Vec<String> {
     columns.iter().map(|c| c.to_string()).collect()
 }
 
 /// Saturation warnings of every scenario, one `name: warning` line each.
-pub fn warnings(results: &[ScenarioResult]) -> Vec<String> {
+pub(crate) fn warnings(results: &[ScenarioResult]) -> Vec<String> {
     results
         .iter()
         .flat_map(|r| {
@@ -649,7 +649,7 @@ fn row_name(r: &ScenarioResult) -> String {
 }
 
 /// What each scenario's path check found; `None` when no scenario declares `expect:`.
-pub fn path_check_table(results: &[ScenarioResult]) -> Option<TableData> {
+pub(crate) fn path_check_table(results: &[ScenarioResult]) -> Option<TableData> {
     let rows: Vec<Vec<String>> = results
         .iter()
         .filter_map(|r| r.path_check.as_ref().map(|c| (r, c)))
@@ -677,7 +677,7 @@ pub fn path_check_table(results: &[ScenarioResult]) -> Option<TableData> {
 }
 
 /// Scenarios whose record counters disagree or whose sends failed; `None` when all agree.
-pub fn integrity_table(results: &[ScenarioResult]) -> Option<TableData> {
+pub(crate) fn integrity_table(results: &[ScenarioResult]) -> Option<TableData> {
     let rows: Vec<Vec<String>> = results
         .iter()
         .filter(|r| !r.measurement.integrity.is_ok() || r.measurement.producer.failed > 0)
@@ -712,7 +712,10 @@ const SWEEP_COLUMNS: [&str; 5] = [
 /// Per scenario (and combination of the other varying settings), the highest THROUGHPUT
 /// sustained below the first that was not, with its p99, and that first rate with the reason;
 /// `None` unless THROUGHPUT varied (see [`sweep::climbs`]).
-pub fn sweep_table(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Option<TableData> {
+pub(crate) fn sweep_table(
+    results: &[ScenarioResult],
+    p99_limit_ms: Option<u64>,
+) -> Option<TableData> {
     let lines = sweep::climbs(results, p99_limit_ms)?;
     let others = crate::settings::matrix::varying(lines.iter().map(|(l, _)| &l.rest));
     let mut columns: Vec<String> = vec!["Name".to_string()];
@@ -760,7 +763,7 @@ pub fn sweep_table(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Opt
 /// consumer, then resources, integrity and path checks when they have rows.
 /// When THROUGHPUT varied, the highest sustained rates follow the consumer's (a rate counting as
 /// sustained only within `p99_limit_ms` when given).
-pub fn tables(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<TableData> {
+pub(crate) fn tables(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> Vec<TableData> {
     let mut all = vec![producer_table(results)];
     all.extend(intended_table(results));
     all.push(consumer_table(results));

@@ -15,7 +15,7 @@ use crate::settings::Settings;
 /// Facts about the machine perf-tests ran on (the engines' machines are [`NodeFacts`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
-pub struct HostFacts {
+pub(crate) struct HostFacts {
     /// Kernel host name.
     pub hostname: String,
     /// Operating system, e.g. `linux`.
@@ -34,7 +34,7 @@ pub struct HostFacts {
 
 impl HostFacts {
     /// Collects the facts of this machine.
-    pub fn collect() -> HostFacts {
+    pub(crate) fn collect() -> HostFacts {
         HostFacts {
             hostname: crate::world::machine::hostname().unwrap_or_else(|| "unknown".to_string()),
             os: std::env::consts::OS.to_string(),
@@ -52,7 +52,7 @@ impl HostFacts {
 /// hardware are told apart by these.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
-pub struct NodeFacts {
+pub(crate) struct NodeFacts {
     /// The engine host's name (a swarm node's host name).
     pub name: String,
     /// The swarm roles the run gave the node (`perf-tests.role`: broker, proxy, load); empty
@@ -75,15 +75,15 @@ pub struct NodeFacts {
 }
 
 /// The file of a run directory that describes the run (readers find run directories by it).
-pub const RUN_FILE: &str = "run.json";
+pub(crate) const RUN_FILE: &str = "run.json";
 
 /// A sizing run's statement beside its scenarios' records (not one of them).
-pub const SIZING_FILE: &str = "sizing.json";
+pub(crate) const SIZING_FILE: &str = "sizing.json";
 /// Everything about a run except its per-scenario results. Written as `run.json` and read back
 /// through this same type; `settings` and `host` must be there, the rest (and any setting or
 /// host fact a run of an older version did not record) reads back as its default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RunInfo {
+pub(crate) struct RunInfo {
     /// Label value of every engine resource the run created.
     #[serde(default)]
     pub run_id: String,
@@ -125,7 +125,7 @@ pub struct RunInfo {
 
 /// Where run `run_id`'s profile recordings are kept (inside `results_dir`, hidden) until its
 /// results directory is written, which takes them in as `profiles/`.
-pub fn profiles_staging(results_dir: &Path, run_id: &str) -> PathBuf {
+pub(crate) fn profiles_staging(results_dir: &Path, run_id: &str) -> PathBuf {
     results_dir.join(format!(".profiles-{run_id}"))
 }
 
@@ -136,7 +136,7 @@ pub const SCHEMA_VERSION: u32 = 3;
 
 /// A record as it is written: its layout's version beside its own fields.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-pub struct Versioned<T> {
+pub(crate) struct Versioned<T> {
     /// The layout's version ([`SCHEMA_VERSION`]).
     pub schema_version: u32,
     #[serde(flatten)]
@@ -145,7 +145,7 @@ pub struct Versioned<T> {
 
 impl<T> Versioned<T> {
     /// `record` in the layout of this build.
-    pub fn new(record: T) -> Versioned<T> {
+    pub(crate) fn new(record: T) -> Versioned<T> {
         Versioned {
             schema_version: SCHEMA_VERSION,
             record,
@@ -178,7 +178,7 @@ fn read_versioned<T: serde::de::DeserializeOwned>(
 }
 
 /// Reads a run's `run.json` (`run` is its directory).
-pub fn read_run_info(run: &Path) -> Result<RunInfo> {
+pub(crate) fn read_run_info(run: &Path) -> Result<RunInfo> {
     let path = run.join(RUN_FILE);
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
@@ -186,7 +186,7 @@ pub fn read_run_info(run: &Path) -> Result<RunInfo> {
 }
 
 /// Reads every `<scenario>.json` of a run directory, by file name.
-pub fn read_scenarios(run: &Path) -> Result<Vec<ScenarioResult>> {
+pub(crate) fn read_scenarios(run: &Path) -> Result<Vec<ScenarioResult>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(run)
         .with_context(|| format!("cannot read directory {}", run.display()))?
         .filter_map(|e| e.ok())
@@ -210,7 +210,7 @@ pub fn read_scenarios(run: &Path) -> Result<Vec<ScenarioResult>> {
 
 impl RunInfo {
     /// A record of run `run_id` of `settings` over `suite` between the two instants.
-    pub fn new(
+    pub(crate) fn new(
         run_id: &str,
         settings: &Settings,
         suite: &Path,
@@ -240,7 +240,7 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 }
 
 /// The directory name of a run: `<YYYYMMDDTHHMMSSZ>-<commit>`, from `started_at`.
-pub fn run_dir_name(info: &RunInfo) -> Result<String> {
+pub(crate) fn run_dir_name(info: &RunInfo) -> Result<String> {
     let started = DateTime::parse_from_rfc3339(&info.started_at)
         .with_context(|| format!("started_at {:?} is not RFC 3339", info.started_at))?
         .with_timezone(&Utc);

@@ -6,7 +6,7 @@ use tabled::settings::{Padding, Style};
 
 /// A titled table as plain strings, independent of rendering.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TableData {
+pub(crate) struct TableData {
     /// Printed above the table.
     pub title: &'static str,
     /// Header cells.
@@ -17,7 +17,7 @@ pub struct TableData {
 
 /// Header and rows in the reference's plain style: a dashed underline row, columns left-aligned
 /// and separated by two spaces, no trailing blanks.
-pub fn plain_body(table: &TableData) -> String {
+pub(crate) fn plain_body(table: &TableData) -> String {
     let mut b = Builder::default();
     b.push_record(table.columns.iter().map(String::as_str));
     b.push_record(table.columns.iter().map(|c| "-".repeat(c.len())));
@@ -35,7 +35,7 @@ pub fn plain_body(table: &TableData) -> String {
 }
 
 /// Header and rows as a GitHub Markdown table (no trailing newline).
-pub fn markdown_body(table: &TableData) -> String {
+pub(crate) fn markdown_body(table: &TableData) -> String {
     let mut b = Builder::default();
     b.push_record(table.columns.iter().map(String::as_str));
     for row in &table.rows {
@@ -47,11 +47,11 @@ pub fn markdown_body(table: &TableData) -> String {
 }
 
 /// One table in the plain style under its title.
-pub fn plain(table: &TableData) -> String {
+pub(crate) fn plain(table: &TableData) -> String {
     format!("{}\n{}", table.title, plain_body(table))
 }
 
 /// One table as Markdown under a bold title.
-pub fn markdown(table: &TableData) -> String {
+pub(crate) fn markdown(table: &TableData) -> String {
     format!("**{}**\n\n{}\n", table.title, markdown_body(table))
 }

@@ -53,7 +53,7 @@ impl Drop for RunDir {
 /// What a run produced: its id (the label of everything it created), one result per scenario
 /// whose every repetition completed, and what ended it early, if anything did.
 #[derive(Debug)]
-pub struct RunOutput {
+pub(crate) struct RunOutput {
     pub run_id: String,
     /// The machines of the engines the run used (recorded beside the host's facts); empty when
     /// the run ended before it read them.
@@ -100,7 +100,7 @@ impl Completed {
 /// Runs every planned scenario and returns their results (the caller reports and saves them).
 /// Fails only when the engine cannot be reached; any later failure is in
 /// [`RunOutput::failure`], beside the results completed before it.
-pub async fn run(run: &RunPlan) -> Result<RunOutput> {
+pub(crate) async fn run(run: &RunPlan) -> Result<RunOutput> {
     let run_id = run.first().run_id.clone();
     // Everything the run creates carries this id (what a killed run left, `perf-tests clean`
     // removes).

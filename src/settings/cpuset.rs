@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 
 /// Whether `text` is a CPU list (`0`, `0-3`, `0,2-3`).
-pub fn is_cpu_list(text: &str) -> bool {
+pub(crate) fn is_cpu_list(text: &str) -> bool {
     text.split(',').all(|part| {
         let number = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
         match part.split_once('-') {
@@ -14,7 +14,7 @@ pub fn is_cpu_list(text: &str) -> bool {
 }
 
 /// The highest CPU a list names; `None` for a malformed list.
-pub fn highest(text: &str) -> Option<usize> {
+pub(crate) fn highest(text: &str) -> Option<usize> {
     if !is_cpu_list(text) {
         return None;
     }
@@ -23,7 +23,7 @@ pub fn highest(text: &str) -> Option<usize> {
 
 /// Checks that every CPU `text` names exists on `machine` (say `the engine`), which has `cpus`
 /// CPUs (numbered from 0).
-pub fn check_exists(var: &str, text: &str, cpus: usize, machine: &str) -> Result<()> {
+pub(crate) fn check_exists(var: &str, text: &str, cpus: usize, machine: &str) -> Result<()> {
     match highest(text) {
         Some(top) if top < cpus => Ok(()),
         Some(top) => bail!(

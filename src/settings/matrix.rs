@@ -9,18 +9,18 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 
-pub use crate::settings::Axis;
+pub(crate) use crate::settings::Axis;
 use crate::settings::{table, Settings};
 
 /// Most combinations one run may have: far beyond a sensible run, and a guard against a
 /// mistyped list multiplying into days of measurement.
-pub const MAX_COMBINATIONS: usize = 1000;
+pub(crate) const MAX_COMBINATIONS: usize = 1000;
 
 /// One combination of the axes' values: setting name -> value. Empty without a matrix.
-pub type Combination = BTreeMap<String, String>;
+pub(crate) type Combination = BTreeMap<String, String>;
 
 /// `VAR=value, VAR=value`, the way tables and progress lines name a combination.
-pub fn label(combination: &Combination) -> String {
+pub(crate) fn label(combination: &Combination) -> String {
     combination
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -29,7 +29,7 @@ pub fn label(combination: &Combination) -> String {
 }
 
 /// Sets one varying setting from its text, with the same parsing and errors as the flag.
-pub fn set(settings: &mut Settings, var: &str, value: &str) -> Result<()> {
+pub(crate) fn set(settings: &mut Settings, var: &str, value: &str) -> Result<()> {
     match table::find(var) {
         Some(setting) if setting.varies() => setting.set(settings, value),
         _ => bail!("{}", table::cannot_vary(var)),
@@ -38,7 +38,7 @@ pub fn set(settings: &mut Settings, var: &str, value: &str) -> Result<()> {
 
 /// An axis of `var` over `values`: each value parsed as the setting parses it and kept in its
 /// canonical form; a repeated value, an empty list or a setting that cannot vary is refused.
-pub fn axis(var: &str, values: &[String]) -> Result<Axis> {
+pub(crate) fn axis(var: &str, values: &[String]) -> Result<Axis> {
     let setting = match table::find(var) {
         Some(setting) if setting.varies() => setting,
         _ => bail!("{}", table::cannot_vary(var)),
@@ -63,7 +63,7 @@ pub fn axis(var: &str, values: &[String]) -> Result<Axis> {
 /// The run's axes: the suite's (`matrix:` in suite.yaml), except those of settings given on the
 /// command line or in the environment, then the given lists of more than one value. A given
 /// single value pins its setting, replacing the suite's list.
-pub fn merge(suite: &[Axis], given: &[Axis]) -> Vec<Axis> {
+pub(crate) fn merge(suite: &[Axis], given: &[Axis]) -> Vec<Axis> {
     let mut axes: Vec<Axis> = suite
         .iter()
         .filter(|a| !given.iter().any(|g| g.var == a.var))
@@ -75,7 +75,7 @@ pub fn merge(suite: &[Axis], given: &[Axis]) -> Vec<Axis> {
 
 /// Every combination of the axes' values, the first axis varying slowest; one empty
 /// combination without axes. More than [`MAX_COMBINATIONS`] is refused, naming the axes.
-pub fn combinations(axes: &[Axis]) -> Result<Vec<Combination>> {
+pub(crate) fn combinations(axes: &[Axis]) -> Result<Vec<Combination>> {
     let count = axes
         .iter()
         .try_fold(1usize, |n, a| n.checked_mul(a.values.len()));
@@ -109,7 +109,7 @@ pub fn combinations(axes: &[Axis]) -> Result<Vec<Combination>> {
 }
 
 /// The settings of one combination: `base` with the combination's values and no axes left.
-pub fn apply(base: &Settings, combination: &Combination) -> Result<Settings> {
+pub(crate) fn apply(base: &Settings, combination: &Combination) -> Result<Settings> {
     let mut s = Settings {
         matrix: Vec::new(),
         ..base.clone()
@@ -121,7 +121,7 @@ pub fn apply(base: &Settings, combination: &Combination) -> Result<Settings> {
 }
 
 /// The varying settings of a run's results, in the order of the first result naming each.
-pub fn varying<'a>(combinations: impl IntoIterator<Item = &'a Combination>) -> Vec<String> {
+pub(crate) fn varying<'a>(combinations: impl IntoIterator<Item = &'a Combination>) -> Vec<String> {
     let mut vars: Vec<String> = Vec::new();
     for c in combinations {
         for var in c.keys() {

@@ -21,44 +21,44 @@ use std::process::Command;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-pub use parse::*;
+pub(crate) use parse::*;
 pub use table::{Lists, Setting, Settings, SETTINGS};
 
 /// Largest `WARM_UP_SECONDS_PRE_TEST` accepted: an hour of warm-up per scenario is a mistake.
-pub const MAX_WARM_UP_SECONDS_PRE_TEST: u64 = 3600;
+pub(crate) const MAX_WARM_UP_SECONDS_PRE_TEST: u64 = 3600;
 /// How much longer than `WARM_UP_SECONDS_PRE_TEST` a warm-up waits for the JIT compilers to go
 /// quiet (`WARM_UP_JIT_PERCENT`) before it measures anyway, saying so.
-pub const WARM_UP_JIT_LIMIT_SECONDS: u64 = 600;
+pub(crate) const WARM_UP_JIT_LIMIT_SECONDS: u64 = 600;
 /// The span over which `WARM_UP_JIT_PERCENT` judges the compilers' share: a round of the
 /// warm-up lasts about a second, 10 ms clock ticks make its share coarse, and a compiler
 /// thread waits idle between bursts of work, so one quiet round says little.
-pub const WARM_UP_JIT_WINDOW_SECONDS: u64 = 10;
+pub(crate) const WARM_UP_JIT_WINDOW_SECONDS: u64 = 10;
 /// Largest `REPEAT` accepted.
-pub const MAX_REPEAT: u32 = 1000;
+pub(crate) const MAX_REPEAT: u32 = 1000;
 
 /// The most measured phases a paired bring-up may have (`PAIR_PHASES`).
-pub const MAX_PAIR_PHASES: u32 = 100;
+pub(crate) const MAX_PAIR_PHASES: u32 = 100;
 
 /// Results written before `PAIR_PHASES` existed measured one phase per bring-up.
 fn one() -> u32 {
     1
 }
 /// Largest `PARTITIONS` accepted.
-pub const MAX_PARTITIONS: u32 = 10_000;
+pub(crate) const MAX_PARTITIONS: u32 = 10_000;
 /// Largest `TOPICS` accepted: each is created, produced to and deleted on its own.
-pub const MAX_TOPICS: u32 = 1000;
+pub(crate) const MAX_TOPICS: u32 = 1000;
 /// Largest `PRODUCERS` or `CONSUMERS` accepted: each is a thread of the one workload container.
-pub const MAX_CLIENTS: u32 = 64;
+pub(crate) const MAX_CLIENTS: u32 = 64;
 /// Most load generators a run spreads its clients over (`LOAD_GENERATORS`).
-pub const MAX_LOAD_GENERATORS: u32 = 8;
+pub(crate) const MAX_LOAD_GENERATORS: u32 = 8;
 /// Longest DURATION accepted: 30 days.
-pub const MAX_DURATION_S: u64 = 30 * 24 * 3600;
+pub(crate) const MAX_DURATION_S: u64 = 30 * 24 * 3600;
 /// `COMMIT_ID` when the suite is not inside a git checkout.
-pub const UNKNOWN_COMMIT: &str = "unknown";
+pub(crate) const UNKNOWN_COMMIT: &str = "unknown";
 
 /// Largest count accepted: far beyond any sensible run, small enough that products such as
 /// records x record size cannot overflow a u64.
-pub const MAX_COUNT: u64 = 1_000_000_000_000_000;
+pub(crate) const MAX_COUNT: u64 = 1_000_000_000_000_000;
 
 /// How a measurement's producer and consumer run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,7 +77,7 @@ pub enum Mode {
 
 impl Mode {
     /// The value as written in `MODE`.
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Mode::ProduceThenConsume => "produce-then-consume",
             Mode::EndToEnd => "end-to-end",
@@ -105,7 +105,7 @@ pub enum EngineKind {
 
 impl EngineKind {
     /// The value as written in `ENGINE`.
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             EngineKind::Local => "local",
             EngineKind::Swarm => "swarm",
@@ -129,7 +129,7 @@ pub enum ProfileMode {
 
 impl ProfileMode {
     /// `PROFILE`'s value: `off` (none) or a mode; anything else is refused naming the setting.
-    pub fn parse(var: &str, text: &str) -> Result<Option<ProfileMode>> {
+    pub(crate) fn parse(var: &str, text: &str) -> Result<Option<ProfileMode>> {
         Ok(Some(match text.trim() {
             "" | "off" | "0" => return Ok(None),
             "cpu" => ProfileMode::Cpu,
@@ -140,7 +140,7 @@ impl ProfileMode {
         }))
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ProfileMode::Cpu => "cpu",
             ProfileMode::Alloc => "alloc",
@@ -150,7 +150,7 @@ impl ProfileMode {
     }
 
     /// The agent's event (the mode that ran).
-    pub fn event(self) -> &'static str {
+    pub(crate) fn event(self) -> &'static str {
         match self {
             ProfileMode::Cpu => "ctimer",
             ProfileMode::Alloc => "alloc",
@@ -161,7 +161,7 @@ impl ProfileMode {
 }
 
 /// Parses `MODE`: `produce-then-consume`, `end-to-end` or `backlog`.
-pub fn parse_mode(s: &str) -> Result<Mode> {
+pub(crate) fn parse_mode(s: &str) -> Result<Mode> {
     match s.trim() {
         "produce-then-consume" => Ok(Mode::ProduceThenConsume),
         "end-to-end" => Ok(Mode::EndToEnd),
@@ -210,7 +210,7 @@ impl Settings {
     }
 
     /// Every setting under its environment-variable name, as Compose interpolation sees them.
-    pub fn variables(&self) -> BTreeMap<String, String> {
+    pub(crate) fn variables(&self) -> BTreeMap<String, String> {
         SETTINGS
             .iter()
             .map(|s| (s.var.to_string(), s.value(self)))
@@ -219,7 +219,7 @@ impl Settings {
 }
 
 /// `git rev-parse --short HEAD` in `dir` when it is inside a git checkout, else `unknown`.
-pub fn detect_commit_id(dir: &Path) -> String {
+pub(crate) fn detect_commit_id(dir: &Path) -> String {
     // A relative suite directory that does not exist yet still belongs to the current checkout.
     let dir = if dir.is_dir() { dir } else { Path::new(".") };
     let output = Command::new("git")
@@ -247,11 +247,11 @@ mod whole_seconds {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_u64(d.as_secs())
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         u64::deserialize(d).map(Duration::from_secs)
     }
 
@@ -260,14 +260,19 @@ mod whole_seconds {
 
         use serde::{Deserialize, Deserializer, Serializer};
 
-        pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(
+            d: &Option<Duration>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
             match d {
                 Some(d) => s.serialize_some(&d.as_secs()),
                 None => s.serialize_none(),
             }
         }
 
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<Duration>, D::Error> {
             Option::<u64>::deserialize(d).map(|s| s.map(Duration::from_secs))
         }
     }

@@ -10,7 +10,7 @@ use crate::settings::rate::Rate;
 
 /// Parses a time in whole seconds: `90`, `90s`, `10m`, `2h`, `1h30m`, `3d`. Errors name the
 /// variable and the value.
-pub fn parse_duration(var: &str, s: &str) -> Result<u64> {
+pub(crate) fn parse_duration(var: &str, s: &str) -> Result<u64> {
     let fail = |why: &str| -> anyhow::Error {
         anyhow::anyhow!("{var}={s:?}: {why} (expected a time such as 90s, 10m, 2h, 1h30m or 3d)")
     };
@@ -59,7 +59,7 @@ pub fn parse_duration(var: &str, s: &str) -> Result<u64> {
 ///
 /// The value must be a whole number no larger than [`MAX_COUNT`]; zero only if `allow_zero`.
 /// Errors name the variable and the value.
-pub fn parse_count(var: &str, s: &str, allow_zero: bool) -> Result<u64> {
+pub(crate) fn parse_count(var: &str, s: &str, allow_zero: bool) -> Result<u64> {
     let fail = |why: &str| -> anyhow::Error {
         anyhow::anyhow!(
             "{var}={s:?}: {why} (expected a whole number such as 10000000, 1_000_000 or 1e6)"
@@ -142,7 +142,7 @@ fn digits(s: &str) -> Option<String> {
 
 /// Parses `WARM_UP_SECONDS_PRE_TEST`: whole seconds from 0 (none) to
 /// [`MAX_WARM_UP_SECONDS_PRE_TEST`].
-pub fn parse_warm_up_seconds(s: &str) -> Result<u64> {
+pub(crate) fn parse_warm_up_seconds(s: &str) -> Result<u64> {
     let n = parse_count("WARM_UP_SECONDS_PRE_TEST", s, true)?;
     if n > MAX_WARM_UP_SECONDS_PRE_TEST {
         bail!(
@@ -153,7 +153,7 @@ pub fn parse_warm_up_seconds(s: &str) -> Result<u64> {
 }
 
 /// Parses a whole percent from 0 to 100 (`WARM_UP_JIT_PERCENT`).
-pub fn parse_percent(var: &str, s: &str) -> Result<u64> {
+pub(crate) fn parse_percent(var: &str, s: &str) -> Result<u64> {
     let n = parse_count(var, s, true)?;
     if n > 100 {
         bail!("{var}={s:?}: a percent is at most 100");
@@ -162,7 +162,7 @@ pub fn parse_percent(var: &str, s: &str) -> Result<u64> {
 }
 
 /// Parses `SERVICES_CPUSET` or `WORKLOAD_CPUSET`: a CPU list, or empty for none.
-pub fn parse_cpuset(var: &str, s: &str) -> Result<String> {
+pub(crate) fn parse_cpuset(var: &str, s: &str) -> Result<String> {
     let t = s.trim();
     if !t.is_empty() && !crate::settings::cpuset::is_cpu_list(t) {
         bail!("{var}={s:?}: expected CPU numbers and ranges such as 0, 0-1 or 0,2 (or nothing)");
@@ -172,7 +172,7 @@ pub fn parse_cpuset(var: &str, s: &str) -> Result<String> {
 
 /// Parses `PARTITIONS` (up to [`MAX_PARTITIONS`]), `TOPICS` (up to [`MAX_TOPICS`]),
 /// `PRODUCERS` or `CONSUMERS` (up to [`MAX_CLIENTS`]): a count from 1.
-pub fn parse_clients(var: &str, s: &str) -> Result<u32> {
+pub(crate) fn parse_clients(var: &str, s: &str) -> Result<u32> {
     let max = match var {
         "PARTITIONS" => MAX_PARTITIONS,
         "TOPICS" => MAX_TOPICS,
@@ -186,12 +186,12 @@ pub fn parse_clients(var: &str, s: &str) -> Result<u32> {
 }
 
 /// Parses `REPEAT`: a count from 1 to [`MAX_REPEAT`].
-pub fn parse_repeat(s: &str) -> Result<u32> {
+pub(crate) fn parse_repeat(s: &str) -> Result<u32> {
     parse_bounded("REPEAT", s, MAX_REPEAT)
 }
 
 /// Parses `var`'s count of at least 1 and at most `max`.
-pub fn parse_bounded(var: &str, s: &str, max: u32) -> Result<u32> {
+pub(crate) fn parse_bounded(var: &str, s: &str, max: u32) -> Result<u32> {
     let n = parse_count(var, s, false)?;
     if n > max as u64 {
         bail!("{var}={s:?}: too large (the limit is {max})");
@@ -200,7 +200,7 @@ pub fn parse_bounded(var: &str, s: &str, max: u32) -> Result<u32> {
 }
 
 /// Parses `THROUGHPUT`: `-1` (unlimited) or a positive count in any form [`parse_count`] accepts.
-pub fn parse_throughput(s: &str) -> Result<Rate> {
+pub(crate) fn parse_throughput(s: &str) -> Result<Rate> {
     if s.trim() == "-1" {
         return Ok(Rate::Unlimited);
     }
@@ -210,7 +210,7 @@ pub fn parse_throughput(s: &str) -> Result<Rate> {
 }
 
 /// Parses `PRODUCER_PROPERTIES`: space-separated `key=value` entries.
-pub fn parse_properties(s: &str) -> Result<Vec<(String, String)>> {
+pub(crate) fn parse_properties(s: &str) -> Result<Vec<(String, String)>> {
     s.split_whitespace()
         .map(|entry| match entry.split_once('=') {
             Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
@@ -220,7 +220,7 @@ pub fn parse_properties(s: &str) -> Result<Vec<(String, String)>> {
 }
 
 /// Formats producer properties back into the `PRODUCER_PROPERTIES` form.
-pub fn format_properties(props: &[(String, String)]) -> String {
+pub(crate) fn format_properties(props: &[(String, String)]) -> String {
     props
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -230,7 +230,7 @@ pub fn format_properties(props: &[(String, String)]) -> String {
 
 /// Parses `SWARM_ROLES`: comma-separated `service=role` pairs, each service once; a role is a
 /// node label's value (letters, digits, `-`, `_`, `.`).
-pub fn parse_roles(var: &str, s: &str) -> Result<Vec<(String, String)>> {
+pub(crate) fn parse_roles(var: &str, s: &str) -> Result<Vec<(String, String)>> {
     let mut roles: Vec<(String, String)> = Vec::new();
     for entry in s.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let Some((service, role)) = entry.split_once('=') else {
@@ -256,7 +256,7 @@ pub fn parse_roles(var: &str, s: &str) -> Result<Vec<(String, String)>> {
 /// A registry's address as image names begin with it: `host[:port][/path]`, a host of letters,
 /// digits, `.` and `-`, a path of lowercase components; no scheme (the engine chooses HTTPS, or
 /// HTTP for a registry it is told is insecure) and no tag.
-pub fn parse_registry(var: &str, s: &str) -> Result<String> {
+pub(crate) fn parse_registry(var: &str, s: &str) -> Result<String> {
     let v = s.trim().trim_end_matches('/');
     if let Some((scheme, _)) = v.split_once("://") {
         bail!(

@@ -24,21 +24,21 @@ impl Rate {
     }
 
     /// Records per second, if limited.
-    pub fn limit(self) -> Option<u64> {
+    pub(crate) fn limit(self) -> Option<u64> {
         match self {
             Rate::Unlimited => None,
             Rate::PerSecond(n) => Some(n.get()),
         }
     }
 
-    pub fn is_limited(self) -> bool {
+    pub(crate) fn is_limited(self) -> bool {
         self != Rate::Unlimited
     }
 
     /// Share `i` of `n` clients sending together at this rate: whole records per second split
     /// as evenly as they go (the first ones get the remainders), never below 1; unlimited
     /// stays unlimited.
-    pub fn share(self, n: u64, i: u64) -> Rate {
+    pub(crate) fn share(self, n: u64, i: u64) -> Rate {
         match self {
             Rate::Unlimited => Rate::Unlimited,
             Rate::PerSecond(total) => Rate::PerSecond(
@@ -48,7 +48,7 @@ impl Rate {
     }
 
     /// The rate as a result records its target: records per second, -1 when unlimited.
-    pub fn as_target(self) -> f64 {
+    pub(crate) fn as_target(self) -> f64 {
         self.limit().map_or(-1.0, |n| n as f64)
     }
 }
@@ -56,7 +56,7 @@ impl Rate {
 /// Share `i` of `total` split over `n` as evenly as whole numbers go, the first ones taking the
 /// remainders: what each of several clients (producers, load generators) takes of a count or a
 /// rate.
-pub fn share(total: u64, n: u64, i: u64) -> u64 {
+pub(crate) fn share(total: u64, n: u64, i: u64) -> u64 {
     total / n + u64::from(i < total % n)
 }
 

@@ -24,13 +24,9 @@ pub struct Overrides {
 }
 
 impl Overrides {
-    pub fn is_empty(&self) -> bool {
-        self.variables.is_empty() && self.environment.is_empty() && self.config.is_none()
-    }
-
     /// One line: `KROXYLICIOUS_IMAGE=x, environment JAVA_OPTIONS=y, config overlay.yaml`, or
     /// `as written`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut parts: Vec<String> = self
             .variables
             .iter()

@@ -230,7 +230,7 @@ impl std::fmt::Debug for Setting {
 impl Setting {
     /// Sets the setting in `settings` from its text, with the errors every way of giving it
     /// shares (naming the variable and the value).
-    pub fn set(&self, settings: &mut Settings, text: &str) -> Result<()> {
+    pub(crate) fn set(&self, settings: &mut Settings, text: &str) -> Result<()> {
         if self.lists == Lists::Refused && text.contains(',') {
             bail!("{}={text:?}: {}", self.var, cannot_vary(self.var));
         }
@@ -238,19 +238,19 @@ impl Setting {
     }
 
     /// The setting's value in `settings` as text (canonical: `1e3` reads back as `1000`).
-    pub fn value(&self, settings: &Settings) -> String {
+    pub(crate) fn value(&self, settings: &Settings) -> String {
         (self.get)(settings)
     }
 
     /// `text` parsed as the setting parses it and written back canonically.
-    pub fn canonical(&self, text: &str) -> Result<String> {
+    pub(crate) fn canonical(&self, text: &str) -> Result<String> {
         let mut s = Settings::without_commit();
         self.set(&mut s, text)?;
         Ok(self.value(&s))
     }
 
     /// Whether the setting may take a list of values (a matrix axis).
-    pub fn varies(&self) -> bool {
+    pub(crate) fn varies(&self) -> bool {
         matches!(self.lists, Lists::Commas | Lists::Repeated)
     }
 
@@ -275,7 +275,7 @@ pub fn varying() -> Vec<&'static str> {
 }
 
 /// The message for a list given to a setting that holds for the whole run.
-pub fn cannot_vary(var: &str) -> String {
+pub(crate) fn cannot_vary(var: &str) -> String {
     format!(
         "{var} cannot take a list of values: it holds for the whole run (settings that may \
          vary: {})",

@@ -8,7 +8,7 @@ use super::{EngineKind, Mode, Settings};
 impl Settings {
     /// Refuses a combination of settings that cannot be measured as asked, naming the settings
     /// at fault and their values.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         self.consumers_have_partitions()?;
         self.duration_fits_the_mode()?;
         self.engine_takes_the_settings()?;

@@ -32,7 +32,7 @@ impl Endpoint {
         }
     }
 
-    pub fn admin(&self) -> Result<Admin> {
+    pub(crate) fn admin(&self) -> Result<Admin> {
         Admin::connect(&self.bootstrap, &self.client_properties)
     }
 }

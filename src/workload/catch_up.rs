@@ -43,19 +43,19 @@ pub struct CatchUpResult {
 /// The lag a group must come down to at a live rate: what the producer sends in 100 ms (a
 /// fetch round trip or two), and at least OMB's 1000 records, so that a group reading as fast as
 /// records arrive counts as caught up whatever the rate.
-pub fn lag_bound(rate: u64) -> u64 {
+pub(crate) fn lag_bound(rate: u64) -> u64 {
     (rate / 10).max(1000)
 }
 
 /// The line a catch-up prints for its progress; it starts as the consumer's, so the host's flow
 /// counts it alike.
-pub fn progress_line(consumed: u64, lag: u64) -> String {
+pub(crate) fn progress_line(consumed: u64, lag: u64) -> String {
     format!("consumed {consumed} records, lag {lag}")
 }
 
 /// Runs the catch-up: the producer and the group start together; `producer_progress` gets the
 /// producer's windows, `consumer_progress` the group's count and lag.
-pub async fn catch_up(
+pub(crate) async fn catch_up(
     cfg: &CatchUpConfig,
     producer_progress: impl FnMut(Progress) + Send,
     mut consumer_progress: impl FnMut(u64, u64) + Send + 'static,

@@ -10,7 +10,7 @@ use rdkafka::error::KafkaError;
 
 /// The last error and the last warning log line librdkafka reported, if any.
 #[derive(Debug, Default)]
-pub struct LastError {
+pub(crate) struct LastError {
     error: Mutex<Option<String>>,
     log: Mutex<Option<String>>,
 }
@@ -25,17 +25,12 @@ fn load(slot: &Mutex<Option<String>>) -> Option<String> {
 
 impl LastError {
     /// Remembers an error message, replacing the previous one.
-    pub fn set(&self, message: String) {
+    pub(crate) fn set(&self, message: String) {
         store(&self.error, message);
     }
 
-    /// The last error message, if any.
-    pub fn get(&self) -> Option<String> {
-        load(&self.error)
-    }
-
     /// " (last client error: …; last client log: …)" or nothing, to append to a failure.
-    pub fn suffix(&self) -> String {
+    pub(crate) fn suffix(&self) -> String {
         let parts: Vec<String> = [
             load(&self.error).map(|e| format!("last client error: {e}")),
             load(&self.log).map(|l| format!("last client log: {l}")),
@@ -63,7 +58,7 @@ impl LastError {
 
 /// Context for clients that need nothing but error capture (admin, metadata, probe).
 #[derive(Debug, Default)]
-pub struct Quiet {
+pub(crate) struct Quiet {
     pub last_error: LastError,
 }
 

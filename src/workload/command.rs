@@ -17,16 +17,16 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use super::args::{Endpoint, Seconds};
+pub(crate) use super::args::{Endpoint, Seconds};
 use super::catch_up::CatchUpConfig;
 use super::producer::summary_line;
 use super::soak::SoakConfig;
-pub use super::together::Together;
+pub(crate) use super::together::Together;
 use super::verify::VerifySpec;
 use super::{probe, ConsumeConfig, ProduceConfig, TopicSpec};
 
 /// Prefix of the one stdout line that carries the structured result.
-pub const RESULT_PREFIX: &str = "PERF-TESTS-RESULT ";
+pub(crate) const RESULT_PREFIX: &str = "PERF-TESTS-RESULT ";
 
 /// How long a freshly created topic may take to appear in the metadata.
 const TOPIC_VISIBLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -119,7 +119,7 @@ impl WorkloadCommand {
     /// The process arguments (after the executable) that [`parse_from`] reads back as `self`:
     /// each field under the flag clap gives it, with the value serde gives it (a list as the
     /// flag repeated, a pair as `key=value`, a flag alone for `true`).
-    pub fn to_args(&self) -> Vec<String> {
+    pub(crate) fn to_args(&self) -> Vec<String> {
         let (step, fields) = match serde_json::to_value(self).expect("a step serialises") {
             Value::String(step) => (step, serde_json::Map::new()),
             Value::Object(o) => {
@@ -193,7 +193,7 @@ where
 }
 
 /// The stdout line that carries `value` back to the driver.
-pub fn result_line(value: &impl Serialize) -> Result<String> {
+pub(crate) fn result_line(value: &impl Serialize) -> Result<String> {
     Ok(format!(
         "{RESULT_PREFIX}{}",
         serde_json::to_string(value).context("encoding the workload result")?
@@ -218,7 +218,7 @@ pub fn parse_result_line<T: DeserializeOwned>(stdout: &str) -> Result<T> {
 }
 
 /// Runs the step: progress on stderr, then one `PERF-TESTS-RESULT <json>` line on stdout.
-pub async fn execute(cmd: WorkloadCommand) -> Result<i32> {
+pub(crate) async fn execute(cmd: WorkloadCommand) -> Result<i32> {
     let line = match cmd {
         WorkloadCommand::Serve => loop {
             // Removing the container ends it; there is nothing to clean up.

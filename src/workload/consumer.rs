@@ -129,10 +129,10 @@ pub async fn consume(cfg: &ConsumeConfig) -> Result<ConsumerResult> {
 
 /// The line a consuming workload prints once its partitions are assigned (read back by the
 /// host's flow, which starts an end-to-end measurement's producer then).
-pub const ASSIGNED_LINE: &str = "partitions assigned";
+pub(crate) const ASSIGNED_LINE: &str = "partitions assigned";
 
 /// How often [`consume_reporting`] reports the count so far.
-pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+pub(crate) const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
 /// Longest wait for a record or an event before the member looks at its timeout, the group's
 /// state and its progress again.
@@ -140,7 +140,7 @@ const IDLE_WAIT: Duration = Duration::from_millis(100);
 
 /// [`consume`], calling `progress` with the records consumed so far every [`PROGRESS_EVERY`],
 /// and `assigned` once when the group's partitions are assigned.
-pub async fn consume_reporting(
+pub(crate) async fn consume_reporting(
     cfg: &ConsumeConfig,
     progress: impl FnMut(u64) + Send + 'static,
     assigned: impl FnMut() + Send + 'static,
@@ -160,7 +160,7 @@ pub async fn consume_reporting(
 /// every poll, rather than at `cfg.expected` records. With `end_to_end`, `window`, when given,
 /// also gets every record's send-to-receipt latency, for a watcher in the same process to take
 /// (a DURATION run's time series).
-pub async fn consume_until(
+pub(crate) async fn consume_until(
     cfg: &ConsumeConfig,
     progress: impl FnMut(u64) + Send + 'static,
     assigned: impl FnMut() + Send + 'static,
@@ -183,12 +183,12 @@ fn now_ms() -> i64 {
 }
 
 /// The line a consuming workload prints for its progress (read back by the host's flow).
-pub fn progress_line(consumed: u64, expected: u64) -> String {
+pub(crate) fn progress_line(consumed: u64, expected: u64) -> String {
     format!("consumed {consumed} of {expected} records")
 }
 
 /// The count in a [`progress_line`].
-pub fn parse_progress_line(line: &str) -> Option<u64> {
+pub(crate) fn parse_progress_line(line: &str) -> Option<u64> {
     line.trim()
         .strip_prefix("consumed ")?
         .split(' ')

@@ -9,14 +9,14 @@ use hdrhistogram::Histogram;
 use crate::model::LatencySummary;
 
 /// Every record's latency: a histogram with the sum and maximum, in µs.
-pub struct Latencies {
+pub(crate) struct Latencies {
     histogram: Histogram<u64>,
     sum_us: u64,
     max_us: u64,
 }
 
 impl Latencies {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Latencies {
             histogram: latency_histogram(),
             sum_us: 0,
@@ -24,19 +24,19 @@ impl Latencies {
         }
     }
 
-    pub fn record(&mut self, us: u64) {
+    pub(crate) fn record(&mut self, us: u64) {
         self.histogram.saturating_record(us);
         self.sum_us += us;
         self.max_us = self.max_us.max(us);
     }
 
     /// Records tallied.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.histogram.len()
     }
 
     /// Adds another tally's records to this one (several clients' into one).
-    pub fn merge(&mut self, other: &Latencies) {
+    pub(crate) fn merge(&mut self, other: &Latencies) {
         // Same bounds on both sides: the addition cannot fail.
         let _ = self.histogram.add(&other.histogram);
         self.sum_us += other.sum_us;
@@ -44,7 +44,7 @@ impl Latencies {
     }
 
     /// The figures in milliseconds, over `count` records.
-    pub fn summary(&self, count: u64) -> LatencySummary {
+    pub(crate) fn summary(&self, count: u64) -> LatencySummary {
         let ms = |us: u64| us as f64 / 1000.0;
         // A quantile is its bucket's highest value, which can lie above every latency tallied;
         // the exact maximum bounds it.
@@ -79,7 +79,7 @@ impl Latencies {
     /// Every latency tallied in HdrHistogram's compressed form (V2, deflated, base64), as its
     /// Java, C, Go, Python and Rust implementations read it
     /// (`Histogram.decodeFromCompressedByteBuffer`).
-    pub fn encoded(&self) -> String {
+    pub(crate) fn encoded(&self) -> String {
         let mut bytes = Vec::new();
         // Writing into memory fails only on a histogram too large to encode, which these
         // bounds cannot hold.
@@ -93,7 +93,9 @@ impl Latencies {
 /// One tally of several, each given as [`Latencies::encoded`] wrote it with its mean and
 /// maximum in ms (which a histogram keeps only to its resolution): the merged histogram,
 /// encoded, and its summary. Several load generators' latencies become one this way.
-pub fn merge_encoded(parts: &[(&str, f64, f64)]) -> anyhow::Result<(String, LatencySummary)> {
+pub(crate) fn merge_encoded(
+    parts: &[(&str, f64, f64)],
+) -> anyhow::Result<(String, LatencySummary)> {
     let mut all = Latencies::new();
     for (text, avg_ms, max_ms) in parts {
         let h = decode(text)?;

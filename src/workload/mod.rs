@@ -43,7 +43,7 @@ pub fn unique_suffix() -> String {
 }
 
 /// "topic `a`" or "topics `a`, `b`", for messages about the topics a step uses.
-pub fn topics_named(topics: &[String]) -> String {
+pub(crate) fn topics_named(topics: &[String]) -> String {
     let quoted: Vec<String> = topics.iter().map(|t| format!("`{t}`")).collect();
     match quoted.as_slice() {
         [one] => format!("topic {one}"),

@@ -30,7 +30,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 // Send instants travel as nanoseconds in a usize; 32 bits would wrap after 4 s.
 const _: () = assert!(usize::BITS >= 64);
 /// How often a progress line is emitted, as the Java tool does.
-pub const REPORT_INTERVAL: Duration = Duration::from_secs(5);
+pub(crate) const REPORT_INTERVAL: Duration = Duration::from_secs(5);
 
 /// What to produce and where: the `produce` step's records, and the producers of a step that
 /// runs them beside a group (`soak`, `catch-up`), on the command line as they are in memory.
@@ -80,7 +80,7 @@ impl fmt::Display for Progress {
 }
 
 /// The Java tool's summary line for a finished run.
-pub fn summary_line(r: &ProducerResult) -> String {
+pub(crate) fn summary_line(r: &ProducerResult) -> String {
     format!(
         "{} records sent, {:.1} records/sec ({:.2} MB/sec), {:.2} ms avg latency, {:.2} ms max latency, \
          {:.0} ms 50th, {:.0} ms 95th, {:.0} ms 99th, {:.0} ms 99.9th.{}",
@@ -113,7 +113,7 @@ pub async fn produce(
 /// their records run out (the backlog mode's live producer runs until the group caught up, a
 /// DURATION run's until the time is up).
 #[derive(Default)]
-pub struct Live {
+pub(crate) struct Live {
     /// Set to stop sending; records already sent are still awaited.
     pub stop: AtomicBool,
     /// Records acknowledged so far, by every producer sharing it.
@@ -127,7 +127,7 @@ pub struct Live {
 /// records and of the rate; their figures are merged: the rate is every acknowledged record over
 /// the time from the first start to the last acknowledgement, the latencies are one histogram.
 /// `progress` gets every producer's windows.
-pub async fn produce_many(
+pub(crate) async fn produce_many(
     cfg: &ProduceConfig,
     producers: u32,
     progress: impl FnMut(Progress),
@@ -137,7 +137,7 @@ pub async fn produce_many(
 
 /// [`produce_many`] whose producers count their acknowledgements in `live` and stop sending once
 /// it says so.
-pub async fn produce_live(
+pub(crate) async fn produce_live(
     cfg: &ProduceConfig,
     producers: u32,
     live: Option<Arc<Live>>,

@@ -13,7 +13,7 @@ use rdkafka::ClientConfig;
 
 /// One property as librdkafka will receive it, remembering the name the user wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Property {
+pub(crate) struct Property {
     /// The key as given (Java or librdkafka name).
     pub given: String,
     /// The librdkafka key.
@@ -24,7 +24,7 @@ pub struct Property {
 
 /// Properties translated for librdkafka, plus warnings about Java-only keys that were ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Mapped {
+pub(crate) struct Mapped {
     pub properties: Vec<Property>,
     pub warnings: Vec<String>,
 }
@@ -74,7 +74,7 @@ const REFUSED: &[(&str, &str)] = &[
 ];
 
 /// Parses one `key=value` pair.
-pub fn parse_pair(text: &str) -> Result<(String, String)> {
+pub(crate) fn parse_pair(text: &str) -> Result<(String, String)> {
     let (key, value) = text
         .split_once('=')
         .ok_or_else(|| anyhow!("property `{text}` is not of the form key=value"))?;
@@ -86,7 +86,7 @@ pub fn parse_pair(text: &str) -> Result<(String, String)> {
 }
 
 /// Translates Java client names and units to librdkafka; refuses Java-only keys that matter.
-pub fn map_java(props: &[(String, String)]) -> Result<Mapped> {
+pub(crate) fn map_java(props: &[(String, String)]) -> Result<Mapped> {
     let mut mapped = Mapped::default();
     for (given, value) in props {
         let given = given.trim();

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use rdkafka::bindings as rdsys;
 
 /// Queue handles, owned, and the socket their wake-ups reach.
-pub struct QueueWaker {
+pub(crate) struct QueueWaker {
     queues: Vec<*mut rdsys::rd_kafka_queue_t>,
     woken: UnixStream,
     _waker: UnixStream,
@@ -27,7 +27,7 @@ impl QueueWaker {
     /// Watches `queues`, handles this waker now owns (from `rd_kafka_queue_get_*` or
     /// `rd_kafka_queue_new`, none null): they must be released before their client, so the
     /// waker is declared after it.
-    pub fn new(queues: Vec<*mut rdsys::rd_kafka_queue_t>) -> Result<QueueWaker> {
+    pub(crate) fn new(queues: Vec<*mut rdsys::rd_kafka_queue_t>) -> Result<QueueWaker> {
         let (woken, waker) = UnixStream::pair().context("a socket pair for librdkafka's queues")?;
         waker
             .set_nonblocking(true)
@@ -52,12 +52,12 @@ impl QueueWaker {
     }
 
     /// Watched queue `i`, in the order given to [`QueueWaker::new`].
-    pub fn queue(&self, i: usize) -> *mut rdsys::rd_kafka_queue_t {
+    pub(crate) fn queue(&self, i: usize) -> *mut rdsys::rd_kafka_queue_t {
         self.queues[i]
     }
 
     /// Blocks until a watched queue stops being empty (or a stale wake-up is read), or for `d`.
-    pub fn wait(&self, d: Duration) {
+    pub(crate) fn wait(&self, d: Duration) {
         let mut buf = [0u8; 64];
         let _ = self
             .woken

@@ -21,10 +21,10 @@ use rdkafka::types::RDKafkaErrorCode;
 use super::queue_waker::QueueWaker;
 
 /// Records taken from the queue at most at once.
-pub const BATCH: usize = 512;
+pub(crate) const BATCH: usize = 512;
 
 /// The member's queue of records, woken with its queue of group events.
-pub struct RecordQueue<'c> {
+pub(crate) struct RecordQueue<'c> {
     /// Where the consumer's rebalance callback finds the queue to [`forward`] partitions to;
     /// emptied when the queue goes, so that a rebalance served while the consumer closes
     /// forwards nothing to a queue that is gone.
@@ -37,7 +37,7 @@ pub struct RecordQueue<'c> {
 impl<'c> RecordQueue<'c> {
     /// A queue of records for `consumer`, put in `slot` (the consumer context's) for its
     /// rebalance callback to [`forward`] each assigned partition to.
-    pub fn new<C: ConsumerContext>(
+    pub(crate) fn new<C: ConsumerContext>(
         consumer: &BaseConsumer<C>,
         slot: &'c AtomicPtr<rdsys::rd_kafka_queue_t>,
     ) -> Result<RecordQueue<'c>> {
@@ -68,7 +68,7 @@ impl<'c> RecordQueue<'c> {
 
     /// Takes the records waiting, up to [`BATCH`], without waiting; each is destroyed when the
     /// batch is dropped.
-    pub fn take(&mut self) -> Batch<'_> {
+    pub(crate) fn take(&mut self) -> Batch<'_> {
         self.taken.clear();
         // SAFETY: the buffer has room for BATCH pointers; librdkafka writes `n` of them.
         let n = unsafe {
@@ -87,7 +87,7 @@ impl<'c> RecordQueue<'c> {
     }
 
     /// Blocks until either queue stops being empty, or for `d`.
-    pub fn wait(&self, d: Duration) {
+    pub(crate) fn wait(&self, d: Duration) {
         self.queues.wait(d);
     }
 }
@@ -103,7 +103,7 @@ impl Drop for RecordQueue<'_> {
 /// [`RecordQueue`]'s), if there is one. librdkafka keeps a forwarding the application set while
 /// the partition is fetched and clears it when fetching stops, so each assignment forwards its
 /// partitions again.
-pub fn forward<C: ConsumerContext>(
+pub(crate) fn forward<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
     slot: &AtomicPtr<rdsys::rd_kafka_queue_t>,
     topic: &str,
@@ -130,17 +130,17 @@ pub fn forward<C: ConsumerContext>(
 }
 
 /// Records taken at once; destroyed when dropped.
-pub struct Batch<'a> {
+pub(crate) struct Batch<'a> {
     messages: &'a mut Vec<*mut rdsys::rd_kafka_message_t>,
 }
 
 impl Batch<'_> {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.messages.is_empty()
     }
 
     /// The batch's messages, in the order librdkafka returned them.
-    pub fn iter(&self) -> impl Iterator<Item = &rdsys::rd_kafka_message_t> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &rdsys::rd_kafka_message_t> {
         // SAFETY: each pointer is a message librdkafka returned, valid until destroyed in Drop.
         self.messages.iter().map(|&m| unsafe { &*m })
     }
@@ -157,7 +157,7 @@ impl Drop for Batch<'_> {
 }
 
 /// A record's error, when it carries one rather than a record (`err` set).
-pub fn error_of(message: &rdsys::rd_kafka_message_t) -> Option<String> {
+pub(crate) fn error_of(message: &rdsys::rd_kafka_message_t) -> Option<String> {
     if message.err == rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
         return None;
     }
@@ -179,7 +179,7 @@ pub fn error_of(message: &rdsys::rd_kafka_message_t) -> Option<String> {
 }
 
 /// A record's timestamp in milliseconds since the Unix epoch, when it has one.
-pub fn timestamp_ms(message: &rdsys::rd_kafka_message_t) -> Option<i64> {
+pub(crate) fn timestamp_ms(message: &rdsys::rd_kafka_message_t) -> Option<i64> {
     let mut kind = rdsys::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
     // SAFETY: reads the message's timestamp; `kind` is written.
     let ms = unsafe { rdsys::rd_kafka_message_timestamp(message, &mut kind) };
@@ -189,14 +189,14 @@ pub fn timestamp_ms(message: &rdsys::rd_kafka_message_t) -> Option<i64> {
 
 /// The newest offset counted of each partition since the last [`Offsets::store`].
 #[derive(Default)]
-pub struct Offsets {
+pub(crate) struct Offsets {
     pending: Vec<(*mut rdsys::rd_kafka_topic_t, i32, i64)>,
 }
 
 impl Offsets {
     /// Notes `message` as counted. Its topic handle must still be valid at [`Offsets::store`]
     /// (the message not yet destroyed).
-    pub fn counted(&mut self, message: &rdsys::rd_kafka_message_t) {
+    pub(crate) fn counted(&mut self, message: &rdsys::rd_kafka_message_t) {
         let (topic, partition, offset) = (message.rkt, message.partition, message.offset);
         match self
             .pending
@@ -209,7 +209,7 @@ impl Offsets {
     }
 
     /// Stores each partition's newest counted offset (librdkafka commits the one after it).
-    pub fn store(&mut self) -> Result<()> {
+    pub(crate) fn store(&mut self) -> Result<()> {
         for (topic, partition, offset) in self.pending.drain(..) {
             // SAFETY: the topic handle belongs to a message not yet destroyed.
             let err = unsafe { rdsys::rd_kafka_offset_store(topic, partition, offset) };

@@ -49,7 +49,7 @@ pub struct SoakResult {
 }
 
 /// A line of progress for second `s`.
-pub fn progress_line(s: &Second) -> String {
+pub(crate) fn progress_line(s: &Second) -> String {
     format!(
         "t={} s: produced {} rec/s, consumed {} rec/s, lag {}, produce p99 {:.0} ms, end-to-end p99 {:.0} ms{}",
         s.t_s,
@@ -63,7 +63,7 @@ pub fn progress_line(s: &Second) -> String {
 }
 
 /// Runs `cfg`; `progress` gets every second as it ends.
-pub async fn soak(
+pub(crate) async fn soak(
     cfg: &SoakConfig,
     progress: impl Fn(&Second) + Send + 'static,
 ) -> Result<SoakResult> {

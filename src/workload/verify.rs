@@ -30,7 +30,7 @@ use super::properties::client_config;
 use crate::model::{BrokerHolds, ConsumerReceives, Expect, PathCheck};
 
 /// Sample records checked per scenario.
-pub const SAMPLE_RECORDS: u64 = 20;
+pub(crate) const SAMPLE_RECORDS: u64 = 20;
 /// How long producing, and each read-back, may take.
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -60,7 +60,7 @@ pub struct VerifySpec {
 }
 
 /// Sample record `i`: its number, then lower-case prose, `size` bytes (at least 64).
-pub fn sample(i: u64, size: usize) -> Vec<u8> {
+pub(crate) fn sample(i: u64, size: usize) -> Vec<u8> {
     const TEXT: &str = "the quick brown fox jumps over the lazy dog; ";
     let mut v = format!("perf-tests path check record {i:06}: ").into_bytes();
     let size = size.max(64);
@@ -73,7 +73,7 @@ pub fn sample(i: u64, size: usize) -> Vec<u8> {
 }
 
 /// Whether `stored` is what the broker must hold for `sent`; `Err` describes how it is not.
-pub fn broker_holds(expect: BrokerHolds, sent: &[u8], stored: &[u8]) -> Result<(), String> {
+pub(crate) fn broker_holds(expect: BrokerHolds, sent: &[u8], stored: &[u8]) -> Result<(), String> {
     match expect {
         BrokerHolds::Unchanged if stored == sent => Ok(()),
         BrokerHolds::UpperCased if stored == sent.to_ascii_uppercase() => Ok(()),
@@ -102,7 +102,7 @@ pub fn broker_holds(expect: BrokerHolds, sent: &[u8], stored: &[u8]) -> Result<(
 }
 
 /// Whether `received` is what the consumer must receive for `sent`.
-pub fn consumer_receives(
+pub(crate) fn consumer_receives(
     expect: ConsumerReceives,
     sent: &[u8],
     received: &[u8],
@@ -132,7 +132,7 @@ fn preview(bytes: &[u8]) -> String {
 }
 
 /// Produces the sample, reads it back both ways, compares, deletes the topic.
-pub async fn verify(spec: &VerifySpec) -> Result<PathCheck> {
+pub(crate) async fn verify(spec: &VerifySpec) -> Result<PathCheck> {
     let admin = spec.endpoint.admin()?;
     admin
         .create_topic(&TopicSpec::new(&spec.topic), TIMEOUT)

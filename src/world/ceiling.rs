@@ -22,7 +22,7 @@ use crate::world::images::recipe::{DebianRecipe, ImageRecipe, Recipe};
 /// The iperf3 image, made here from Debian's package like any `debian:` recipe.
 pub const IMAGE: &str = "perf-tests/iperf3:3";
 /// Where the load generator sends from, in a ceiling's `from`.
-pub const LOAD_GENERATOR: &str = "load generator";
+pub(crate) const LOAD_GENERATOR: &str = "load generator";
 /// Seconds of traffic per pair (after one second left out while TCP's window opens).
 const SECONDS: u32 = 2;
 const PORT: &str = "5201";
@@ -51,13 +51,16 @@ pub struct Hop {
 
 impl Hop {
     /// Who sends: the service, or the load generator's place.
-    pub fn sender(&self) -> &str {
+    pub(crate) fn sender(&self) -> &str {
         self.from.as_deref().unwrap_or(LOAD_GENERATOR)
     }
 
     /// The hop with its services' containers (`container_of` a service), ready to measure;
     /// `None` when a service of it has no container in the run.
-    pub fn with_containers(&self, container_of: impl Fn(&str) -> Option<String>) -> Option<Pair> {
+    pub(crate) fn with_containers(
+        &self,
+        container_of: impl Fn(&str) -> Option<String>,
+    ) -> Option<Pair> {
         let from_container = match &self.from {
             Some(service) => Some(container_of(service)?),
             None => None,
@@ -80,7 +83,7 @@ pub struct Pair {
 }
 
 /// The host part of a `host:port` endpoint.
-pub fn host(endpoint: &str) -> &str {
+pub(crate) fn host(endpoint: &str) -> &str {
     endpoint
         .rsplit_once(':')
         .map(|(h, _)| h)
@@ -245,7 +248,7 @@ struct StreamSender {
 
 /// Reads iperf3's JSON report (`-J`) as the ceiling from `from` to `to`: what the receiver got,
 /// the sender's mean round-trip time and retransmissions.
-pub fn parse(json: &str, from: &str, to: &str) -> Result<NetworkCeiling> {
+pub(crate) fn parse(json: &str, from: &str, to: &str) -> Result<NetworkCeiling> {
     let report: Report = serde_json::from_str(json.trim()).with_context(|| {
         format!(
             "iperf3 printed no JSON report: {:?}",

@@ -3,13 +3,13 @@
 //! reads that node's.
 
 /// This machine's CPU model, e.g. `AMD EPYC 7763 64-Core Processor`.
-pub fn cpu_model() -> Option<String> {
+pub(crate) fn cpu_model() -> Option<String> {
     cpu_model_of(&std::fs::read_to_string("/proc/cpuinfo").ok()?)
 }
 
 /// The CPU model a `/proc/cpuinfo` text names: x86's `model name`, else what an Arm kernel
 /// gives (`Model`, `Hardware`, or the implementer and part numbers).
-pub fn cpu_model_of(cpuinfo: &str) -> Option<String> {
+pub(crate) fn cpu_model_of(cpuinfo: &str) -> Option<String> {
     let field = |key: &str| {
         cpuinfo.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;
@@ -29,7 +29,7 @@ pub fn cpu_model_of(cpuinfo: &str) -> Option<String> {
 }
 
 /// This machine's total memory in bytes.
-pub fn memory_bytes() -> Option<u64> {
+pub(crate) fn memory_bytes() -> Option<u64> {
     mem_total_bytes(&std::fs::read_to_string("/proc/meminfo").ok()?)
 }
 
@@ -46,18 +46,18 @@ fn mem_total_bytes(meminfo: &str) -> Option<u64> {
 }
 
 /// This machine's kernel release, e.g. `6.12.48+deb13-amd64`.
-pub fn kernel() -> Option<String> {
+pub(crate) fn kernel() -> Option<String> {
     proc_line("/proc/sys/kernel/osrelease")
 }
 
 /// This machine's host name.
-pub fn hostname() -> Option<String> {
+pub(crate) fn hostname() -> Option<String> {
     proc_line("/proc/sys/kernel/hostname")
         .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
 }
 
 /// The CPUs this process may run on.
-pub fn cpus() -> usize {
+pub(crate) fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
@@ -67,7 +67,7 @@ fn proc_line(path: &str) -> Option<String> {
 }
 
 /// Whether `program` is an executable file in a directory of this process's `PATH`.
-pub fn on_path(program: &str) -> bool {
+pub(crate) fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }

@@ -31,27 +31,27 @@ fn converter_flag(mode: ProfileMode) -> &'static str {
 }
 
 /// The profiler's agent, as Maven Central serves it.
-pub const AGENT_ARTIFACT: &str = "tools.profiler:async-profiler:4.1";
+pub(crate) const AGENT_ARTIFACT: &str = "tools.profiler:async-profiler:4.1";
 /// The recordings' converter (flame graphs, collapsed stacks).
-pub const CONVERTER_ARTIFACT: &str = "tools.profiler:jfr-converter:4.1";
+pub(crate) const CONVERTER_ARTIFACT: &str = "tools.profiler:jfr-converter:4.1";
 /// Where the agent and its files go in a container.
-pub const DIR: &str = "/tmp/perf-tests-profiler";
+pub(crate) const DIR: &str = "/tmp/perf-tests-profiler";
 /// The agent in a container.
-pub const AGENT: &str = "/tmp/perf-tests-profiler/libasyncProfiler.so";
+pub(crate) const AGENT: &str = "/tmp/perf-tests-profiler/libasyncProfiler.so";
 /// The agent's own messages (warnings and errors) in a container.
-pub const LOG: &str = "/tmp/perf-tests-profiler/log";
+pub(crate) const LOG: &str = "/tmp/perf-tests-profiler/log";
 /// The JDK tool that loads the agent: where the images built here have it.
-pub const JCMD: &str = "/opt/java/bin/jcmd";
+pub(crate) const JCMD: &str = "/opt/java/bin/jcmd";
 
 /// The recording of `phase` in a container.
-pub fn recording(phase: &str) -> String {
+pub(crate) fn recording(phase: &str) -> String {
     format!("{DIR}/{phase}.jfr")
 }
 
 /// The command that runs the agent command `command` in the JVM of process 1 (the container's
 /// own, as the images built here start it). jcmd's argument parser splits at commas, so the
 /// agent's comma-separated options are quoted.
-pub fn jcmd(command: &str) -> Vec<String> {
+pub(crate) fn jcmd(command: &str) -> Vec<String> {
     let options = format!("\"{command}\"");
     [JCMD, "1", "JVMTI.agent_load", AGENT, &options]
         .iter()
@@ -60,7 +60,7 @@ pub fn jcmd(command: &str) -> Vec<String> {
 }
 
 /// The agent command that starts recording `phase` in `mode`.
-pub fn start_command(mode: ProfileMode, phase: &str) -> String {
+pub(crate) fn start_command(mode: ProfileMode, phase: &str) -> String {
     format!(
         "start,event={},interval=10ms,jfr,file={},log={LOG}",
         mode.event(),
@@ -69,26 +69,31 @@ pub fn start_command(mode: ProfileMode, phase: &str) -> String {
 }
 
 /// The agent command that stops the recording (and writes it).
-pub fn stop_command() -> String {
+pub(crate) fn stop_command() -> String {
     format!("stop,log={LOG}")
 }
 
 /// The file names of one scenario's profile of `service` in `phase` under `profiles/`: its
 /// flame graph, its differential flame graph, and a repetition's recording.
-pub fn flame_file(scenario: &str, service: &str, phase: &str) -> String {
+pub(crate) fn flame_file(scenario: &str, service: &str, phase: &str) -> String {
     format!("{}.{service}.{phase}.html", safe(scenario))
 }
 
-pub fn diff_file(scenario: &str, service: &str, phase: &str) -> String {
+pub(crate) fn diff_file(scenario: &str, service: &str, phase: &str) -> String {
     format!("{}.{service}.{phase}.diff.html", safe(scenario))
 }
 
-pub fn recording_file(scenario: &str, service: &str, phase: &str, repetition: usize) -> String {
+pub(crate) fn recording_file(
+    scenario: &str,
+    service: &str,
+    phase: &str,
+    repetition: usize,
+) -> String {
     format!("{}.{service}.{phase}.rep{repetition}.jfr", safe(scenario))
 }
 
 /// A row label as a file name (a matrix's combination has spaces and brackets).
-pub fn safe(label: &str) -> String {
+pub(crate) fn safe(label: &str) -> String {
     label
         .chars()
         .map(|c| {
@@ -207,7 +212,7 @@ pub fn convert(
 /// Each of `recordings` as collapsed stacks, in their order, converted by one run of the
 /// converter into the directory `scratch` (made and removed here). Given several inputs and one
 /// output file the converter writes each over the one before; given a directory, one file each.
-pub fn collapse(
+pub(crate) fn collapse(
     tools: &Tools,
     mode: ProfileMode,
     recordings: &[PathBuf],
@@ -303,7 +308,7 @@ const KINDS: [(&str, &str); 4] = [
 
 /// What a profile says in a few lines.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub samples: u64,
     /// Frames by the samples in which they were the leaf (self time), most first.
     pub top: Vec<(String, u64)>,
@@ -312,7 +317,7 @@ pub struct Summary {
 }
 
 /// The summary of a collapsed profile.
-pub fn summarize(collapsed: &str) -> Summary {
+pub(crate) fn summarize(collapsed: &str) -> Summary {
     let stacks = stacks(collapsed);
     let samples: u64 = stacks.iter().map(|(_, n)| n).sum();
     let mut leaves: BTreeMap<&str, u64> = BTreeMap::new();
@@ -346,7 +351,7 @@ pub fn summarize(collapsed: &str) -> Summary {
 
 /// Collapsed profiles added together, each stack's counts summed: one profile over several
 /// recordings.
-pub fn merge(profiles: &[String]) -> String {
+pub(crate) fn merge(profiles: &[String]) -> String {
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
     for p in profiles {
         for (stack, n) in stacks(p) {
@@ -360,7 +365,7 @@ pub fn merge(profiles: &[String]) -> String {
     out
 }
 
-pub fn share(n: u64, of: u64) -> f64 {
+pub(crate) fn share(n: u64, of: u64) -> f64 {
     if of == 0 {
         0.0
     } else {
@@ -371,7 +376,7 @@ pub fn share(n: u64, of: u64) -> f64 {
 /// What `new` does more of than `base`, each profile's stacks as shares of its own samples: a
 /// collapsed profile of the growth alone (each stack's gain, in millionths), for a flame graph
 /// of what was added; and the frames whose self share grew most, with both shares.
-pub fn difference(base: &str, new: &str) -> (String, Vec<(String, f64, f64)>) {
+pub(crate) fn difference(base: &str, new: &str) -> (String, Vec<(String, f64, f64)>) {
     let shares = |text: &str| -> BTreeMap<String, f64> {
         let s = stacks(text);
         let total: u64 = s.iter().map(|(_, n)| n).sum();

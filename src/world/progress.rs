@@ -48,7 +48,7 @@ fn interactive() -> bool {
 }
 
 /// Starts a phase; on a terminal the previous one is printed as done with its duration.
-pub fn phase(what: &str) {
+pub(crate) fn phase(what: &str) {
     let mut s = lock();
     if !interactive() {
         eprintln!("==> {what}");
@@ -71,7 +71,7 @@ pub fn phase(what: &str) {
 
 /// A detail of the current phase (a workload progress line): the spinner's message on a
 /// terminal, an indented line otherwise.
-pub fn detail(line: &str) {
+pub(crate) fn detail(line: &str) {
     let s = lock();
     match &s.bar {
         Some(bar) => bar.set_message(line.trim().to_string()),
@@ -80,7 +80,7 @@ pub fn detail(line: &str) {
 }
 
 /// A line that must stay visible (a warning, a result summary).
-pub fn println(line: &str) {
+pub(crate) fn println(line: &str) {
     let s = lock();
     match &s.bar {
         Some(bar) => bar.println(line),
@@ -89,15 +89,15 @@ pub fn println(line: &str) {
 }
 
 /// Ends the current phase, if any.
-pub fn finish() {
+pub(crate) fn finish() {
     end_phase(&mut lock());
 }
 
 /// How often a plain (off-terminal) progress line is printed during a long step, at most.
-pub const PLAIN_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const PLAIN_EVERY: Duration = Duration::from_secs(10);
 
 /// Progress of one step that moves a known number of records (produce, consume).
-pub struct Records {
+pub(crate) struct Records {
     state: Arc<Mutex<Count>>,
     _ticker: Ticker,
 }
@@ -158,7 +158,7 @@ fn eta(secs: f64) -> String {
 /// Starts showing the progress of `what` towards `total` records. Off a terminal a plain line
 /// comes at least every [`PLAIN_EVERY`] even when no count arrives (a tool that reports only
 /// at its end), so a long step is never silent.
-pub fn records(what: &str, total: u64) -> Records {
+pub(crate) fn records(what: &str, total: u64) -> Records {
     let now = Instant::now();
     let state = Arc::new(Mutex::new(Count {
         what: what.to_string(),
@@ -232,12 +232,12 @@ fn show_count(c: &mut Count, force: bool) {
 
 impl Records {
     /// `done` records so far.
-    pub fn set(&self, done: u64) {
+    pub(crate) fn set(&self, done: u64) {
         self.update(|_| done);
     }
 
     /// `n` more records.
-    pub fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         self.update(|done| done + n);
     }
 
@@ -260,7 +260,8 @@ impl Records {
     }
 
     /// The current line, as shown.
-    pub fn line(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn line(&self) -> String {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).line()
     }
 }
@@ -269,13 +270,13 @@ impl Records {
 /// engine, a count at the broker): shown with its elapsed time and what it last said, as the
 /// spinner's message on a terminal, as a plain line at least every [`PLAIN_EVERY`] off one, so
 /// a long step is never silent. It ends when dropped.
-pub struct Task {
+pub(crate) struct Task {
     state: Arc<Mutex<(String, String, Instant, Instant)>>,
     _ticker: Ticker,
 }
 
 /// Starts showing `what`, said at once.
-pub fn task(what: &str) -> Task {
+pub(crate) fn task(what: &str) -> Task {
     detail(what);
     let now = Instant::now();
     let state = Arc::new(Mutex::new((what.to_string(), String::new(), now, now)));
@@ -312,12 +313,13 @@ fn show_task(t: &mut (String, String, Instant, Instant)) {
 
 impl Task {
     /// What the step says it is doing now (shown with the next line).
-    pub fn say(&self, said: &str) {
+    pub(crate) fn say(&self, said: &str) {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).1 = said.to_string();
     }
 
     /// The current line, as shown.
-    pub fn line(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn line(&self) -> String {
         task_line(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }

@@ -22,10 +22,10 @@ use crate::world::engine::Engine;
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// The name of the workload's own container (the load generator) among the sampled services.
-pub const LOAD_GENERATOR: &str = "workload (load generator)";
+pub(crate) const LOAD_GENERATOR: &str = "workload (load generator)";
 /// Share of a core (of all the machine's cores) from which the load generator (the machine)
 /// counts as saturated: the produce loop is one thread, librdkafka's own threads add little.
-pub const SATURATED_SHARE: f64 = 0.9;
+pub(crate) const SATURATED_SHARE: f64 = 0.9;
 
 /// A container to sample: its Compose service and engine id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub struct Target {
 
 impl Target {
     /// What the sampled container is to a cost: run-wide, the load generator, or the path's own.
-    pub fn role(&self) -> Role {
+    pub(crate) fn role(&self) -> Role {
         if self.run_wide {
             Role::RunWide
         } else if self.service.starts_with(LOAD_GENERATOR) {
@@ -55,7 +55,7 @@ impl Target {
 
 /// One point read from a stats sample.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Point {
+pub(crate) struct Point {
     /// CPU % since the previous sample; `None` for the first sample (no previous counters).
     pub cpu_pct: Option<f64>,
     /// Memory in bytes, usage minus page cache.
@@ -67,7 +67,7 @@ pub struct Point {
 }
 
 /// Reads the figures of one engine stats sample.
-pub fn point(s: &ContainerStatsResponse) -> Point {
+pub(crate) fn point(s: &ContainerStatsResponse) -> Point {
     let cpu_pct = (|| {
         let cur = s.cpu_stats.as_ref()?;
         let pre = s.precpu_stats.as_ref()?;
@@ -110,7 +110,7 @@ pub fn point(s: &ContainerStatsResponse) -> Point {
 
 /// Peak and mean of a series of points of one service, with each point's memory when
 /// `keep_series` (a run bounded by time: a soak's growth over time).
-pub fn summarise(
+pub(crate) fn summarise(
     service: &str,
     run_wide: bool,
     points: &[Point],
@@ -143,7 +143,7 @@ pub fn summarise(
 
 /// Combines the summaries of several repetitions of the same services: means and network
 /// volumes are the median over repetitions, peaks the highest, samples the total.
-pub fn combine(reps: &[Vec<ServiceResources>]) -> Vec<ServiceResources> {
+pub(crate) fn combine(reps: &[Vec<ServiceResources>]) -> Vec<ServiceResources> {
     let mut by_service: BTreeMap<(bool, String), Vec<&ServiceResources>> = BTreeMap::new();
     let mut order: Vec<(bool, String)> = Vec::new();
     for r in reps.iter().flatten() {
@@ -191,7 +191,10 @@ pub fn combine(reps: &[Vec<ServiceResources>]) -> Vec<ServiceResources> {
 /// - the load generator's mean CPU is at least 90% of one core (its produce loop is one thread);
 /// - the mean CPU of every sampled container together (services and load generator) is at least
 ///   90% of `cpus` cores: the machine's cores are all busy, the client competes for them.
-pub fn load_generator_saturation(resources: &[ServiceResources], cpus: usize) -> Vec<String> {
+pub(crate) fn load_generator_saturation(
+    resources: &[ServiceResources],
+    cpus: usize,
+) -> Vec<String> {
     let mut out = Vec::new();
     // A paired run has its load generators a side (side B's named after side A's), several
     // load generators are numbered.

@@ -20,7 +20,7 @@ use openssl::x509::{X509NameBuilder, X509};
 
 /// File names inside a generated TLS directory: the CA's certificate (what clients trust), the
 /// server's certificate and its private key (PKCS#8), all PEM.
-pub const CA_FILE: &str = "ca.pem";
+pub(crate) const CA_FILE: &str = "ca.pem";
 pub const SERVER_CERT_FILE: &str = "server.crt";
 pub const SERVER_KEY_FILE: &str = "server.key";
 
@@ -98,13 +98,13 @@ impl Ca {
     }
 
     /// The CA's certificate, PEM.
-    pub fn pem(&self) -> Result<Vec<u8>> {
+    pub(crate) fn pem(&self) -> Result<Vec<u8>> {
         Ok(self.cert.to_pem()?)
     }
 
     /// A certificate for `usage` named `cn`, valid for the host names `dns` and the addresses
     /// `ips` (a client certificate needs neither), with its new key: both PEM (the key PKCS#8).
-    pub fn issue(
+    pub(crate) fn issue(
         &self,
         usage: Usage,
         cn: &str,
@@ -185,9 +185,9 @@ pub fn generate(dir: &Path, hosts: &[String]) -> Result<TlsFiles> {
 /// File names of an engine's TLS directory, as the docker CLI reads them from
 /// `DOCKER_CERT_PATH` (and `dockerd` is given them for its own side): the CA's certificate, the
 /// certificate and its key.
-pub const ENGINE_CA_FILE: &str = "ca.pem";
-pub const ENGINE_CERT_FILE: &str = "cert.pem";
-pub const ENGINE_KEY_FILE: &str = "key.pem";
+pub(crate) const ENGINE_CA_FILE: &str = "ca.pem";
+pub(crate) const ENGINE_CERT_FILE: &str = "cert.pem";
+pub(crate) const ENGINE_KEY_FILE: &str = "key.pem";
 
 /// Writes an engine TLS directory into `dir` (created if missing): `ca`'s certificate, and a
 /// certificate for `usage` with its key.

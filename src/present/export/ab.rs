@@ -12,10 +12,10 @@ use crate::model::ScenarioResult;
 use crate::present::results::RunInfo;
 
 /// The file a paired run's comment is written to.
-pub const FILE: &str = "ab.md";
+pub(crate) const FILE: &str = "ab.md";
 
 /// The comment of a paired run.
-pub struct Ab;
+pub(crate) struct Ab;
 
 impl Exporter for Ab {
     fn files(&self, info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>> {
@@ -29,7 +29,7 @@ impl Exporter for Ab {
 /// The comment: a headline (worse, better, or nothing found, on how many paths), the sides, the
 /// settings that make the measurement, the verdict table, each path's detectable change, and
 /// every table of the run in a folded section.
-pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
+pub(crate) fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
     let paired: Vec<&ScenarioResult> = results.iter().filter(|r| r.pair.is_some()).collect();
     let s = &info.settings;
     let mut out = String::from("### perf-tests ab: side B against side A\n\n");

@@ -12,10 +12,10 @@ use crate::model::ScenarioResult;
 use crate::present::results::RunInfo;
 
 /// The long-form table.
-pub struct Csv;
+pub(crate) struct Csv;
 
 /// The file's name in the run directory.
-pub const FILE: &str = "metrics.csv";
+pub(crate) const FILE: &str = "metrics.csv";
 
 /// The table a metric is a column of, as the file names it.
 fn table_name(table: Table) -> &'static str {
@@ -39,7 +39,7 @@ fn field(text: &str) -> String {
 }
 
 /// The rows of `results`, the header first.
-pub fn render(results: &[ScenarioResult]) -> String {
+pub(crate) fn render(results: &[ScenarioResult]) -> String {
     let varying = crate::settings::matrix::varying(results.iter().map(|r| &r.combination));
     let mut header = vec!["scenario".to_string()];
     header.extend(varying.iter().cloned());

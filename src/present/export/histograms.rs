@@ -17,7 +17,7 @@ use crate::present::results::RunInfo;
 use crate::workload::latency::decode;
 
 /// The interval logs.
-pub struct Histograms;
+pub(crate) struct Histograms;
 
 /// One interval of the log: its tag, its histogram, and when it was measured.
 struct Interval<'a> {
@@ -27,7 +27,7 @@ struct Interval<'a> {
 }
 
 /// The interval log of one scenario's repetitions; `None` when none kept a histogram.
-pub fn log(r: &ScenarioResult) -> Result<Option<String>> {
+pub(crate) fn log(r: &ScenarioResult) -> Result<Option<String>> {
     let mut intervals = Vec::new();
     for (i, m) in r.all_measurements().iter().enumerate() {
         // A span not recorded (results of an older version) puts its interval at the log's base.

@@ -17,10 +17,10 @@ use crate::present::results::RunInfo;
 use crate::present::table::TableData;
 
 /// The report's file name.
-pub const FILE: &str = "report.html";
+pub(crate) const FILE: &str = "report.html";
 
 /// The report.
-pub struct Html;
+pub(crate) struct Html;
 
 impl Exporter for Html {
     fn files(&self, info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>> {
@@ -47,7 +47,7 @@ nav a { margin-right: 12px; }
 ";
 
 /// The page for a run's results.
-pub fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
+pub(crate) fn render(info: &RunInfo, results: &[ScenarioResult]) -> String {
     let mut h = heading(info);
     let sizing = super::sizing::of_run(info, results);
     let mut sections: Vec<(&str, &str)> = vec![("reference", "Against the reference")];

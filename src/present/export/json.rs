@@ -10,7 +10,7 @@ use crate::model::ScenarioResult;
 use crate::present::results::{RunInfo, Versioned, RUN_FILE};
 
 /// The machine-readable records.
-pub struct Json;
+pub(crate) struct Json;
 
 /// `value` as the file `name`, with its layout's version.
 pub(super) fn pretty<T: Serialize>(name: String, value: &T) -> Result<(String, String)> {

@@ -9,11 +9,11 @@ use crate::present::results::RunInfo;
 use crate::present::table::markdown;
 
 /// The Markdown tables.
-pub struct Markdown;
+pub(crate) struct Markdown;
 
 /// All tables as Markdown, then any warnings as a list (`p99_limit_ms`: the run's
 /// P99_LIMIT_MS, for the sweep table).
-pub fn render(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> String {
+pub(crate) fn render(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> String {
     let mut out = tables(results, p99_limit_ms)
         .iter()
         .map(markdown)

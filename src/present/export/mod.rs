@@ -26,13 +26,13 @@ use crate::model::ScenarioResult;
 use crate::present::results::{run_dir_name, RunInfo};
 
 /// One output format of a run.
-pub trait Exporter {
+pub(crate) trait Exporter {
     /// The files it writes into the run directory: (file name, contents).
     fn files(&self, info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>>;
 }
 
 /// Every format a run directory holds.
-pub fn exporters() -> Vec<Box<dyn Exporter>> {
+pub(crate) fn exporters() -> Vec<Box<dyn Exporter>> {
     vec![
         Box::new(json::Json),
         Box::new(csv::Csv),
@@ -59,7 +59,7 @@ impl Drop for TempDirGuard {
 }
 
 /// Writes the results directory of a run and returns its path.
-pub fn write_run(
+pub(crate) fn write_run(
     results_dir: &Path,
     info: &RunInfo,
     results: &[ScenarioResult],

@@ -52,7 +52,7 @@ fn profiles<'a>(dir: &Path, results: &'a [ScenarioResult]) -> Vec<Profile<'a>> {
 
 /// Makes the flame graphs, the differential ones and `summary.txt` in `dir` (the run's
 /// `profiles/`, holding the recordings the results name).
-pub fn render(dir: &Path, results: &[ScenarioResult], tools: &Tools) -> Result<()> {
+pub(crate) fn render(dir: &Path, results: &[ScenarioResult], tools: &Tools) -> Result<()> {
     let all = profiles(dir, results);
     let mut text = String::from(
         "Profiles of the measured phases (async-profiler; shares of each profile's samples)\n",

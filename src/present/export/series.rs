@@ -17,10 +17,10 @@ use crate::model::{ScenarioResult, Second};
 use crate::present::results::RunInfo;
 
 /// The file name of the time series charts.
-pub const FILE: &str = "series.svg";
+pub(crate) const FILE: &str = "series.svg";
 
 /// Points drawn per line at most.
-pub const MAX_POINTS: usize = 1000;
+pub(crate) const MAX_POINTS: usize = 1000;
 
 const WIDTH: f64 = 1100.0;
 const MEMORY: &str = "Memory per container";
@@ -28,7 +28,7 @@ const PANEL_GAP: f64 = 50.0;
 const BLOCK_TITLE: f64 = 30.0;
 
 /// The time series charts; none unless some scenario has a series.
-pub struct Series;
+pub(crate) struct Series;
 
 impl Exporter for Series {
     fn files(&self, _info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>> {
@@ -140,7 +140,7 @@ fn panels(r: &ScenarioResult) -> Vec<Panel> {
 }
 
 /// The charts of every scenario with a series.
-pub fn render(results: &[ScenarioResult]) -> String {
+pub(crate) fn render(results: &[ScenarioResult]) -> String {
     let blocks: Vec<(&ScenarioResult, Vec<Panel>)> = results
         .iter()
         .filter(|r| !r.measurement.series.is_empty())

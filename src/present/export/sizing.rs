@@ -13,16 +13,16 @@ use crate::present::results::RunInfo;
 use crate::present::table::{markdown, plain, TableData};
 
 /// The sizing files.
-pub struct SizingFiles;
+pub(crate) struct SizingFiles;
 
 /// The sizing of a sizing run; `None` for any other run.
-pub fn of_run(info: &RunInfo, results: &[ScenarioResult]) -> Option<Sizing> {
+pub(crate) fn of_run(info: &RunInfo, results: &[ScenarioResult]) -> Option<Sizing> {
     let request = info.sizing.as_ref()?;
     Some(analyse(results, request, info.settings.p99_limit_ms))
 }
 
 /// The sizing tables as plain text, then its warnings: what a sizing run prints.
-pub fn render(sizing: &Sizing) -> String {
+pub(crate) fn render(sizing: &Sizing) -> String {
     let mut out: String = tables(sizing).iter().map(plain).collect();
     for w in &sizing.warnings {
         out.push_str(&format!("warning: {w}\n"));
@@ -31,7 +31,7 @@ pub fn render(sizing: &Sizing) -> String {
 }
 
 /// A sizing's summary table and its table by rate.
-pub fn tables(sizing: &Sizing) -> Vec<TableData> {
+pub(crate) fn tables(sizing: &Sizing) -> Vec<TableData> {
     let cores = format!("Cores at {} MB/s", sizing.request.traffic_mb_s);
     let summary = TableData {
         title: "Sizing",

@@ -21,10 +21,10 @@ use crate::model::ScenarioResult;
 use crate::present::results::RunInfo;
 
 /// The file name of the charts (the Markdown tables link it).
-pub const FILE: &str = "charts.svg";
+pub(crate) const FILE: &str = "charts.svg";
 
 /// The charts.
-pub struct Svg;
+pub(crate) struct Svg;
 
 impl Exporter for Svg {
     fn files(&self, _info: &RunInfo, results: &[ScenarioResult]) -> Result<Vec<(String, String)>> {
@@ -132,7 +132,7 @@ fn has_cost(results: &[ScenarioResult]) -> bool {
 }
 
 /// The SVG document for a run's results.
-pub fn render(results: &[ScenarioResult]) -> String {
+pub(crate) fn render(results: &[ScenarioResult]) -> String {
     let n = results.len().max(1) as f64;
     let mut width = LEFT + RIGHT + n * GROUP_WIDTH;
     let axes = axes_of(results);
@@ -657,7 +657,7 @@ pub(super) fn trim(v: f64) -> String {
 }
 
 /// Escapes text for XML content and attributes.
-pub fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

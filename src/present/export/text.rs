@@ -9,11 +9,11 @@ use crate::present::results::RunInfo;
 use crate::present::table::plain;
 
 /// The plain-text tables.
-pub struct Text;
+pub(crate) struct Text;
 
 /// All tables as plain text, then any warnings: what the run prints and `tables.txt` holds
 /// (`p99_limit_ms`: the run's P99_LIMIT_MS, for the sweep table).
-pub fn render(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> String {
+pub(crate) fn render(results: &[ScenarioResult], p99_limit_ms: Option<u64>) -> String {
     let mut out: String = tables(results, p99_limit_ms).iter().map(plain).collect();
     let warnings = warnings(results);
     if !warnings.is_empty() {

@@ -4,10 +4,10 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// Top-level keys this runner understands (`x-*` extensions are also accepted and ignored).
-pub const TOP_LEVEL_KEYS: &[&str] = &["version", "name", "services", "networks", "configs"];
+pub(crate) const TOP_LEVEL_KEYS: &[&str] = &["version", "name", "services", "networks", "configs"];
 
 /// Service keys this runner understands (`x-*` extensions are also accepted and ignored).
-pub const SERVICE_KEYS: &[&str] = &[
+pub(crate) const SERVICE_KEYS: &[&str] = &[
     "image",
     "command",
     "entrypoint",
@@ -32,7 +32,7 @@ pub const SERVICE_KEYS: &[&str] = &[
 /// A string or a list of strings (`command`, `entrypoint`, `tmpfs`, healthcheck `test`).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
-pub enum StringOrList {
+pub(crate) enum StringOrList {
     /// Single string form.
     String(String),
     /// List form.
@@ -42,7 +42,7 @@ pub enum StringOrList {
 /// A scalar YAML value as Compose allows in maps (`FOO: 1`, `FOO: true`, `FOO:`).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
-pub enum Scalar {
+pub(crate) enum Scalar {
     /// A string.
     String(String),
     /// A number.
@@ -53,7 +53,7 @@ pub enum Scalar {
 
 impl Scalar {
     /// The value as Compose passes it on: its textual form.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         match self {
             Scalar::String(s) => s.clone(),
             Scalar::Number(n) => n.to_string(),
@@ -65,7 +65,7 @@ impl Scalar {
 /// `environment` / `labels`: map form or `KEY=VALUE` list form.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
-pub enum MapOrList {
+pub(crate) enum MapOrList {
     /// `KEY: value` (a null value means "take it from the environment").
     Map(BTreeMap<String, Option<Scalar>>),
     /// `- KEY=value` or `- KEY`.
@@ -75,7 +75,7 @@ pub enum MapOrList {
 /// A port in short (`"8080:80"`) or number form.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
-pub enum PortSpec {
+pub(crate) enum PortSpec {
     /// `"H:C"`, `"C"`, `"IP:H:C"`, optionally with `/tcp` or `/udp`.
     Short(String),
     /// A bare container port number.
@@ -85,7 +85,7 @@ pub enum PortSpec {
 /// A volume in short (`"src:dst[:ro]"`) or long form.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
-pub enum VolumeSpec {
+pub(crate) enum VolumeSpec {
     /// `"src:dst[:ro|rw]"`.
     Short(String),
     /// `{type: bind, source, target, read_only}`.
@@ -95,7 +95,7 @@ pub enum VolumeSpec {
 /// The long volume form; only `type: bind` is supported.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct LongVolume {
+pub(crate) struct LongVolume {
     /// Must be `bind`.
     #[serde(rename = "type")]
     pub kind: String,
@@ -111,7 +111,7 @@ pub struct LongVolume {
 /// A service's reference to a top-level config.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
-pub enum ServiceConfigRef {
+pub(crate) enum ServiceConfigRef {
     /// Just the config name; mounted at `/<name>`.
     Short(String),
     /// `{source, target}`.
@@ -121,7 +121,7 @@ pub enum ServiceConfigRef {
 /// Long form of a service config reference.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct LongConfigRef {
+pub(crate) struct LongConfigRef {
     /// Name of the top-level config.
     pub source: String,
     /// Path inside the container (default `/<source>`).
@@ -131,7 +131,7 @@ pub struct LongConfigRef {
 /// A top-level config: a file mounted read-only into services.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct ConfigDef {
+pub(crate) struct ConfigDef {
     /// Host path (relative to the Compose file's directory).
     pub file: String,
 }
@@ -139,7 +139,7 @@ pub struct ConfigDef {
 /// `healthcheck:` as written.
 #[derive(Debug, Clone, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
-pub struct RawHealthcheck {
+pub(crate) struct RawHealthcheck {
     /// `["CMD", ...]`, `["CMD-SHELL", "..."]`, `["NONE"]` or a shell string.
     pub test: Option<StringOrList>,
     /// Time between checks, e.g. `1s`, `500ms`, `1m30s`.
@@ -158,7 +158,7 @@ pub struct RawHealthcheck {
 /// `depends_on:` as written.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
-pub enum RawDependsOn {
+pub(crate) enum RawDependsOn {
     /// `[a, b]`: condition service_started.
     List(Vec<String>),
     /// `{a: {condition: service_healthy}}`.
@@ -168,7 +168,7 @@ pub enum RawDependsOn {
 /// One entry of the map form of `depends_on`.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct RawDependency {
+pub(crate) struct RawDependency {
     /// `service_started` (default), `service_healthy` or `service_completed_successfully`.
     pub condition: Option<String>,
 }
@@ -176,7 +176,7 @@ pub struct RawDependency {
 /// A service's `networks:` as written.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
-pub enum RawServiceNetworks {
+pub(crate) enum RawServiceNetworks {
     /// `[net1, net2]`.
     List(Vec<String>),
     /// `{net1: {aliases: [...]}}` (the value may be empty).
@@ -186,7 +186,7 @@ pub enum RawServiceNetworks {
 /// Per-network settings of a service.
 #[derive(Debug, Clone, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
-pub struct RawServiceNetwork {
+pub(crate) struct RawServiceNetwork {
     /// Extra DNS names of the service on that network.
     #[serde(default)]
     pub aliases: Vec<String>,
@@ -195,7 +195,7 @@ pub struct RawServiceNetwork {
 /// A top-level network definition.
 #[derive(Debug, Clone, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
-pub struct RawNetwork {
+pub(crate) struct RawNetwork {
     /// Only `bridge` is supported.
     pub driver: Option<String>,
     /// Labels added to the network.
@@ -205,7 +205,7 @@ pub struct RawNetwork {
 /// A service as written; every key optional so that later files can override earlier ones.
 #[derive(Debug, Clone, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
-pub struct RawService {
+pub(crate) struct RawService {
     pub image: Option<String>,
     pub command: Option<StringOrList>,
     pub entrypoint: Option<StringOrList>,
@@ -229,7 +229,7 @@ pub struct RawService {
 
 impl RawService {
     /// Compose merge: each key set in `later` replaces the same key here.
-    pub fn merge(&mut self, later: RawService) {
+    pub(crate) fn merge(&mut self, later: RawService) {
         macro_rules! take {
             ($($f:ident),*) => { $( if later.$f.is_some() { self.$f = later.$f; } )* };
         }

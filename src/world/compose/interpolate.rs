@@ -8,7 +8,7 @@ use std::path::Path;
 /// Where variable values come from, highest precedence first: the runner's settings, the
 /// process environment, then the `.env` file beside the Compose file.
 #[derive(Debug, Clone, Default)]
-pub struct Variables {
+pub(crate) struct Variables {
     settings: BTreeMap<String, String>,
     dotenv: BTreeMap<String, String>,
     use_process_env: bool,
@@ -16,7 +16,7 @@ pub struct Variables {
 
 impl Variables {
     /// Settings overlaid on the process environment, overlaid on `.env` in `dir` (if present).
-    pub fn new(settings: &BTreeMap<String, String>, dir: &Path) -> Result<Self> {
+    pub(crate) fn new(settings: &BTreeMap<String, String>, dir: &Path) -> Result<Self> {
         let dotenv_path = dir.join(".env");
         let dotenv = if dotenv_path.is_file() {
             parse_dotenv(&dotenv_path)?
@@ -31,7 +31,8 @@ impl Variables {
     }
 
     /// Only the given values: no process environment and no `.env` file.
-    pub fn only(values: &BTreeMap<String, String>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn only(values: &BTreeMap<String, String>) -> Self {
         Self {
             settings: values.clone(),
             dotenv: BTreeMap::new(),
@@ -40,7 +41,7 @@ impl Variables {
     }
 
     /// The value of `name`, if set anywhere.
-    pub fn get(&self, name: &str) -> Option<String> {
+    pub(crate) fn get(&self, name: &str) -> Option<String> {
         if let Some(v) = self.settings.get(name) {
             return Some(v.clone());
         }
@@ -54,7 +55,7 @@ impl Variables {
 }
 
 /// Reads a `.env` file: `KEY=VALUE` lines, `#` comments, optional `export ` prefix and quotes.
-pub fn parse_dotenv(path: &Path) -> Result<BTreeMap<String, String>> {
+pub(crate) fn parse_dotenv(path: &Path) -> Result<BTreeMap<String, String>> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
     let mut out = BTreeMap::new();
@@ -87,7 +88,11 @@ pub fn parse_dotenv(path: &Path) -> Result<BTreeMap<String, String>> {
 
 /// Interpolates one string. `unset` collects plain variables that were unset (they become "").
 /// Errors carry only the variable and message; the caller adds file and location.
-pub fn interpolate(input: &str, vars: &Variables, unset: &mut Vec<String>) -> Result<String> {
+pub(crate) fn interpolate(
+    input: &str,
+    vars: &Variables,
+    unset: &mut Vec<String>,
+) -> Result<String> {
     let mut out = String::with_capacity(input.len());
     let mut rest = input;
     while let Some(pos) = rest.find('$') {
@@ -225,7 +230,7 @@ fn expand_braced(body: &str, vars: &Variables, unset: &mut Vec<String>) -> Resul
 
 /// Interpolates every string scalar in a YAML tree (keys are left as written, as Compose does).
 /// `path` names the location for error messages (e.g. `services.proxy.image`).
-pub fn interpolate_value(
+pub(crate) fn interpolate_value(
     value: &mut yaml_serde::Value,
     vars: &Variables,
     path: &mut Vec<String>,

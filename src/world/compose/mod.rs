@@ -21,7 +21,7 @@ mod file;
 pub mod interpolate;
 mod normalize;
 
-pub use normalize::parse_duration;
+pub(crate) use normalize::parse_duration;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -166,7 +166,7 @@ pub fn load(files: &[PathBuf], vars: &BTreeMap<String, String>) -> Result<Projec
 }
 
 /// Like [`load`], with the variable sources given explicitly.
-pub fn load_with(files: &[PathBuf], variables: &Variables) -> Result<Project> {
+pub(crate) fn load_with(files: &[PathBuf], variables: &Variables) -> Result<Project> {
     let mut name: Option<String> = None;
     let mut raw_services: BTreeMap<String, RawService> = BTreeMap::new();
     let mut raw_networks: BTreeMap<String, RawNetwork> = BTreeMap::new();
@@ -230,7 +230,7 @@ pub fn load_with(files: &[PathBuf], variables: &Variables) -> Result<Project> {
 impl Project {
     /// The one of `among` that `host` reaches on its networks: the service of that name, or
     /// the one whose host name or network alias it is.
-    pub fn service_at<'a>(
+    pub(crate) fn service_at<'a>(
         &self,
         host: &str,
         mut among: impl Iterator<Item = &'a String>,
@@ -292,7 +292,7 @@ impl Project {
     }
 
     /// Networks used by `services` (declared ones plus the implied `default`).
-    pub fn networks_of(&self, services: &[String]) -> BTreeSet<String> {
+    pub(crate) fn networks_of(&self, services: &[String]) -> BTreeSet<String> {
         services
             .iter()
             .filter_map(|s| self.services.get(s))
@@ -434,7 +434,7 @@ fn resolve(dir: &Path, p: &str) -> PathBuf {
 
 /// Makes `path` absolute against the current directory and removes `.` and `..` lexically, as
 /// paths in Compose files, scenario files and settings are read.
-pub fn absolute(path: &Path) -> Result<PathBuf> {
+pub(crate) fn absolute(path: &Path) -> Result<PathBuf> {
     let abs = std::path::absolute(path)
         .with_context(|| format!("cannot make {} absolute", path.display()))?;
     Ok(fold(&abs))
@@ -456,7 +456,7 @@ fn fold(path: &Path) -> PathBuf {
 }
 
 /// Lower-case letters, digits, `-` and `_`, as Docker names and Compose project names allow.
-pub fn sanitize_name(name: &str) -> String {
+pub(crate) fn sanitize_name(name: &str) -> String {
     let s: String = name
         .to_lowercase()
         .chars()

@@ -404,7 +404,7 @@ fn healthcheck(h: super::file::RawHealthcheck) -> Result<Healthcheck> {
 }
 
 /// Parses a Compose duration: `1s`, `500ms`, `1m30s`, `2h`, `1.5s`, `10us`.
-pub fn parse_duration(s: &str) -> Result<Duration> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration> {
     let text = s.trim();
     if text.is_empty() {
         bail!("empty duration");

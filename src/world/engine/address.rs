@@ -21,10 +21,10 @@ use openssl::x509::X509;
 use crate::world::tls::{ENGINE_CA_FILE, ENGINE_CERT_FILE, ENGINE_KEY_FILE};
 
 /// Set to `1`, allows a plain TCP engine address that is not loopback.
-pub const PLAIN_TCP_VAR: &str = "ENGINE_PLAIN_TCP";
+pub(crate) const PLAIN_TCP_VAR: &str = "ENGINE_PLAIN_TCP";
 /// The node label holding the directory of the TLS files the runner reaches the node's engine
 /// with (on the runner's machine), when the node's differ from the manager's.
-pub const CERTS_LABEL: &str = "perf-tests.engine-certs";
+pub(crate) const CERTS_LABEL: &str = "perf-tests.engine-certs";
 /// Seconds any one request to the engine may take (bollard's default).
 const REQUEST_TIMEOUT_S: u64 = 120;
 
@@ -51,7 +51,7 @@ fn var(name: &str) -> Option<String> {
 
 impl Address {
     /// The engine the environment names.
-    pub fn from_env() -> Address {
+    pub(crate) fn from_env() -> Address {
         let (host, named_by) = match var("DOCKER_HOST") {
             Some(h) => (h, "DOCKER_HOST".to_string()),
             None => (
@@ -83,7 +83,7 @@ impl Address {
     /// Swarm node `node`'s engine at `host` (its [`super::ENGINE_LABEL`]): over TLS with the
     /// directory `certs` (its [`CERTS_LABEL`]) when given, else, for a TCP address, with the
     /// manager's files when the manager is reached over TLS.
-    pub fn node(node: &str, host: &str, certs: Option<&str>, manager: &Address) -> Address {
+    pub(crate) fn node(node: &str, host: &str, certs: Option<&str>, manager: &Address) -> Address {
         let named_by = format!("swarm node {node}'s label {}", super::ENGINE_LABEL);
         let tls = match certs {
             Some(dir) => Some(ClientTls {
@@ -102,7 +102,7 @@ impl Address {
 
     /// The address with how it is reached, for messages: `tcp://10.0.0.5:2376 (TLS, files in
     /// /etc/perf-tests/certs)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match &self.tls {
             Some(t) => format!("{} (TLS, files in {})", self.host, t.dir.display()),
             None => self.host.clone(),
@@ -111,7 +111,7 @@ impl Address {
 
     /// A client of the engine, once the address and its TLS files pass the checks. Connects
     /// lazily: the first request reaches the engine.
-    pub fn client(&self) -> Result<Docker> {
+    pub(crate) fn client(&self) -> Result<Docker> {
         let host = &self.host;
         if host.starts_with("unix://") {
             if let Some(t) = &self.tls {
@@ -167,7 +167,7 @@ impl Address {
 
     /// What a failed first request most likely means, with the way out: an engine that speaks
     /// TLS reached without it, or the other way round, or a certificate the other side refused.
-    pub fn explain(&self, error: &str) -> Option<String> {
+    pub(crate) fn explain(&self, error: &str) -> Option<String> {
         let e = error.to_ascii_lowercase();
         match &self.tls {
             None if e.contains("http request to an https server") => Some(format!(

@@ -14,7 +14,7 @@ use crate::accounting::counters::{Counters, HostClock};
 
 impl Engine {
     /// `container`'s stats documents as the engine streams them, one a second, until it stops.
-    pub fn stats(
+    pub(crate) fn stats(
         &self,
         container: &str,
     ) -> impl futures_util::Stream<Item = Result<ContainerStatsResponse, bollard::errors::Error>> + Unpin
@@ -28,7 +28,7 @@ impl Engine {
 
     /// Reads `container`'s counters now: one stats document, asked for without the engine's
     /// one-second wait for a previous sample (`one-shot`).
-    pub async fn counters(&self, container: &str) -> Result<Counters> {
+    pub(crate) async fn counters(&self, container: &str) -> Result<Counters> {
         let options = StatsOptionsBuilder::default()
             .stream(false)
             .one_shot(true)
@@ -58,7 +58,7 @@ impl Engine {
 
 /// The host's CPU clock in one stats document; `None` when a field is missing (an engine on
 /// another OS) or its time cannot be read.
-pub fn host_clock(stats: &ContainerStatsResponse) -> Option<HostClock> {
+pub(crate) fn host_clock(stats: &ContainerStatsResponse) -> Option<HostClock> {
     let cpu = stats.cpu_stats.as_ref()?;
     let at = chrono::DateTime::parse_from_rfc3339(stats.read.as_deref()?).ok()?;
     Some(HostClock {

@@ -87,23 +87,23 @@ impl Deployment {
     }
 
     /// On a swarm: places each service by its Swarm placement constraint.
-    pub fn set_constraints(&mut self, constraints: BTreeMap<String, String>) {
+    pub(crate) fn set_constraints(&mut self, constraints: BTreeMap<String, String>) {
         self.constraints = constraints;
     }
 
     /// The project being deployed.
-    pub fn project(&self) -> &Project {
+    pub(crate) fn project(&self) -> &Project {
         &self.project
     }
 
     /// Deploys `project` from now on (another combination of a matrix): services started
     /// later are made from its definitions; those up keep running as they were made.
-    pub fn set_project(&mut self, project: Project) {
+    pub(crate) fn set_project(&mut self, project: Project) {
         self.project = project;
     }
 
     /// The deployment name (prefix of container and network names).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
@@ -113,7 +113,7 @@ impl Deployment {
     }
 
     /// Engine name of the container of `service`.
-    pub fn container_name(&self, service: &str) -> String {
+    pub(crate) fn container_name(&self, service: &str) -> String {
         self.project
             .services
             .get(service)
@@ -656,7 +656,7 @@ fn probe_command(test: &[String]) -> Vec<String> {
 /// the run's, the service and deployment names), ports, bind mounts, tmpfs, healthcheck and the
 /// first of its networks (`network` names a Compose network on the engine) with its aliases; the
 /// other networks are connected before the container starts. Touches no engine.
-pub fn container_body(
+pub(crate) fn container_body(
     service: &Service,
     run_labels: HashMap<String, String>,
     project: &str,

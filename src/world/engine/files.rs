@@ -16,7 +16,7 @@ use super::Engine;
 impl Engine {
     /// The bytes of the file `path` in `container` as it is now; `None` when there is no such
     /// file.
-    pub async fn read_bytes(&self, container: &str, path: &str) -> Result<Option<Vec<u8>>> {
+    pub(crate) async fn read_bytes(&self, container: &str, path: &str) -> Result<Option<Vec<u8>>> {
         let options = DownloadFromContainerOptionsBuilder::default()
             .path(path)
             .build();
@@ -52,7 +52,7 @@ impl Engine {
     }
 
     /// The text of the file `path` in `container`; `None` when there is no such file.
-    pub async fn read_file(&self, container: &str, path: &str) -> Result<Option<String>> {
+    pub(crate) async fn read_file(&self, container: &str, path: &str) -> Result<Option<String>> {
         Ok(self
             .read_bytes(container, path)
             .await?
@@ -60,7 +60,7 @@ impl Engine {
     }
 
     /// Whether `path` exists in `container`.
-    pub async fn exists(&self, container: &str, path: &str) -> Result<bool> {
+    pub(crate) async fn exists(&self, container: &str, path: &str) -> Result<bool> {
         let options = ContainerArchiveInfoOptionsBuilder::default()
             .path(path)
             .build();
@@ -79,7 +79,7 @@ impl Engine {
     }
 
     /// Puts each host file at its absolute path in `container` (parent directories made).
-    pub async fn upload(&self, container: &str, files: &[(&Path, &str)]) -> Result<()> {
+    pub(crate) async fn upload(&self, container: &str, files: &[(&Path, &str)]) -> Result<()> {
         let mut tar = tar::Builder::new(Vec::new());
         for (host, target) in files {
             let data =

@@ -16,7 +16,7 @@ use super::Engine;
 impl Engine {
     /// Builds `tag` from a build context (a tar holding a `Dockerfile`), labelled with
     /// `labels`, and returns its image id; a failed build leaves no tag behind.
-    pub async fn build_image(
+    pub(crate) async fn build_image(
         &self,
         tag: &str,
         context: Vec<u8>,
@@ -78,7 +78,7 @@ impl Engine {
     }
 
     /// The tags of the images whose reference matches `reference` (e.g. a repository).
-    pub async fn image_tags(&self, reference: &str) -> Result<Vec<String>> {
+    pub(crate) async fn image_tags(&self, reference: &str) -> Result<Vec<String>> {
         let filters = HashMap::from([("reference", vec![reference.to_string()])]);
         let listed = self
             .docker
@@ -93,7 +93,7 @@ impl Engine {
     }
 
     /// Removes tag `tag` (an image a container still uses is refused by the engine).
-    pub async fn remove_image(&self, tag: &str) -> Result<()> {
+    pub(crate) async fn remove_image(&self, tag: &str) -> Result<()> {
         self.docker
             .remove_image(tag, None::<RemoveImageOptions>, None)
             .await
@@ -156,7 +156,7 @@ impl Engine {
     /// Whether this engine reaches the registry `registry` (`host[:port][/path]`): it asks the
     /// registry for an image that is not there, and a registry that answers "unknown" is
     /// reached. The error is the engine's own (refused connection, TLS, login).
-    pub async fn reaches_registry(&self, registry: &str) -> Result<()> {
+    pub(crate) async fn reaches_registry(&self, registry: &str) -> Result<()> {
         let probe = format!("{registry}/perf-tests/registry-probe:absent");
         match self.docker.inspect_registry_image(&probe, None).await {
             Ok(_) => Ok(()),
@@ -176,7 +176,7 @@ impl Engine {
 
     /// Pushes local image `reference` to `registry` as [`in_registry`] names it there, and
     /// returns that name.
-    pub async fn push_to_registry(&self, registry: &str, reference: &str) -> Result<String> {
+    pub(crate) async fn push_to_registry(&self, registry: &str, reference: &str) -> Result<String> {
         let remote = in_registry(registry, reference)?;
         self.tag(reference, &remote).await?;
         let (repo, tag) = split_tag(&remote);
@@ -198,7 +198,12 @@ impl Engine {
 
     /// Pulls `remote` (an image [`Engine::push_to_registry`] pushed) and tags it `reference`;
     /// the pulled image must have id `id`.
-    pub async fn pull_from_registry(&self, remote: &str, reference: &str, id: &str) -> Result<()> {
+    pub(crate) async fn pull_from_registry(
+        &self,
+        remote: &str,
+        reference: &str,
+        id: &str,
+    ) -> Result<()> {
         let mut pull = self.docker.create_image(
             Some(
                 CreateImageOptionsBuilder::default()
@@ -235,7 +240,7 @@ impl Engine {
     }
 
     /// The CPUs the engine's host has, as the engine reports them.
-    pub async fn cpus(&self) -> Option<usize> {
+    pub(crate) async fn cpus(&self) -> Option<usize> {
         let n = self.facts().await.ok()?.cpus;
         (n > 0).then_some(n)
     }
@@ -245,7 +250,7 @@ impl Engine {
 /// whole reference (a registry port in it written `host-port`, as a path takes no `:`), its tag
 /// kept (`latest` when it has none). A reference by digest has no tag to push under and is
 /// refused.
-pub fn in_registry(registry: &str, reference: &str) -> Result<String> {
+pub(crate) fn in_registry(registry: &str, reference: &str) -> Result<String> {
     if reference.contains('@') {
         bail!("image {reference} is named by digest; a registry copy needs a tagged name");
     }

@@ -8,7 +8,7 @@ use super::Engine;
 
 /// The run was interrupted by SIGINT, SIGTERM or SIGHUP; the caller should exit with status 130.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Interrupted {
+pub(crate) struct Interrupted {
     /// The signal's name, e.g. `SIGTERM`.
     pub signal: &'static str,
 }
@@ -28,7 +28,10 @@ impl std::error::Error for Interrupted {}
 /// Runs `fut`; on SIGINT, SIGTERM or SIGHUP drops it, removes everything labelled with the
 /// engine's run id (giving up after [`super::SWEEP_WITHIN`]) and returns an [`Interrupted`]
 /// error.
-pub async fn interruptible<T>(engine: &Engine, fut: impl Future<Output = Result<T>>) -> Result<T> {
+pub(crate) async fn interruptible<T>(
+    engine: &Engine,
+    fut: impl Future<Output = Result<T>>,
+) -> Result<T> {
     let interrupted = shutdown_signal();
     tokio::select! {
         r = fut => r,
@@ -48,7 +51,7 @@ pub async fn interruptible<T>(engine: &Engine, fut: impl Future<Output = Result<
 /// it. SIGHUP is left alone when the process started with it ignored (`nohup`). The handlers are
 /// in place when this returns, before the future is first polled: a signal that arrives while the
 /// caller still works before its first await is kept, not left to kill the process.
-pub fn shutdown_signal() -> impl Future<Output = &'static str> + Send {
+pub(crate) fn shutdown_signal() -> impl Future<Output = &'static str> + Send {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, Signal, SignalKind};

@@ -14,11 +14,11 @@ use anyhow::Result;
 use super::{Engine, CONFIG, CONTAINER, LABEL_MANAGED, LABEL_RUN, NETWORK, SERVICE};
 
 /// Label carrying the host name of the process that created the resource.
-pub const LABEL_HOST: &str = "io.perf-tests.host";
+pub(crate) const LABEL_HOST: &str = "io.perf-tests.host";
 /// Label carrying the process id of the process that created the resource.
-pub const LABEL_PID: &str = "io.perf-tests.pid";
+pub(crate) const LABEL_PID: &str = "io.perf-tests.pid";
 /// Label carrying that process's start time (clock ticks after boot, `/proc/<pid>/stat` field 22).
-pub const LABEL_PID_START: &str = "io.perf-tests.pid-start";
+pub(crate) const LABEL_PID_START: &str = "io.perf-tests.pid-start";
 
 /// The process that created a resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +72,7 @@ pub enum Verdict {
 /// Decides from a resource's labels whether the run that made it is alive. `this_host` is this
 /// machine's host name; `start_of(pid)` is the start time of process `pid` on this host, `None`
 /// when there is no such process.
-pub fn judge(
+pub(crate) fn judge(
     labels: &HashMap<String, String>,
     this_host: &str,
     start_of: impl Fn(u32) -> Option<u64>,
@@ -111,7 +111,7 @@ pub fn judge(
 }
 
 /// The start time of process `pid` (`/proc/<pid>/stat` field 22); `None` when there is none.
-pub fn process_start(pid: u32) -> Option<u64> {
+pub(crate) fn process_start(pid: u32) -> Option<u64> {
     start_time_in(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
@@ -157,7 +157,7 @@ fn counted(items: &[&Managed]) -> String {
 /// alive, keeps those of live runs, leaves alone (and reports) those whose run cannot be judged
 /// from here; with `force`, removes every managed one, naming each. Says what it does on `out`;
 /// returns how many were removed.
-pub async fn clean(engine: &Engine, force: bool, out: &mut dyn Write) -> Result<usize> {
+pub(crate) async fn clean(engine: &Engine, force: bool, out: &mut dyn Write) -> Result<usize> {
     let managed = engine.labelled(&format!("{LABEL_MANAGED}=true")).await?;
     let mut removed = 0;
     let what = if engine.is_swarm() {

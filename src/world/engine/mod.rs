@@ -19,14 +19,14 @@ mod services;
 mod swarm;
 mod watch;
 
-pub use address::Address;
+pub(crate) use address::Address;
 pub use counters::network_bytes;
 pub use deployment::Deployment;
-pub use interrupt::{interruptible, shutdown_signal, Interrupted};
+pub(crate) use interrupt::{interruptible, shutdown_signal, Interrupted};
 pub use nodes::{NodeEngine, ENGINE_LABEL};
 pub use oneoff::{ExecOutput, OneOff};
-pub use swarm::{SwarmNode, SWARM_PORT};
-pub use watch::{is_engine_gone, EngineGone, ANSWER_WITHIN};
+pub(crate) use swarm::{SwarmNode, SWARM_PORT};
+pub(crate) use watch::{is_engine_gone, EngineGone, ANSWER_WITHIN};
 
 use anyhow::{bail, Context, Result};
 use bollard::models::ContainerSummaryStateEnum;
@@ -40,16 +40,16 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 /// Label carrying the run id on every container and network the runner creates.
-pub const LABEL_RUN: &str = "io.perf-tests.run";
+pub(crate) const LABEL_RUN: &str = "io.perf-tests.run";
 /// Label marking every resource the runner creates (for `perf-tests clean`).
-pub const LABEL_MANAGED: &str = "io.perf-tests.managed";
+pub(crate) const LABEL_MANAGED: &str = "io.perf-tests.managed";
 /// Label carrying the Compose service name of a container.
-pub const LABEL_SERVICE: &str = "io.perf-tests.service";
+pub(crate) const LABEL_SERVICE: &str = "io.perf-tests.service";
 /// Label carrying the deployment (project) name.
-pub const LABEL_PROJECT: &str = "io.perf-tests.project";
+pub(crate) const LABEL_PROJECT: &str = "io.perf-tests.project";
 
 /// A unique, sortable id for one run; it labels every engine resource the run creates.
-pub fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u32(std::process::id());
@@ -102,11 +102,11 @@ pub(crate) const CONFIG: &str = "config";
 const NETWORK_RELEASE: Duration = Duration::from_secs(10);
 
 /// How long removing a run's containers and networks may take after a failure or a signal.
-pub const SWEEP_WITHIN: Duration = Duration::from_secs(10);
+pub(crate) const SWEEP_WITHIN: Duration = Duration::from_secs(10);
 
 /// The engine's own account of itself.
 #[derive(Debug, Clone, PartialEq)]
-pub struct EngineFacts {
+pub(crate) struct EngineFacts {
     /// The engine host's name.
     pub name: String,
     pub version: String,
@@ -202,12 +202,12 @@ impl Engine {
     }
 
     /// Where the engine is (`DOCKER_HOST` or the default socket).
-    pub fn host(&self) -> &str {
+    pub(crate) fn host(&self) -> &str {
         &self.address.host
     }
 
     /// What `perf-tests doctor` reports of the engine and checks against the run.
-    pub async fn facts(&self) -> Result<EngineFacts> {
+    pub(crate) async fn facts(&self) -> Result<EngineFacts> {
         let info = self
             .docker
             .info()
@@ -233,7 +233,7 @@ impl Engine {
 
     /// Whether the engine runs on this host (its socket is local), so that its disk is this
     /// host's.
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         self.host().starts_with("unix://") || self.host().starts_with("npipe://")
     }
 
@@ -270,7 +270,7 @@ impl Engine {
 
     /// The image id of `image`: the local image if present, else pulled. The error names the
     /// image; callers add which setting chose it.
-    pub async fn ensure_image(&self, image: &str) -> Result<String> {
+    pub(crate) async fn ensure_image(&self, image: &str) -> Result<String> {
         if let Ok(found) = self.docker.inspect_image(image).await {
             return Ok(found.id.unwrap_or_default());
         }
@@ -292,7 +292,7 @@ impl Engine {
     }
 
     /// The last `tail` lines of a container's stdout and stderr, interleaved.
-    pub async fn container_logs(&self, container: &str, tail: usize) -> Result<String> {
+    pub(crate) async fn container_logs(&self, container: &str, tail: usize) -> Result<String> {
         let opts = LogsOptionsBuilder::default()
             .stdout(true)
             .stderr(true)
@@ -308,7 +308,7 @@ impl Engine {
     }
 
     /// Whether a container is running (not yet exited, nor removed).
-    pub async fn is_running(&self, container: &str) -> Result<bool> {
+    pub(crate) async fn is_running(&self, container: &str) -> Result<bool> {
         match self
             .docker_of(container)
             .inspect_container(container, None)
@@ -428,7 +428,7 @@ impl Engine {
 
     /// Removes everything labelled with this engine's run id, giving up after
     /// [`SWEEP_WITHIN`] (an error then says what to run).
-    pub async fn sweep_run(&self) -> Result<()> {
+    pub(crate) async fn sweep_run(&self) -> Result<()> {
         match tokio::time::timeout(SWEEP_WITHIN, self.remove_run_completely(&self.run_id)).await {
             Ok(removed) => removed,
             Err(_) => bail!(
@@ -444,7 +444,7 @@ impl Engine {
     /// that asked for it was dropped (an interruption, a phase a fault ended), may otherwise
     /// outlive this process. Such a container, created after the listing, holds its network, so
     /// a failed removal is tried again (for up to 2 s) before it counts.
-    pub async fn remove_run_completely(&self, run_id: &str) -> Result<()> {
+    pub(crate) async fn remove_run_completely(&self, run_id: &str) -> Result<()> {
         let label = format!("{LABEL_RUN}={run_id}");
         let mut failures = 0;
         loop {

@@ -61,7 +61,7 @@ impl Engine {
     /// when the engine is in no swarm or is a worker, and when a node's labelled engine does
     /// not answer; a node without the label is kept without an engine (an error names it when
     /// something must run there).
-    pub async fn swarm(&self) -> Result<Engine> {
+    pub(crate) async fn swarm(&self) -> Result<Engine> {
         self.swarm_from(self.swarm_state().await?).await
     }
 
@@ -133,7 +133,7 @@ impl Engine {
     }
 
     /// This engine as its swarm ([`Engine::swarm`]) when it is a swarm's manager, else itself.
-    pub async fn whole_swarm(&self) -> Result<Engine> {
+    pub(crate) async fn whole_swarm(&self) -> Result<Engine> {
         match self.swarm_state().await? {
             state @ (_, true, _) if state.0 == "active" => self.swarm_from(state).await,
             _ => Ok(self.clone()),
@@ -160,24 +160,24 @@ impl Engine {
     }
 
     /// Whether this engine is a swarm's: services rather than containers.
-    pub fn is_swarm(&self) -> bool {
+    pub(crate) fn is_swarm(&self) -> bool {
         self.swarm.is_some()
     }
 
     /// The host name of the swarm node this engine is, when it is a swarm's.
-    pub fn node(&self) -> Option<&str> {
+    pub(crate) fn node(&self) -> Option<&str> {
         let view = self.swarm.as_ref()?;
         Some(&view.nodes.list[view.at].hostname)
     }
 
     /// The swarm's nodes, when this engine is a swarm's ([`Engine::swarm`]).
-    pub fn nodes(&self) -> &[NodeEngine] {
+    pub(crate) fn nodes(&self) -> &[NodeEngine] {
         self.swarm.as_ref().map_or(&[], |s| &s.nodes.list)
     }
 
     /// The same swarm through the engine of the node named `hostname`: one-off containers it
     /// creates run there. An error names a node that has no reachable engine.
-    pub fn on_node(&self, hostname: &str) -> Result<Engine> {
+    pub(crate) fn on_node(&self, hostname: &str) -> Result<Engine> {
         let Some(view) = &self.swarm else {
             return Ok(self.clone());
         };
@@ -249,7 +249,7 @@ impl Engine {
     }
 
     /// The host name of the node that runs `container`, on a swarm.
-    pub fn node_of(&self, container: &str) -> Option<String> {
+    pub(crate) fn node_of(&self, container: &str) -> Option<String> {
         let view = self.swarm.as_ref()?;
         let at = *view.nodes.placed.lock().ok()?.get(container)?;
         Some(view.nodes.list[at].hostname.clone())

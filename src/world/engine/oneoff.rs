@@ -91,13 +91,13 @@ impl LineSplitter {
 
 impl Engine {
     /// Runs `cmd` in a running container and collects its output and exit code.
-    pub async fn exec_in(&self, container: &str, cmd: &[String]) -> Result<ExecOutput> {
+    pub(crate) async fn exec_in(&self, container: &str, cmd: &[String]) -> Result<ExecOutput> {
         self.exec_streaming(container, cmd, |_| {}).await
     }
 
     /// Runs `cmd` in a running container, streaming its stderr lines to `on_stderr_line` as they
     /// come, and collects its output and exit code.
-    pub async fn exec_streaming(
+    pub(crate) async fn exec_streaming(
         &self,
         container: &str,
         cmd: &[String],
@@ -181,7 +181,7 @@ impl Engine {
 
     /// Which of `paths` the filesystem of `image` holds, looked up in a labelled container made
     /// from it and never started (removed in every case).
-    pub async fn image_holds(&self, image: &str, paths: &[String]) -> Result<Vec<bool>> {
+    pub(crate) async fn image_holds(&self, image: &str, paths: &[String]) -> Result<Vec<bool>> {
         let spec = OneOff {
             image: image.to_string(),
             // Never run: any command makes the container.

@@ -32,7 +32,7 @@ const POLL: Duration = Duration::from_millis(200);
 /// A file a service mounts, carried as a Swarm config: where it goes and the config's id and
 /// name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigMount {
+pub(crate) struct ConfigMount {
     pub target: String,
     pub id: String,
     pub name: String,
@@ -41,7 +41,7 @@ pub struct ConfigMount {
 /// What a service spec is made of besides the Compose service: its name on the swarm, the
 /// labels of the run and deployment, the engine network of each Compose network, the node
 /// constraint and the configs its files were stored in.
-pub struct SpecParts<'a> {
+pub(crate) struct SpecParts<'a> {
     pub name: &'a str,
     pub run_labels: HashMap<String, String>,
     pub project: &'a str,
@@ -53,7 +53,7 @@ pub struct SpecParts<'a> {
 /// The files of `service` that travel as Swarm configs (read-only regular files), and an
 /// error naming the first mount that cannot travel at all: a directory or a writable file
 /// exists only on the host that runs the runner.
-pub fn config_files(service: &Service) -> Result<Vec<(&std::path::Path, &str)>> {
+pub(crate) fn config_files(service: &Service) -> Result<Vec<(&std::path::Path, &str)>> {
     let svc = &service.name;
     service
         .mounts
@@ -74,7 +74,7 @@ pub fn config_files(service: &Service) -> Result<Vec<(&std::path::Path, &str)>> 
 
 /// The Swarm service spec of Compose service `service`; an error names the key Swarm cannot
 /// honour. Touches no engine.
-pub fn service_spec(service: &Service, parts: &SpecParts) -> Result<ServiceSpec> {
+pub(crate) fn service_spec(service: &Service, parts: &SpecParts) -> Result<ServiceSpec> {
     let svc = &service.name;
     let mounts = swarm_mounts(service)?;
     let mut labels: HashMap<String, String> = service.labels.clone().into_iter().collect();
@@ -349,7 +349,7 @@ impl Engine {
 /// A Swarm service's name from the deployment's and the Compose service's: at most 63
 /// characters (Swarm's limit, a DNS label); a longer one is cut and ends in a hash of the
 /// whole, so two services that share a long prefix keep apart.
-pub fn service_name(project: &str, svc: &str) -> String {
+pub(crate) fn service_name(project: &str, svc: &str) -> String {
     const MAX: usize = 63;
     let name = format!("{project}-{svc}");
     if name.len() <= MAX {

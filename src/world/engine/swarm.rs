@@ -4,12 +4,12 @@ use std::collections::HashMap;
 
 use anyhow::{bail, Context, Result};
 use bollard::models::{NodeSpec, NodeState, SwarmInitRequest, SwarmJoinRequest};
-use bollard::query_parameters::{LeaveSwarmOptionsBuilder, UpdateNodeOptionsBuilder};
+use bollard::query_parameters::UpdateNodeOptionsBuilder;
 
 use super::Engine;
 
 /// The port managers listen on for joining nodes and for each other.
-pub const SWARM_PORT: u16 = 2377;
+pub(crate) const SWARM_PORT: u16 = 2377;
 
 /// One node of a swarm as its manager sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,7 +26,7 @@ pub struct SwarmNode {
 impl Engine {
     /// Makes this engine the first manager of a new swarm, reached at `addr` (an IP address of
     /// this engine's host), with overlay networks carved from `pool` (a CIDR).
-    pub async fn init_swarm(&self, addr: &str, pool: &str) -> Result<()> {
+    pub(crate) async fn init_swarm(&self, addr: &str, pool: &str) -> Result<()> {
         self.docker
             .init_swarm(SwarmInitRequest {
                 listen_addr: Some(format!("{addr}:{SWARM_PORT}")),
@@ -41,7 +41,7 @@ impl Engine {
     }
 
     /// The token a worker joins this manager's swarm with.
-    pub async fn worker_token(&self) -> Result<String> {
+    pub(crate) async fn worker_token(&self) -> Result<String> {
         let swarm = self
             .docker
             .inspect_swarm()
@@ -55,7 +55,7 @@ impl Engine {
 
     /// Joins this engine, reached at `addr`, to the swarm whose manager listens at `manager`
     /// (`address:port`) as a worker.
-    pub async fn join_swarm(&self, addr: &str, manager: &str, token: &str) -> Result<()> {
+    pub(crate) async fn join_swarm(&self, addr: &str, manager: &str, token: &str) -> Result<()> {
         self.docker
             .join_swarm(SwarmJoinRequest {
                 listen_addr: Some(format!("{addr}:{SWARM_PORT}")),
@@ -71,17 +71,6 @@ impl Engine {
                     self.host()
                 )
             })?;
-        Ok(())
-    }
-
-    /// Leaves the swarm (forced: a last manager takes the swarm with it).
-    pub async fn leave_swarm(&self) -> Result<()> {
-        self.docker
-            .leave_swarm(Some(
-                LeaveSwarmOptionsBuilder::default().force(true).build(),
-            ))
-            .await
-            .with_context(|| format!("the engine at {} cannot leave its swarm", self.host()))?;
         Ok(())
     }
 
@@ -109,7 +98,7 @@ impl Engine {
     }
 
     /// Sets label `key=value` on node `id`, keeping the node's other settings.
-    pub async fn label_node(&self, id: &str, key: &str, value: &str) -> Result<()> {
+    pub(crate) async fn label_node(&self, id: &str, key: &str, value: &str) -> Result<()> {
         let node = self
             .docker
             .inspect_node(id)

@@ -10,11 +10,11 @@ use super::{Engine, LABEL_PROJECT, LABEL_SERVICE};
 /// How many log lines the report of a dead container shows.
 const LOG_TAIL: usize = 40;
 /// How long the engine has to answer a ping before it counts as gone.
-pub const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+pub(crate) const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 
 /// The Docker engine stopped answering during a run; its containers are left behind.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineGone {
+pub(crate) struct EngineGone {
     /// `DOCKER_HOST` or the default socket.
     pub host: String,
     /// What the run was doing.
@@ -36,13 +36,13 @@ impl std::fmt::Display for EngineGone {
 impl std::error::Error for EngineGone {}
 
 /// True when the error, or one it was caused by, is [`EngineGone`].
-pub fn is_engine_gone(e: &anyhow::Error) -> bool {
+pub(crate) fn is_engine_gone(e: &anyhow::Error) -> bool {
     e.downcast_ref::<EngineGone>().is_some()
 }
 
 impl Engine {
     /// Whether the engine answers a ping within [`ANSWER_WITHIN`].
-    pub async fn answers(&self) -> bool {
+    pub(crate) async fn answers(&self) -> bool {
         matches!(
             tokio::time::timeout(ANSWER_WITHIN, self.docker.ping()).await,
             Ok(Ok(_))
@@ -56,7 +56,7 @@ impl Engine {
     /// design) carry no deployment label. One listing, and an inspect only of a service the
     /// listing shows stopped and of each of `others`: cheap enough to poll every second. An
     /// error means the engine did not answer.
-    pub async fn first_dead(
+    pub(crate) async fn first_dead(
         &self,
         project: &str,
         others: &[(String, String)],

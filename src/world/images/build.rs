@@ -24,11 +24,11 @@ use super::maven::{self, Jdk};
 use super::scratch::ScratchFile;
 
 /// The setting whose value may be a build.
-pub const SETTING: &str = "KROXYLICIOUS_IMAGE";
+pub(crate) const SETTING: &str = "KROXYLICIOUS_IMAGE";
 /// The setting naming a directory of jars added to a distribution's class path.
-pub const PLUGINS: &str = "KROXYLICIOUS_PLUGINS";
+pub(crate) const PLUGINS: &str = "KROXYLICIOUS_PLUGINS";
 /// The repository of the images made from builds; the tag is the fingerprint.
-pub const REPOSITORY: &str = "perf-tests/kroxylicious-build";
+pub(crate) const REPOSITORY: &str = "perf-tests/kroxylicious-build";
 /// Where the start script runs the main class (as the suite's proxy image does).
 const START: &str = "/opt/perf-tests/kroxylicious.sh";
 /// The suite's start script and logging configuration, which a distribution's image shares.
@@ -39,7 +39,7 @@ const LOG4J: &str =
 const SCRIPT_MAIN: &str = "ProxyMain";
 
 /// Whether a setting's value names a path rather than an image.
-pub fn is_path(value: &str) -> bool {
+pub(crate) fn is_path(value: &str) -> bool {
     ["/", "./", "../", "~/"]
         .iter()
         .any(|p| value.starts_with(p))
@@ -69,7 +69,7 @@ impl BuildRecipe {
     /// The build `value` names (with `plugins`, a directory of jars, when given), checked as
     /// far as it can be without building: the path, the layout, the archive, the plugins.
     /// Errors name the setting and the value.
-    pub fn new(value: &str, plugins: Option<&str>) -> Result<BuildRecipe> {
+    pub(crate) fn new(value: &str, plugins: Option<&str>) -> Result<BuildRecipe> {
         let named = format!("{SETTING}={value}");
         let path = expand(value).with_context(|| named.clone())?;
         let source = classify(&path).with_context(|| named.clone())?;
@@ -100,11 +100,11 @@ impl BuildRecipe {
     }
 
     /// The image's reference: the repository tagged by the fingerprint.
-    pub fn image(&self) -> String {
+    pub(crate) fn image(&self) -> String {
         format!("{REPOSITORY}:{}", self.fingerprint)
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let (kind, path) = match &self.source {
             Source::Distribution(p) => ("distribution", p),
             Source::Dockerfile(p) => ("Dockerfile", p),
@@ -144,7 +144,7 @@ impl BuildRecipe {
     }
 
     /// The image's files (a distribution) in `work`, with the JDK its runtime came from.
-    pub fn assemble(&self, work: &Path) -> Result<(Vec<ScratchFile>, Jdk)> {
+    pub(crate) fn assemble(&self, work: &Path) -> Result<(Vec<ScratchFile>, Jdk)> {
         let Source::Distribution(source) = &self.source else {
             bail!("a Dockerfile build is built by the engine");
         };
@@ -193,12 +193,12 @@ impl BuildRecipe {
     }
 
     /// The entrypoint of a distribution's image.
-    pub fn entrypoint() -> Vec<String> {
+    pub(crate) fn entrypoint() -> Vec<String> {
         vec![START.to_string()]
     }
 
     /// The build context of a Dockerfile build: its directory as a tar.
-    pub fn context(&self) -> Result<Vec<u8>> {
+    pub(crate) fn context(&self) -> Result<Vec<u8>> {
         let Source::Dockerfile(dir) = &self.source else {
             bail!("a distribution is packaged here");
         };
@@ -214,7 +214,7 @@ impl BuildRecipe {
 /// `out` (`out/<image's name>-<tag>/` holding `bin/kroxylicious-start.sh`, `libs/*.jar`,
 /// `config/`), its main class the one its entrypoint script runs; returns the top folder. The
 /// jars are resolved and the sources compiled in `work`.
-pub fn distribution_of(
+pub(crate) fn distribution_of(
     image: &str,
     recipe: &maven::MavenRecipe,
     work: &Path,

@@ -20,7 +20,12 @@ const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 
 /// Refuses `image` (chosen by `chosen_by`) when it lacks what the suite needs of a proxy,
 /// naming the image and everything missing; `profile`: `jcmd` is needed too.
-pub async fn check(engine: &Engine, image: &str, chosen_by: &str, profile: bool) -> Result<()> {
+pub(crate) async fn check(
+    engine: &Engine,
+    image: &str,
+    chosen_by: &str,
+    profile: bool,
+) -> Result<()> {
     let Some(inspect) = engine.local_image(image).await? else {
         bail!("proxy image {image} ({chosen_by}) is not on the engine");
     };

@@ -35,7 +35,7 @@ pub struct GoRecipe {
 impl GoRecipe {
     /// Makes `files` relative to `dir` (the file that holds the recipe) and checks what can be
     /// checked without building.
-    pub fn resolve_paths(&mut self, dir: &Path) -> Result<()> {
+    pub(crate) fn resolve_paths(&mut self, dir: &Path) -> Result<()> {
         if self.module.is_empty() || self.module.contains(char::is_whitespace) {
             bail!("`module` {:?} is not a module path", self.module);
         }
@@ -49,16 +49,16 @@ impl GoRecipe {
     }
 
     /// The program's name: the module path's last element (what `go install` names it).
-    pub fn program(&self) -> &str {
+    pub(crate) fn program(&self) -> &str {
         self.module.rsplit('/').next().unwrap_or(&self.module)
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("Go module {}@{}", self.module, self.version)
     }
 
     /// The command that builds the program, for messages that tell how to do it by hand.
-    pub fn by_hand(&self) -> String {
+    pub(crate) fn by_hand(&self) -> String {
         format!(
             "CGO_ENABLED=0 go install {}@{} (Go 1.21 or later)",
             self.module, self.version
@@ -66,7 +66,7 @@ impl GoRecipe {
     }
 
     /// The image's entrypoint: the program with the recipe's arguments.
-    pub fn entrypoint(&self) -> Vec<String> {
+    pub(crate) fn entrypoint(&self) -> Vec<String> {
         let mut e = vec![format!("{BIN_DIR}/{}", self.program())];
         e.extend(self.args.iter().cloned());
         e
@@ -75,7 +75,7 @@ impl GoRecipe {
     /// The fingerprint of what the image is made from: the module and its version (a released
     /// version never changes, so it stands for the program), the entrypoint, the contents of the
     /// files and the busybox binary.
-    pub fn fingerprint(&self) -> Result<String> {
+    pub(crate) fn fingerprint(&self) -> Result<String> {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (&self.module, &self.version, self.entrypoint()).hash(&mut h);
         for (target, f) in &self.files {
@@ -90,7 +90,7 @@ impl GoRecipe {
     }
 
     /// Builds the program into `work/bin` and returns every file of the image.
-    pub fn assemble(&self, work: &Path) -> Result<Vec<ScratchFile>> {
+    pub(crate) fn assemble(&self, work: &Path) -> Result<Vec<ScratchFile>> {
         if !Path::new(BUSYBOX).is_file() {
             bail!("{BUSYBOX} is missing: install Debian's busybox-static (the images' shell)");
         }

@@ -19,11 +19,11 @@ use serde::{Deserialize, Serialize};
 use super::scratch::{self, ScratchFile};
 
 /// Where the Java runtime lives in the image.
-pub const JAVA_HOME: &str = "/opt/java";
+pub(crate) const JAVA_HOME: &str = "/opt/java";
 /// Where the resolved jars live in the image (`-cp '/opt/app/libs/*'`).
-pub const LIBS: &str = "/opt/app/libs";
+pub(crate) const LIBS: &str = "/opt/app/libs";
 /// The shell every image gets (Debian's `busybox-static`).
-pub const BUSYBOX: &str = "/bin/busybox";
+pub(crate) const BUSYBOX: &str = "/bin/busybox";
 
 /// The modules of the runtime when the recipe names none: what Kafka and Kroxylicious use
 /// (networking, management, security providers, JFR; `java.desktop` for the `java.beans`
@@ -111,7 +111,7 @@ fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D:
 impl MavenRecipe {
     /// Makes `sources` and `files` relative to `dir` (the suite file's directory) and checks
     /// what can be checked without building.
-    pub fn resolve_paths(&mut self, dir: &Path) -> Result<()> {
+    pub(crate) fn resolve_paths(&mut self, dir: &Path) -> Result<()> {
         for a in &self.artifacts {
             coordinates(a)?;
         }
@@ -131,7 +131,7 @@ impl MavenRecipe {
     }
 
     /// The first artifact stands for the image; the rest are counted.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let more = match self.artifacts.len() {
             1 => String::new(),
             n => format!(" + {} more", n - 1),
@@ -146,7 +146,7 @@ impl MavenRecipe {
     /// modules, the entrypoint, the contents of its files and sources (not where they are, so
     /// another checkout or suite shares the image), the JDK's release file and the busybox
     /// binary. Released artifacts never change, so their coordinates stand for their contents.
-    pub fn fingerprint(&self) -> Result<String> {
+    pub(crate) fn fingerprint(&self) -> Result<String> {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (&self.artifacts, &self.modules, &self.entrypoint).hash(&mut h);
         hash_runtime(&mut h);
@@ -166,7 +166,7 @@ impl MavenRecipe {
     }
 
     /// The command that resolves the artifacts, for messages that tell how to do it by hand.
-    pub fn by_hand(&self) -> String {
+    pub(crate) fn by_hand(&self) -> String {
         format!(
             "apt-get install busybox-static maven && mvn dependency:get -Dartifact={}",
             self.artifacts[0]
@@ -199,14 +199,14 @@ fn coordinates(a: &str) -> Result<(&str, &str, &str)> {
 
 /// A JDK on this host.
 #[derive(Debug, Clone)]
-pub struct Jdk {
+pub(crate) struct Jdk {
     pub home: PathBuf,
     /// `JAVA_VERSION` from its release file, e.g. `17.0.15`.
     pub version: String,
 }
 
 impl Jdk {
-    pub fn major(&self) -> u32 {
+    pub(crate) fn major(&self) -> u32 {
         major_of(&self.version)
     }
 }
@@ -259,7 +259,7 @@ pub(super) fn installed_jdks() -> Vec<Jdk> {
 }
 
 /// The JDK a recipe names: a directory, or a major version found on this host.
-pub fn find_jdk(wanted: &str) -> Result<Jdk> {
+pub(crate) fn find_jdk(wanted: &str) -> Result<Jdk> {
     if wanted.contains('/') {
         return read_jdk(Path::new(wanted)).with_context(|| {
             format!("jdk {wanted}: not a JDK with jlink (no release file or bin/jlink)")
@@ -440,7 +440,7 @@ pub(super) fn class_version(jdk: &Jdk, jar: &Path, scratch_dir: &Path) -> Result
 
 /// Builds the image's content under `work` (resolved jars, compiled sources, the runtime) and
 /// returns every file the image holds.
-pub fn assemble(recipe: &MavenRecipe, work: &Path) -> Result<(Vec<ScratchFile>, Jdk)> {
+pub(crate) fn assemble(recipe: &MavenRecipe, work: &Path) -> Result<(Vec<ScratchFile>, Jdk)> {
     let jdk = find_jdk(&recipe.jdk)?;
     if !Path::new(BUSYBOX).is_file() {
         bail!("{BUSYBOX} is missing: install Debian's busybox-static (the images' shell)");

@@ -21,17 +21,17 @@ use super::scratch::{self, ScratchFile};
 use crate::world::engine::Engine;
 
 /// Label holding the fingerprint of what an image was built from.
-pub const FINGERPRINT_LABEL: &str = "io.perf-tests.fingerprint";
+pub(crate) const FINGERPRINT_LABEL: &str = "io.perf-tests.fingerprint";
 /// Label holding the recipe an image was built from, as [`ImageRecipe::describe`] says it.
-pub const RECIPE_LABEL: &str = "io.perf-tests.recipe";
+pub(crate) const RECIPE_LABEL: &str = "io.perf-tests.recipe";
 /// Label holding the Maven artifacts a `maven` image was built from.
-pub const ARTIFACTS_LABEL: &str = "io.perf-tests.artifacts";
+pub(crate) const ARTIFACTS_LABEL: &str = "io.perf-tests.artifacts";
 /// Label holding the JDK (version and directory) a `maven` image's runtime was made from.
-pub const JDK_LABEL: &str = "io.perf-tests.jdk";
+pub(crate) const JDK_LABEL: &str = "io.perf-tests.jdk";
 
 /// How an image built here was made, read from its labels (recipe, artifacts, JDK); `None`
 /// for an image built elsewhere.
-pub fn made_from(labels: &std::collections::HashMap<String, String>) -> Option<String> {
+pub(crate) fn made_from(labels: &std::collections::HashMap<String, String>) -> Option<String> {
     let parts: Vec<String> = [
         (RECIPE_LABEL, ""),
         (ARTIFACTS_LABEL, "artifacts "),
@@ -129,7 +129,7 @@ pub fn parse_recipes(
 }
 
 /// Where build products are kept between runs, outside any checkout.
-pub fn cache_dir() -> PathBuf {
+pub(crate) fn cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("PERF_TESTS_CACHE") {
         return PathBuf::from(dir);
     }
@@ -142,7 +142,7 @@ pub fn cache_dir() -> PathBuf {
 
 impl ImageRecipe {
     /// A one-line description for progress and errors.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match &self.recipe {
             Recipe::Debian(d) => format!(
                 "{} (Debian package {}, {})",
@@ -175,7 +175,7 @@ impl ImageRecipe {
     }
 
     /// Where the recipe's binary is on this host once made.
-    pub fn binary_path(&self) -> PathBuf {
+    pub(crate) fn binary_path(&self) -> PathBuf {
         match &self.recipe {
             Recipe::Debian(d) => d.bin.clone(),
             // A Maven, Go or build image is assembled in its work directory.
@@ -292,7 +292,7 @@ pub enum Outcome {
 /// fingerprint) is respected as the user's choice; a Maven recipe's fingerprint is known before
 /// building (the recipe, its files and the JDK); another's is checked only when the recipe's
 /// binary is on this host.
-pub async fn up_to_date(engine: &Engine, recipe: &ImageRecipe) -> Result<bool> {
+pub(crate) async fn up_to_date(engine: &Engine, recipe: &ImageRecipe) -> Result<bool> {
     let Some(labels) = engine.image_labels(&recipe.image).await? else {
         return Ok(false);
     };

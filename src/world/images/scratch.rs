@@ -37,7 +37,7 @@ impl ScratchFile {
 
 /// Makes a recipe's `files` (image path -> file) relative to `dir` (the file that holds the
 /// recipe), refusing an image path that is not absolute and a file that does not exist.
-pub fn resolve_files(files: &mut BTreeMap<String, PathBuf>, dir: &Path) -> Result<()> {
+pub(crate) fn resolve_files(files: &mut BTreeMap<String, PathBuf>, dir: &Path) -> Result<()> {
     for (target, f) in files {
         if !target.starts_with('/') {
             bail!("files: image path {target:?} is not absolute");
@@ -53,13 +53,13 @@ pub fn resolve_files(files: &mut BTreeMap<String, PathBuf>, dir: &Path) -> Resul
 /// The shared libraries `binary` needs at run time, including the dynamic loader, each at the
 /// path the loader looks for it (the soname path), read from its resolved target.
 /// Empty for a statically linked binary.
-pub fn library_closure(binary: &Path) -> Result<Vec<ScratchFile>> {
+pub(crate) fn library_closure(binary: &Path) -> Result<Vec<ScratchFile>> {
     library_closure_in(binary, None)
 }
 
 /// [`library_closure`] with `search` (a `LD_LIBRARY_PATH`) searched first, for a binary whose
 /// own libraries come with it (a Java runtime's `lib/`).
-pub fn library_closure_in(binary: &Path, search: Option<&str>) -> Result<Vec<ScratchFile>> {
+pub(crate) fn library_closure_in(binary: &Path, search: Option<&str>) -> Result<Vec<ScratchFile>> {
     let mut ldd = Command::new("ldd");
     if let Some(search) = search {
         ldd.env("LD_LIBRARY_PATH", search);
@@ -105,7 +105,7 @@ fn parse_ldd(text: &str) -> Result<Vec<ScratchFile>> {
 }
 
 /// `files` plus the library closure of each, deduplicated by image path.
-pub fn with_libraries(files: &[ScratchFile]) -> Result<Vec<ScratchFile>> {
+pub(crate) fn with_libraries(files: &[ScratchFile]) -> Result<Vec<ScratchFile>> {
     let mut all: BTreeMap<String, ScratchFile> = BTreeMap::new();
     for f in files {
         all.insert(f.image_path.clone(), f.clone());
@@ -180,7 +180,7 @@ pub async fn build_scratch_image(
 }
 
 /// Builds `tag` from exactly `files` (their libraries already among them).
-pub async fn build_image(
+pub(crate) async fn build_image(
     engine: &Engine,
     tag: &str,
     files: &[ScratchFile],

@@ -13,10 +13,10 @@ use crate::world::engine::Engine;
 
 /// Repository of workload images; the tag is a hash of the executable's contents, so a changed
 /// binary gets a new image and two builds (say a base and a head) can coexist.
-pub const REPOSITORY: &str = "perf-tests/workload";
+pub(crate) const REPOSITORY: &str = "perf-tests/workload";
 
 /// Where the executable sits in the workload image (its entrypoint).
-pub const IMAGE_PATH: &str = "/usr/local/bin/perf-tests";
+pub(crate) const IMAGE_PATH: &str = "/usr/local/bin/perf-tests";
 
 fn content_hash(exe: &Path) -> Result<String> {
     let mut f = std::fs::File::open(exe).with_context(|| format!("reading {}", exe.display()))?;
@@ -34,7 +34,7 @@ fn content_hash(exe: &Path) -> Result<String> {
 
 /// Removes the workload images of executables other than the running one; an image a
 /// container still uses is kept. Returns how many were removed.
-pub async fn remove_stale(engine: &Engine) -> Result<usize> {
+pub(crate) async fn remove_stale(engine: &Engine) -> Result<usize> {
     let exe = std::env::current_exe().context("locating the perf-tests executable")?;
     let current = format!("{REPOSITORY}:{}", content_hash(&exe)?);
     let mut removed = 0;
@@ -51,7 +51,7 @@ pub async fn remove_stale(engine: &Engine) -> Result<usize> {
 }
 
 /// The workload image for the running executable, built when missing.
-pub async fn ensure(engine: &Engine) -> Result<String> {
+pub(crate) async fn ensure(engine: &Engine) -> Result<String> {
     let exe = std::env::current_exe().context("locating the perf-tests executable")?;
     ensure_for(engine, &exe).await
 }

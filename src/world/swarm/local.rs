@@ -36,9 +36,9 @@ pub const DATA_DIR: &str = "/var/lib/perf-tests-swarm";
 const UNDERLAY: &str = "10.213.0";
 /// Where the swarm carves its overlay networks from: apart from the underlay and from Swarm's
 /// default pool (10.0.0.0/8 in /24s, which would include the underlay).
-pub const OVERLAY_POOL: &str = "10.214.0.0/16";
+pub(crate) const OVERLAY_POOL: &str = "10.214.0.0/16";
 /// The fewest nodes: one each for the broker, the proxy and the load generator.
-pub const MIN_NODES: usize = 3;
+pub(crate) const MIN_NODES: usize = 3;
 /// The most nodes: each runs a daemon and its containerd on this machine's memory.
 pub const MAX_NODES: usize = 9;
 /// How long a node's daemon may take to answer after it is started.
@@ -46,7 +46,7 @@ const DAEMON_START: Duration = Duration::from_secs(60);
 /// How long the nodes may take to be ready once joined.
 const JOINED_WITHIN: Duration = Duration::from_secs(60);
 /// The port each node's engine answers on with TLS (Docker's own for TLS).
-pub const ENGINE_PORT: u16 = 2376;
+pub(crate) const ENGINE_PORT: u16 = 2376;
 /// How long the swarm's certificates are valid: it is made for a session of measurements.
 const CERT_DAYS: u32 = 30;
 /// How long a daemon may take to stop (its containers get their own stop timeout of 10 s).
@@ -67,7 +67,7 @@ impl Node {
     }
 
     /// Its address on the bridge.
-    pub fn address(self) -> String {
+    pub(crate) fn address(self) -> String {
         format!("{UNDERLAY}.{}", 10 + self.0)
     }
 
@@ -77,7 +77,7 @@ impl Node {
     }
 
     /// The node a namespace or host name names, if it is one of a local swarm's.
-    pub fn named(name: &str) -> Option<Node> {
+    pub(crate) fn named(name: &str) -> Option<Node> {
         let index = name.strip_prefix(PREFIX)?.strip_prefix('-')?;
         if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
             return None;
@@ -136,7 +136,7 @@ pub fn manager_host() -> String {
 }
 
 /// The environment that reaches the manager's engine as the docker CLI would.
-pub fn manager_env() -> [(&'static str, String); 3] {
+pub(crate) fn manager_env() -> [(&'static str, String); 3] {
     [
         ("DOCKER_HOST", manager_host()),
         ("DOCKER_TLS_VERIFY", "1".into()),
@@ -188,7 +188,7 @@ fn registry_log() -> PathBuf {
 }
 
 /// Refuses a node count out of range, naming the flag.
-pub fn check_nodes(nodes: usize) -> Result<()> {
+pub(crate) fn check_nodes(nodes: usize) -> Result<()> {
     if !(MIN_NODES..=MAX_NODES).contains(&nodes) {
         bail!(
             "--nodes {nodes}: a local swarm has {MIN_NODES} to {MAX_NODES} nodes (one each for the \
@@ -200,7 +200,7 @@ pub fn check_nodes(nodes: usize) -> Result<()> {
 
 /// Everything making a local swarm needs from the host, each missing thing named: root, the
 /// tools (with `registry`, the registry's too), and no local swarm already up.
-pub fn check_host(registry: bool) -> Result<()> {
+pub(crate) fn check_host(registry: bool) -> Result<()> {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let euid = status
         .lines()
@@ -246,7 +246,7 @@ pub fn check_host(registry: bool) -> Result<()> {
 }
 
 /// Whether any part of a local swarm is on this host.
-pub fn is_up() -> bool {
+pub(crate) fn is_up() -> bool {
     quiet(Command::new("ip").args(["link", "show", PREFIX])).is_ok()
         || Path::new(RUN_DIR).exists()
         || !namespaces().is_empty()
@@ -255,14 +255,14 @@ pub fn is_up() -> bool {
 /// What [`check`] found ready: the node count, whether a registry is made too, and a host that
 /// can take them.
 #[derive(Debug, Clone, Copy)]
-pub struct Checked {
+pub(crate) struct Checked {
     nodes: usize,
     registry: bool,
 }
 
 /// Checks the node count and the host ([`check_nodes`], [`check_host`]) before anything is made
 /// or built.
-pub fn check(nodes: usize, registry: bool) -> Result<Checked> {
+pub(crate) fn check(nodes: usize, registry: bool) -> Result<Checked> {
     check_nodes(nodes)?;
     check_host(registry)?;
     Ok(Checked { nodes, registry })
@@ -271,7 +271,7 @@ pub fn check(nodes: usize, registry: bool) -> Result<Checked> {
 /// Makes the swarm [`check`] allowed, labels its first nodes with the roles, starts its registry
 /// when asked and copies `images` from `source` onto every node. On failure removes whatever it
 /// made. Returns the nodes as the manager sees them.
-pub async fn up(
+pub(crate) async fn up(
     checked: Checked,
     source: &Engine,
     images: &[String],
@@ -561,7 +561,7 @@ fn namespaces() -> Vec<Node> {
 /// Removes every part of a local swarm on this host (daemons and what they run, namespaces,
 /// the bridge and its rule, the directories), whatever state it is in. Returns how many parts
 /// it removed; 0 when there was none.
-pub fn down(say: &mut dyn FnMut(&str)) -> Result<usize> {
+pub(crate) fn down(say: &mut dyn FnMut(&str)) -> Result<usize> {
     let mut removed = 0;
     let nodes = namespaces();
     // Every daemon and the registry asked to stop at once, then waited for: each daemon stops

@@ -9,4 +9,4 @@ pub const ROLE_LABEL: &str = "perf-tests.role";
 
 /// The roles, in the order a local swarm gives them to its first nodes: the broker, the proxy
 /// (the path under test) and the load generator each on a node of its own.
-pub const ROLES: [&str; 3] = ["broker", "proxy", "load"];
+pub(crate) const ROLES: [&str; 3] = ["broker", "proxy", "load"];
