@@ -8,20 +8,23 @@
 //!   warnings all read it;
 //! - `accounting`: statistics, and what a container's counters, GC log and threads say a
 //!   measured phase cost;
-//! - `model`: the results' records; with `settings` and `accounting` the ground floor, which
+//! - `model`: the results' records (a run's own in `model::run`); with `settings` and `accounting` the ground floor, which
 //!   imports no engine, image, file or process code;
-//! - `analysis`: the metrics by id, a paired run's verdict, a sweep's climb, a sizing;
+//! - `analysis`: the metrics by id, two runs compared metric by metric, a paired run's verdict,
+//!   a sweep's climb, a sizing;
 //! - `world`: the Docker Engine API (`world::engine`, the only module holding a Docker client),
 //!   Compose files, the images built here, a local swarm, certificates, this machine, the
 //!   profiler, the network's ceiling, the containers' sampling and the terminal's progress;
 //! - `workload`: the in-container load generator, one parameter type per step;
-//! - `present`: the report's tables, the files a run writes and the results directory;
+//! - `present`: every table and chart (a run's report, a comparison's), the files a run writes
+//!   and the results directory;
 //! - `scenario`: a suite's scenario files;
 //! - `driver`: a measurement's primitive steps and the one flow that orders them;
 //! - `plan`: the settings, scenarios and Compose files resolved into one plan per combination,
 //!   after one validation;
 //! - `runner`: the plan realised and measured;
-//! - `compare`: two runs' results judged, and the pull-request bot (`compare::pr`);
+//! - `compare`: `perf-tests compare` (two results directories read, judged and shown), and the
+//!   pull-request bot (`compare::pr`);
 //! - `cli`: the command line, and `cli::doctor`'s check of the host against the plan.
 
 pub mod settings;

@@ -13,16 +13,8 @@ use serde::{Deserialize, Serialize};
 use crate::accounting::cost;
 use crate::accounting::stats::{Fit, Interval};
 use crate::analysis::sweep::{self, shortfall, Climb};
+use crate::model::run::SizingRequest;
 use crate::model::{Measurement, ScenarioResult};
-
-/// What the user asked of a sizing run (`perf-tests sizing`), kept in `run.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub(crate) struct SizingRequest {
-    /// The traffic (produce + consume MB/s) whose cores are stated.
-    pub traffic_mb_s: f64,
-    /// The sweep's lowest rate, named when no rate was sustained.
-    pub from: u64,
-}
 
 /// The sizing of every line (a scenario at one combination of the other varying settings).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

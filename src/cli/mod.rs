@@ -29,7 +29,6 @@ pub use args::{
 };
 
 use crate::model::ScenarioResult;
-use crate::present::results;
 use crate::scenario::{self, Scenario, Suite};
 use crate::settings::Settings;
 use crate::world::engine::Engine;
@@ -212,7 +211,7 @@ fn exit_code_of(e: &anyhow::Error) -> i32 {
 enum How {
     Run,
     Sweep,
-    Sizing(crate::analysis::sizing::SizingRequest),
+    Sizing(crate::model::run::SizingRequest),
     /// A paired run (`ab`) with its sides' overrides.
     Ab(crate::settings::sides::Sides),
 }
@@ -250,7 +249,7 @@ fn sizing(settings: &Settings, args: &SizingArgs) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let request = crate::analysis::sizing::SizingRequest {
+    let request = crate::model::run::SizingRequest {
         traffic_mb_s: args.traffic,
         from: sweep_from(&args.sweep),
     };
@@ -267,7 +266,7 @@ fn sweep_from(args: &SweepArgs) -> u64 {
 fn sweep(
     settings: &Settings,
     args: &SweepArgs,
-    sizing: Option<crate::analysis::sizing::SizingRequest>,
+    sizing: Option<crate::model::run::SizingRequest>,
 ) -> i32 {
     if settings
         .matrix
@@ -370,11 +369,11 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
             return exit_code_of(&e);
         }
     };
-    let mut info = results::RunInfo::new(
+    let mut info = crate::model::run::RunInfo::new(
         &output.run_id,
         &plan.settings(),
         &plan.first().suite.dir,
-        results::HostFacts::collect(),
+        crate::model::run::HostFacts::collect(),
         started,
         ended,
     );
@@ -424,7 +423,7 @@ fn host_can_run(runtime: &tokio::runtime::Runtime, plan: &plan::RunPlan) -> bool
 /// is the failure's either way.
 fn report_run(
     settings: &Settings,
-    mut info: results::RunInfo,
+    mut info: crate::model::run::RunInfo,
     completed: &[ScenarioResult],
     failure: Option<anyhow::Error>,
 ) -> i32 {
@@ -473,7 +472,7 @@ fn incomplete_reason(failure: &anyhow::Error) -> String {
 /// disagreeing record counters fail the run after everything is saved.
 fn finish(
     results_dir: &Path,
-    info: &results::RunInfo,
+    info: &crate::model::run::RunInfo,
     scenario_results: &[ScenarioResult],
     out: &mut dyn Write,
 ) -> i32 {
@@ -692,14 +691,14 @@ mod tests {
         );
     }
 
-    fn info() -> results::RunInfo {
+    fn info() -> crate::model::run::RunInfo {
         let settings = Settings {
             commit_id: "abc".into(),
             ..Settings::default()
         };
         let now = chrono::Utc::now();
-        let host = results::HostFacts::collect();
-        results::RunInfo::new("run", &settings, Path::new("suite"), host, now, now)
+        let host = crate::model::run::HostFacts::collect();
+        crate::model::run::RunInfo::new("run", &settings, Path::new("suite"), host, now, now)
     }
 
     #[test]

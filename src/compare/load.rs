@@ -5,26 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::analysis::compare::Side;
 use crate::model::Measurement;
-use crate::present::results::{read_run_info, read_scenarios, RunInfo, RUN_FILE};
-
-/// The results of one side of a comparison (one run, or several pooled).
-#[derive(Debug, Clone)]
-pub(crate) struct Side {
-    /// What the user named (a path, `latest`, `previous`), resolved to a directory.
-    pub dir: PathBuf,
-    /// The run directories read (one, or several when pooled).
-    pub runs: Vec<PathBuf>,
-    /// Each run's `run.json`.
-    pub runs_info: Vec<RunInfo>,
-    /// Row (scenario name, with its combination under a matrix) -> every repetition, in the
-    /// order rows first appear.
-    pub scenarios: Vec<(String, Vec<Measurement>)>,
-    /// For each row of `scenarios`, the run (an index into `runs`) each repetition came from.
-    pub rep_runs: Vec<Vec<usize>>,
-    /// The scenarios marked as their suite's reference (`reference: true`).
-    pub references: Vec<String>,
-}
+use crate::present::results::{read_run_info, read_scenarios, RUN_FILE};
 
 /// Resolves `latest` / `previous` within `results_dir`; anything else is a path.
 pub(crate) fn resolve(spec: &str, results_dir: &Path) -> Result<PathBuf> {

@@ -16,13 +16,10 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-mod judge;
 mod load;
 pub mod pr;
-mod render;
-mod report;
 
-use judge::compare;
+use crate::analysis::compare::compare;
 pub(crate) use load::Slice;
 use load::{load, resolve};
 
@@ -79,7 +76,7 @@ pub(crate) fn run(req: &Request, out: &mut dyn std::io::Write, is_terminal: bool
         Format::Plain => false,
     };
     if let Some(path) = req.report {
-        report::write(&c, path)?;
+        crate::present::compare::report::write(&c, path)?;
     }
     let text = if markdown { c.markdown() } else { c.plain() };
     out.write_all(text.as_bytes())
@@ -91,13 +88,12 @@ pub(crate) fn run(req: &Request, out: &mut dyn std::io::Write, is_terminal: bool
 mod tests {
     use std::path::PathBuf;
 
-    use super::judge::{Comparison, Verdict};
-    use super::load::Side;
-    use super::render::MARKER;
     use super::*;
     use crate::accounting::stats::SIGNIFICANCE as ALPHA;
+    use crate::analysis::compare::{Comparison, Side, Verdict};
     use crate::analysis::metrics::{self, Better, Id};
-    use crate::present::results::{HostFacts, NodeFacts, RunInfo};
+    use crate::model::run::{HostFacts, NodeFacts, RunInfo};
+    use crate::present::compare::MARKER;
     use crate::settings::Settings;
 
     fn side(scale: &[f64]) -> Side {

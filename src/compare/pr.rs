@@ -15,8 +15,8 @@ use std::path::Path;
 use anyhow::{bail, Context as _, Result};
 
 use crate::model::pair::PairResult;
+use crate::model::run::RunInfo;
 use crate::model::ScenarioResult;
-use crate::present::results::RunInfo;
 
 /// The marker that leads the bot's comment, so that it is found and updated, never duplicated.
 pub const MARKER: &str = "<!-- perf-tests ab -->";

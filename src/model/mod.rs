@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod pair;
+pub mod run;
 
 /// What the producer side of one measured scenario did (kafka-producer-perf-test semantics).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

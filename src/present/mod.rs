@@ -1,7 +1,9 @@
-//! What a run shows and keeps: the report's tables (`report`, drawn with `table`), the files a
+//! What a run shows and keeps: the report's tables (`report`, drawn with `table`), a
+//! comparison's tables and page (`compare`), the files a
 //! run writes (`export`: JSON, text, Markdown, CSV, SVG, HTML) and the results directory they
 //! go into and `compare` reads back (`results`).
 
+pub mod compare;
 pub mod export;
 pub mod report;
 pub mod results;

@@ -6,7 +6,7 @@
 use anyhow::{bail, Context, Result};
 
 use super::placement::Placement;
-use crate::present::results::NodeFacts;
+use crate::model::run::NodeFacts;
 use crate::workload::command::{parse_result_line, WorkloadCommand};
 use crate::world::engine::{Engine, OneOff};
 

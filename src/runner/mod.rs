@@ -20,9 +20,9 @@ use anyhow::{bail, Context, Result};
 
 use crate::analysis::sweep;
 use crate::driver::{flow, Endpoint, MeasureSpec, Session, VerifySpec, SAMPLE_RECORDS};
+use crate::model::run::NodeFacts;
 use crate::model::{Expect, Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
 use crate::plan::{self, Cell, Plan, PlannedScenario, RunPlan};
-use crate::present::results::NodeFacts;
 use crate::scenario::Step;
 use crate::settings::Settings;
 use crate::world::engine::{self, is_engine_gone, Deployment, Engine};

@@ -2,6 +2,8 @@
 //! `/proc/cpuinfo`, `/proc/meminfo` and kernel release, so the workload image run on a node
 //! reads that node's.
 
+use crate::model::run::HostFacts;
+
 /// This machine's CPU model, e.g. `AMD EPYC 7763 64-Core Processor`.
 pub(crate) fn cpu_model() -> Option<String> {
     cpu_model_of(&std::fs::read_to_string("/proc/cpuinfo").ok()?)
@@ -70,6 +72,21 @@ fn proc_line(path: &str) -> Option<String> {
 pub(crate) fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+}
+
+impl HostFacts {
+    /// Collects the facts of this machine.
+    pub(crate) fn collect() -> HostFacts {
+        HostFacts {
+            hostname: hostname().unwrap_or_else(|| "unknown".to_string()),
+            os: std::env::consts::OS.to_string(),
+            arch: std::env::consts::ARCH.to_string(),
+            cpu_model: cpu_model(),
+            cpus: cpus(),
+            memory_bytes: memory_bytes(),
+            kernel: kernel(),
+        }
+    }
 }
 
 #[cfg(test)]

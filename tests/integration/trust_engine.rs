@@ -215,6 +215,27 @@ fn same_runs_agree_and_a_throttled_producer_is_a_regression() {
     );
 }
 
+/// The last lines of each run's log the campaign kept in `dir`, for a failure's message: the
+/// directory goes with the test.
+fn failed_runs(dir: &std::path::Path) -> String {
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    logs.iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+            format!("\n--- {}:\n{tail}", p.display())
+        })
+        .collect()
+}
+
 /// `benches/ab-campaign.sh` as a user runs it, at its smallest certain verdict: one campaign of
 /// five runs a side of the default suite's baseline, side b's producer held to 500 rec/s (B_ENV), which
 /// the comparison must find: five a side are the fewest with which it can find any change (Holm
@@ -257,7 +278,11 @@ fn the_ab_campaign_script_alternates_the_sides_and_counts_what_it_finds() {
 
     let out = campaign(env!("CARGO_BIN_EXE_perf-tests"));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    assert!(
+        out.status.success(),
+        "{stderr}{}",
+        failed_runs(out_dir.path())
+    );
     let order: Vec<&str> = stderr
         .lines()
         .filter_map(|l| l.strip_prefix("==> campaign 1 of 1: "))

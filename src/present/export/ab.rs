@@ -8,8 +8,8 @@ use anyhow::Result;
 use super::Exporter;
 use crate::analysis::pair::Metric;
 use crate::model::pair::Verdict;
+use crate::model::run::RunInfo;
 use crate::model::ScenarioResult;
-use crate::present::results::RunInfo;
 
 /// The file a paired run's comment is written to.
 pub(crate) const FILE: &str = "ab.md";

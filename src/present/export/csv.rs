@@ -8,8 +8,8 @@ use anyhow::Result;
 
 use super::Exporter;
 use crate::analysis::metrics::{Table, METRICS};
+use crate::model::run::RunInfo;
 use crate::model::ScenarioResult;
-use crate::present::results::RunInfo;
 
 /// The long-form table.
 pub(crate) struct Csv;

@@ -12,8 +12,8 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
 use super::Exporter;
+use crate::model::run::RunInfo;
 use crate::model::{ScenarioResult, Span};
-use crate::present::results::RunInfo;
 use crate::workload::latency::decode;
 
 /// The interval logs.

@@ -12,8 +12,8 @@ use super::svg::escape;
 use super::Exporter;
 use crate::accounting::stats;
 use crate::analysis::metrics;
+use crate::model::run::RunInfo;
 use crate::model::ScenarioResult;
-use crate::present::results::RunInfo;
 use crate::present::table::TableData;
 
 /// The report's file name.

@@ -6,8 +6,9 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::Exporter;
+use crate::model::run::RunInfo;
 use crate::model::ScenarioResult;
-use crate::present::results::{RunInfo, Versioned, RUN_FILE};
+use crate::present::results::{Versioned, RUN_FILE};
 
 /// The machine-readable records.
 pub(crate) struct Json;

@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::model::run::RunInfo;
 use crate::model::ScenarioResult;
-use crate::present::results::{run_dir_name, RunInfo};
+use crate::present::results::run_dir_name;
 
 /// One output format of a run.
 pub(crate) trait Exporter {

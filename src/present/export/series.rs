@@ -13,8 +13,8 @@ use super::svg::{
     document, escape, nice_ceiling, panel, trim, y_of, LEFT, PALETTE, PANEL_HEIGHT, RIGHT, TOP,
 };
 use super::Exporter;
+use crate::model::run::RunInfo;
 use crate::model::{ScenarioResult, Second};
-use crate::present::results::RunInfo;
 
 /// The file name of the time series charts.
 pub(crate) const FILE: &str = "series.svg";

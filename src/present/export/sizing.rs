@@ -8,8 +8,8 @@ use crate::accounting::stats::Interval;
 use crate::analysis::metrics::Id;
 use crate::analysis::sizing::{analyse, Sizing};
 use crate::analysis::sweep;
+use crate::model::run::RunInfo;
 use crate::model::ScenarioResult;
-use crate::present::results::RunInfo;
 use crate::present::table::{markdown, plain, TableData};
 
 /// The sizing files.

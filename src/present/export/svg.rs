@@ -17,8 +17,8 @@ use anyhow::Result;
 use super::Exporter;
 use crate::accounting::stats;
 use crate::analysis::metrics::{Id, Metric};
+use crate::model::run::RunInfo;
 use crate::model::ScenarioResult;
-use crate::present::results::RunInfo;
 
 /// The file name of the charts (the Markdown tables link it).
 pub(crate) const FILE: &str = "charts.svg";

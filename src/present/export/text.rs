@@ -3,9 +3,9 @@
 use anyhow::Result;
 
 use super::Exporter;
+use crate::model::run::RunInfo;
 use crate::model::ScenarioResult;
 use crate::present::report::{tables, warnings};
-use crate::present::results::RunInfo;
 use crate::present::table::plain;
 
 /// The plain-text tables.

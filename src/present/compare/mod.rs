@@ -1,6 +1,9 @@
-//! The comparison as Markdown (for a pull-request comment) and as a plain table.
+//! A comparison (`crate::analysis::compare`) as Markdown (for a pull-request comment), as a
+//! plain table, and as an HTML page with a chart of each primary metric (`report`).
 
-use super::judge::{pct, Comparison, Row, Verdict};
+use crate::analysis::compare::{pct, Comparison, Row, Verdict};
+pub(crate) mod report;
+
 use crate::accounting::stats::{self, SIGNIFICANCE as ALPHA};
 use crate::analysis::metrics::Better;
 use crate::present::table::{markdown_body, plain_body, TableData};
@@ -9,7 +12,7 @@ use crate::present::table::{markdown_body, plain_body, TableData};
 pub(crate) const MARKER: &str = "<!-- perf-tests -->";
 
 impl Comparison {
-    pub(super) fn primary_rows(&self) -> impl Iterator<Item = &Row> {
+    pub(crate) fn primary_rows(&self) -> impl Iterator<Item = &Row> {
         self.rows.iter().filter(|r| r.primary)
     }
 
@@ -95,7 +98,7 @@ impl Comparison {
     }
 
     /// How the verdict was reached, in one paragraph.
-    pub(super) fn method(&self) -> String {
+    pub(crate) fn method(&self) -> String {
         let primary = if self.throttled && self.intended {
             "the producer's 99th latency percentile from the intended send times (where both \
              sides ran at a fixed THROUGHPUT; else its rate) and the consumer's rate"
@@ -140,7 +143,7 @@ impl Comparison {
         }
     }
 
-    pub(super) fn cells(&self, r: &Row) -> Vec<String> {
+    pub(crate) fn cells(&self, r: &Row) -> Vec<String> {
         vec![
             r.scenario.clone(),
             r.metric.to_string(),
@@ -193,7 +196,7 @@ impl Comparison {
     }
 }
 
-pub(super) const COLUMNS: [&str; 10] = [
+pub(crate) const COLUMNS: [&str; 10] = [
     "Scenario",
     "Metric",
     "Role",
@@ -207,7 +210,7 @@ pub(super) const COLUMNS: [&str; 10] = [
 ];
 
 /// A detectable change as the tables show it.
-pub(super) fn detectable(d: Option<f64>) -> String {
+pub(crate) fn detectable(d: Option<f64>) -> String {
     match d {
         None => "none".into(),
         Some(d) if d.is_infinite() => "none".into(),
@@ -215,7 +218,7 @@ pub(super) fn detectable(d: Option<f64>) -> String {
     }
 }
 
-pub(super) fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else {

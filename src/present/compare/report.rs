@@ -9,8 +9,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::judge::{pct, Comparison, Row, Verdict};
-use super::render::{detectable, num, COLUMNS};
+use super::{detectable, num, COLUMNS};
+use crate::analysis::compare::{pct, Comparison, Row, Verdict};
 use crate::present::export::svg::escape;
 
 const WIDTH: f64 = 340.0;

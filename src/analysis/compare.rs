@@ -3,12 +3,29 @@
 
 use std::path::PathBuf;
 
-use super::load::Side;
 use crate::accounting::stats::{self, SIGNIFICANCE as ALPHA};
 use crate::analysis::metrics::{self, Better, Metric};
+use crate::model::run::{HostFacts, NodeFacts, RunInfo};
 use crate::model::Measurement;
-use crate::present::results::{HostFacts, NodeFacts, RunInfo};
 use crate::settings::SETTINGS;
+
+/// The results of one side of a comparison (one run, or several pooled).
+#[derive(Debug, Clone)]
+pub(crate) struct Side {
+    /// What the user named (a path, `latest`, `previous`), resolved to a directory.
+    pub dir: PathBuf,
+    /// The run directories read (one, or several when pooled).
+    pub runs: Vec<PathBuf>,
+    /// Each run's `run.json`.
+    pub runs_info: Vec<RunInfo>,
+    /// Row (scenario name, with its combination under a matrix) -> every repetition, in the
+    /// order rows first appear.
+    pub scenarios: Vec<(String, Vec<Measurement>)>,
+    /// For each row of `scenarios`, the run (an index into `runs`) each repetition came from.
+    pub rep_runs: Vec<Vec<usize>>,
+    /// The scenarios marked as their suite's reference (`reference: true`).
+    pub references: Vec<String>,
+}
 
 /// How a metric changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +83,7 @@ pub(crate) struct Row {
 }
 
 impl Row {
-    pub(super) fn verdict_label(&self) -> String {
+    pub(crate) fn verdict_label(&self) -> String {
         let secondary = if self.primary { "" } else { " (secondary)" };
         match self.verdict {
             Verdict::Regression => format!("regression{secondary}"),
@@ -179,7 +196,7 @@ pub(crate) fn compare(base: &Side, new: &Side, threshold_pct: f64) -> Comparison
 /// of 3 repetitions reading as 6 of 6). Then each of that side's runs is one observation, its
 /// median. A side of one run keeps its repetitions (the not-interleaved warning covers it).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Units<'a> {
+pub(crate) struct Units<'a> {
     /// Per side: the run of each repetition, when that side is counted by run.
     base: Option<&'a [usize]>,
     new: Option<&'a [usize]>,
@@ -218,7 +235,7 @@ impl<'a> Units<'a> {
 
 /// Each run's median of `m` over its repetitions (`runs[i]` is repetition i's run), in run
 /// order, leaving out runs that lack it.
-pub(super) fn run_medians(m: &Metric, reps: &[Measurement], runs: &[usize]) -> Vec<f64> {
+pub(crate) fn run_medians(m: &Metric, reps: &[Measurement], runs: &[usize]) -> Vec<f64> {
     let mut by_run: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
     for (rep, run) in reps.iter().zip(runs) {
         let v = (m.get)(rep);
@@ -232,7 +249,7 @@ pub(super) fn run_medians(m: &Metric, reps: &[Measurement], runs: &[usize]) -> V
 /// Which metrics decide a row's verdict, from what both sides measured of its scenario (see
 /// [`metrics::decides`]); per row, since a matrix may vary THROUGHPUT.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Decides {
+pub(crate) struct Decides {
     /// Every repetition of both sides had a THROUGHPUT target.
     throttled: bool,
     /// Every repetition of both sides has latencies from the intended send times.
@@ -289,14 +306,14 @@ fn unlike_rates(
 }
 
 /// The values of `m` over `reps`, leaving out repetitions that lack it.
-pub(super) fn values(m: &Metric, reps: &[Measurement]) -> Vec<f64> {
+pub(crate) fn values(m: &Metric, reps: &[Measurement]) -> Vec<f64> {
     reps.iter().map(m.get).filter(|v| !v.is_nan()).collect()
 }
 
 /// A metric's medians, change and uncorrected p-value, with the two sides' pooled standard
 /// deviation; its level, detectable change and verdict are set once every row is known. `None`
 /// when a side did not measure it.
-pub(super) fn measure_change(
+pub(crate) fn measure_change(
     scenario: &str,
     m: &Metric,
     (base, new): (&[Measurement], &[Measurement]),
@@ -327,7 +344,7 @@ pub(super) fn measure_change(
     Some((row, pooled_sd(&b, &n)))
 }
 
-pub(super) fn judge(row: &Row, significant: bool, threshold_pct: f64) -> Verdict {
+pub(crate) fn judge(row: &Row, significant: bool, threshold_pct: f64) -> Verdict {
     let Some(detectable) = row.detectable_pct else {
         return Verdict::TooFew;
     };
@@ -351,7 +368,7 @@ pub(super) fn judge(row: &Row, significant: bool, threshold_pct: f64) -> Verdict
 /// Detectable shifts in standard deviations, by sample sizes and level: the simulation behind
 /// each depends on nothing else, so a comparison runs it once per distinct case.
 #[derive(Default)]
-pub(super) struct Shifts(Vec<((usize, usize, u64), Option<f64>)>);
+pub(crate) struct Shifts(Vec<((usize, usize, u64), Option<f64>)>);
 
 impl Shifts {
     /// The detectable change of `row`, whose two sides' pooled standard deviation is `sd`.
@@ -373,7 +390,7 @@ impl Shifts {
 }
 
 /// The pooled sample standard deviation of two samples (0 with fewer than two values in all).
-pub(super) fn pooled_sd(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn pooled_sd(a: &[f64], b: &[f64]) -> f64 {
     let df = (a.len() + b.len()).saturating_sub(2);
     if df == 0 {
         return 0.0;
@@ -385,7 +402,7 @@ pub(super) fn pooled_sd(a: &[f64], b: &[f64]) -> f64 {
 /// Warnings for reference scenarios (they measure none of the path under test) whose primary
 /// metrics moved beyond the threshold at p < 0.05 (uncorrected: for a warning, missing a moved
 /// reference costs more than a spurious note).
-pub(super) fn references_moved(
+pub(crate) fn references_moved(
     base: &Side,
     new: &Side,
     rows: &[Row],
@@ -414,7 +431,7 @@ pub(super) fn references_moved(
 /// A warning when one side was measured entirely before the other: then any drift of the
 /// machine between the two (other work, thermal state, a grown page cache) reads as a change,
 /// and a test over repetitions within each side cannot tell the difference.
-pub(super) fn interleaving(base: &Side, new: &Side) -> Option<String> {
+pub(crate) fn interleaving(base: &Side, new: &Side) -> Option<String> {
     let span = |side: &Side| {
         let times: Vec<chrono::DateTime<chrono::FixedOffset>> = side
             .runs_info
@@ -445,13 +462,13 @@ pub(super) fn interleaving(base: &Side, new: &Side) -> Option<String> {
 
 /// Percentage points of the hosts' CPU stolen by which the sides' medians may differ before the
 /// comparison warns: a few points come and go within one run on a shared host.
-pub(super) const STEAL_GAP_POINTS: f64 = 10.0;
+pub(crate) const STEAL_GAP_POINTS: f64 = 10.0;
 
 /// A warning when the hypervisor stole a markedly larger share of the hosts' CPU under one side's
 /// measured phases than under the other's: the host's other guests then slowed one side more
 /// (through caches and memory, not only the stolen time), so a cost or a rate may have moved
 /// with them rather than with the change.
-pub(super) fn stolen(base: &Side, new: &Side) -> Option<String> {
+pub(crate) fn stolen(base: &Side, new: &Side) -> Option<String> {
     let median = |side: &Side| {
         crate::accounting::cost::median_steal(
             side.scenarios
@@ -474,7 +491,7 @@ pub(super) fn stolen(base: &Side, new: &Side) -> Option<String> {
 /// Warnings for primary metrics whose repetitions trend with time within a side (Mann-Kendall,
 /// Holm over every trend tested, so a warning is itself unlikely to be a false alarm): the
 /// machine's state changed while that side was measured.
-pub(super) fn drift(
+pub(crate) fn drift(
     base: &Side,
     new: &Side,
     pairs: &[(&str, &[Measurement], &[Measurement])],
@@ -517,15 +534,15 @@ pub(super) fn drift(
 }
 
 /// A property list as `k=v k=v`.
-pub(super) fn or_unset<T: ToString>(v: &Option<T>) -> String {
+pub(crate) fn or_unset<T: ToString>(v: &Option<T>) -> String {
     v.as_ref().map_or("unset".to_string(), T::to_string)
 }
 
 /// A named fact of a run record, as a person reads it.
-pub(super) type Fact<T> = (&'static str, fn(&T) -> String);
+pub(crate) type Fact<T> = (&'static str, fn(&T) -> String);
 
 /// Facts of perf-tests' machine that change what is measured.
-pub(super) const COMPARED_HOST: [Fact<HostFacts>; 5] = [
+pub(crate) const COMPARED_HOST: [Fact<HostFacts>; 5] = [
     ("hostname", |h| h.hostname.clone()),
     ("cpu_model", |h| or_unset(&h.cpu_model)),
     ("cpus", |h| h.cpus.to_string()),
@@ -535,7 +552,7 @@ pub(super) const COMPARED_HOST: [Fact<HostFacts>; 5] = [
 
 /// Facts of the containers' machines that change what is measured, each swarm node's with its
 /// roles.
-pub(super) const COMPARED_NODE: [Fact<NodeFacts>; 6] = [
+pub(crate) const COMPARED_NODE: [Fact<NodeFacts>; 6] = [
     ("cpu_model", |n| or_unset(&n.cpu_model)),
     ("cpus", |n| n.cpus.to_string()),
     ("memory_bytes", |n| n.memory_bytes.to_string()),
@@ -545,7 +562,7 @@ pub(super) const COMPARED_NODE: [Fact<NodeFacts>; 6] = [
 ];
 
 /// One warning per run of `side` that ended early, naming its directory and why.
-pub(super) fn incomplete_runs(side: &Side) -> Vec<String> {
+pub(crate) fn incomplete_runs(side: &Side) -> Vec<String> {
     side.runs
         .iter()
         .zip(&side.runs_info)
@@ -561,7 +578,7 @@ pub(super) fn incomplete_runs(side: &Side) -> Vec<String> {
 
 /// Warnings for incomplete runs, and for settings, host facts and the containers' machines that
 /// differ between (or within) the two sides.
-pub(super) fn differences(base: &Side, new: &Side) -> Vec<String> {
+pub(crate) fn differences(base: &Side, new: &Side) -> Vec<String> {
     let mut out = incomplete_runs(base);
     out.extend(incomplete_runs(new));
     // Every setting that changes what is measured (the one table says which).
@@ -682,6 +699,6 @@ impl Comparison {
     }
 }
 
-pub(super) fn pct(c: Option<f64>) -> String {
+pub(crate) fn pct(c: Option<f64>) -> String {
     c.map_or("n/a".into(), |c| format!("{c:+.1}%"))
 }
