@@ -9,11 +9,6 @@ use serde::{Deserialize, Serialize};
 /// Where a JVM service writes its GC log for the runner to read (`-Xlog:gc:file=...`).
 pub(crate) const LOG: &str = "/tmp/perf-tests-gc.log";
 
-/// The `-Xlog` option the images built here start their JVMs with: every pause with its wall
-/// time (UTC) and its length.
-#[cfg(test)]
-const XLOG: &str = "-Xlog:gc:file=/tmp/perf-tests-gc.log:utctime,level,tags";
-
 /// What kind of stop-the-world pause a line reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -118,6 +113,10 @@ impl GcSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `-Xlog` option the images built here start their JVMs with: every pause with its
+    /// wall time (UTC) and its length.
+    const XLOG: &str = "-Xlog:gc:file=/tmp/perf-tests-gc.log:utctime,level,tags";
 
     /// Lines as JDK 17's G1 writes them with the decorators of [`XLOG`].
     const LOG_TEXT: &str = "\

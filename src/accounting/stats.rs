@@ -222,12 +222,6 @@ pub(crate) fn min_p_value(n1: usize, n2: usize) -> f64 {
     (2.0 / binomial(n1 + n2, n1)).min(1.0)
 }
 
-/// Whether samples of these sizes can show a difference at p < 0.05 at all.
-#[cfg(test)]
-fn can_be_significant(n1: usize, n2: usize) -> bool {
-    min_p_value(n1, n2) < SIGNIFICANCE
-}
-
 fn binomial(n: usize, k: usize) -> f64 {
     (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
 }
@@ -618,6 +612,11 @@ mod tests {
         let r = mann_whitney_u(&[5.0; 5], &[5.0; 5]).unwrap();
         assert_eq!(r.p, 1.0);
         assert!(mann_whitney_u(&[], &[1.0]).is_none());
+    }
+
+    /// Whether samples of these sizes can show a difference at p < 0.05 at all.
+    fn can_be_significant(n1: usize, n2: usize) -> bool {
+        min_p_value(n1, n2) < SIGNIFICANCE
     }
 
     #[test]

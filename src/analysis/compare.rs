@@ -681,11 +681,15 @@ fn machines_differ(base: &Side, new: &Side) -> Vec<String> {
 }
 
 impl Comparison {
+    /// The rows of the metrics that decide the verdict.
+    pub(crate) fn primary_rows(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.primary)
+    }
+
     /// The primary rows judged regressions (secondary ones never fail a comparison).
     pub(crate) fn regressions(&self) -> Vec<&Row> {
-        self.rows
-            .iter()
-            .filter(|r| r.primary && r.verdict == Verdict::Regression)
+        self.primary_rows()
+            .filter(|r| r.verdict == Verdict::Regression)
             .collect()
     }
 

@@ -373,7 +373,7 @@ fn run(settings: &Settings, dry_run: bool, how: How) -> i32 {
         &output.run_id,
         &plan.settings(),
         &plan.first().suite.dir,
-        crate::model::run::HostFacts::collect(),
+        crate::world::machine::host_facts(),
         started,
         ended,
     );
@@ -697,7 +697,7 @@ mod tests {
             ..Settings::default()
         };
         let now = chrono::Utc::now();
-        let host = crate::model::run::HostFacts::collect();
+        let host = crate::world::machine::host_facts();
         crate::model::run::RunInfo::new("run", &settings, Path::new("suite"), host, now, now)
     }
 

@@ -1,9 +1,10 @@
 //! The record of a run as a whole, kept as `run.json` beside its scenarios' records: its
 //! settings, the machines it ran on, when, and what a sizing or a paired run asked.
 
+use std::path::Path;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 use crate::settings::Settings;
 

@@ -720,7 +720,7 @@ pub(crate) fn sweep_table(
     let others = crate::settings::matrix::varying(lines.iter().map(|(l, _)| &l.rest));
     let mut columns: Vec<String> = vec!["Name".to_string()];
     columns.extend(others.iter().cloned());
-    columns.extend(SWEEP_COLUMNS.iter().map(|c| c.to_string()));
+    columns.extend(strings(&SWEEP_COLUMNS));
     let rows = lines
         .iter()
         .map(|(line, climb)| {

@@ -130,7 +130,7 @@ pub(crate) fn run_dir_name(info: &RunInfo) -> Result<String> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::model::run::{HostFacts, NodeFacts};
+    use crate::model::run::NodeFacts;
     use crate::settings::Settings;
     use chrono::TimeZone;
 
@@ -144,7 +144,7 @@ pub(crate) mod tests {
             "20250102T030405Z-000000",
             &settings,
             Path::new("scenarios/kroxylicious"),
-            HostFacts::collect(),
+            crate::world::machine::host_facts(),
             start,
             start + chrono::Duration::seconds(90),
         );

@@ -74,18 +74,16 @@ pub(crate) fn on_path(program: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
-impl HostFacts {
-    /// Collects the facts of this machine.
-    pub(crate) fn collect() -> HostFacts {
-        HostFacts {
-            hostname: hostname().unwrap_or_else(|| "unknown".to_string()),
-            os: std::env::consts::OS.to_string(),
-            arch: std::env::consts::ARCH.to_string(),
-            cpu_model: cpu_model(),
-            cpus: cpus(),
-            memory_bytes: memory_bytes(),
-            kernel: kernel(),
-        }
+/// This machine's facts, as a run records them.
+pub(crate) fn host_facts() -> HostFacts {
+    HostFacts {
+        hostname: hostname().unwrap_or_else(|| "unknown".to_string()),
+        os: std::env::consts::OS.to_string(),
+        arch: std::env::consts::ARCH.to_string(),
+        cpu_model: cpu_model(),
+        cpus: cpus(),
+        memory_bytes: memory_bytes(),
+        kernel: kernel(),
     }
 }
 

@@ -11,11 +11,8 @@ use crate::present::table::{markdown_body, plain_body, TableData};
 /// First line of every Markdown comparison, so a pull-request comment can be found and updated.
 pub(crate) const MARKER: &str = "<!-- perf-tests -->";
 
+// The comparison's views: the data and its judgement are `analysis::compare`'s.
 impl Comparison {
-    pub(crate) fn primary_rows(&self) -> impl Iterator<Item = &Row> {
-        self.rows.iter().filter(|r| r.primary)
-    }
-
     /// The one-line conclusion.
     pub(crate) fn summary(&self) -> String {
         let regressions = self.regressions();

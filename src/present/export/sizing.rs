@@ -10,6 +10,7 @@ use crate::analysis::sizing::{analyse, Sizing};
 use crate::analysis::sweep;
 use crate::model::run::RunInfo;
 use crate::model::ScenarioResult;
+use crate::present::report::strings;
 use crate::present::table::{markdown, plain, TableData};
 
 /// The sizing files.
@@ -35,7 +36,7 @@ pub(crate) fn tables(sizing: &Sizing) -> Vec<TableData> {
     let cores = format!("Cores at {} MB/s", sizing.request.traffic_mb_s);
     let summary = TableData {
         title: "Sizing",
-        columns: [
+        columns: strings(&[
             "Name",
             Id::PathCost.name(),
             "n",
@@ -46,10 +47,7 @@ pub(crate) fn tables(sizing: &Sizing) -> Vec<TableData> {
             &cores,
             "Highest sustained rec/s",
             "Not sustained rec/s",
-        ]
-        .iter()
-        .map(|c| c.to_string())
-        .collect(),
+        ]),
         rows: sizing
             .lines
             .iter()
@@ -73,7 +71,7 @@ pub(crate) fn tables(sizing: &Sizing) -> Vec<TableData> {
     };
     let by_rate = TableData {
         title: "Sizing by Rate",
-        columns: [
+        columns: strings(&[
             "Name",
             sweep::VAR,
             Id::PathCost.name(),
@@ -81,10 +79,7 @@ pub(crate) fn tables(sizing: &Sizing) -> Vec<TableData> {
             "+P50 ms",
             "+P99 ms",
             "Host steal %",
-        ]
-        .iter()
-        .map(|c| c.to_string())
-        .collect(),
+        ]),
         rows: sizing
             .lines
             .iter()
