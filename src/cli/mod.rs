@@ -55,6 +55,8 @@ pub fn main() -> i32 {
             }
         };
     }
+    // Every room below tells its progress as events; this process shows them on stderr.
+    crate::progress::listen(Box::new(crate::present::live::Live::default()));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -20,6 +20,7 @@ mod load;
 pub mod pr;
 
 use crate::analysis::compare::compare;
+use crate::present::compare as view;
 pub(crate) use load::Slice;
 use load::{load, resolve};
 
@@ -76,9 +77,13 @@ pub(crate) fn run(req: &Request, out: &mut dyn std::io::Write, is_terminal: bool
         Format::Plain => false,
     };
     if let Some(path) = req.report {
-        crate::present::compare::report::write(&c, path)?;
+        view::report::write(&c, path)?;
     }
-    let text = if markdown { c.markdown() } else { c.plain() };
+    let text = if markdown {
+        view::markdown(&c)
+    } else {
+        view::plain(&c)
+    };
     out.write_all(text.as_bytes())
         .context("cannot write the comparison")?;
     Ok(c.exit_code())
@@ -184,7 +189,7 @@ mod tests {
         let p99 = c.rows.iter().find(|r| r.metric == Id::P99Ms).unwrap();
         assert!(!p99.primary);
         assert_eq!(p99.verdict, Verdict::Regression);
-        assert!(c.plain().contains("regression (secondary)"));
+        assert!(view::plain(&c).contains("regression (secondary)"));
         assert_eq!(c.exit_code(), 1);
         // The other way round the same changes are improvements.
         let c = compare(&new, &base, 5.0);
@@ -334,27 +339,25 @@ mod tests {
         let base = side_of_runs(&[1.0, 1.01, 0.99, 1.02, 1.03, 1.01], &runs);
         let new = side_of_runs(&[0.8, 0.81, 0.79, 0.82, 0.83, 0.81], &runs);
         let c = compare(&base, &new, 5.0);
-        assert_eq!(c.exit_code(), 0, "{}", c.plain());
+        assert_eq!(c.exit_code(), 0, "{}", view::plain(&c));
         let rate = c.rows.iter().find(|r| r.metric == Id::RateRecS).unwrap();
         assert!(rate.by_run);
         assert_eq!(rate.n, (2, 2));
         assert_eq!(rate.verdict, Verdict::TooFew);
         assert!(
-            c.summary()
+            view::summary(&c)
                 .contains("2 base vs 2 new observations (a pooled run of several repetitions counts once, by its median)"),
             "{}",
-            c.summary()
+            view::summary(&c)
         );
-        assert!(c
-            .markdown()
-            .contains("each run's median is one observation"));
+        assert!(view::markdown(&c).contains("each run's median is one observation"));
         // The same repetitions from one run each: six independent observations a side, and
         // the slowdown is found.
         let runs: Vec<usize> = (0..6).collect();
         let base = side_of_runs(&[1.0, 1.01, 0.99, 1.02, 1.03, 1.01], &runs);
         let new = side_of_runs(&[0.8, 0.81, 0.79, 0.82, 0.83, 0.81], &runs);
         let c = compare(&base, &new, 5.0);
-        assert_eq!(c.exit_code(), 1, "{}", c.plain());
+        assert_eq!(c.exit_code(), 1, "{}", view::plain(&c));
         assert!(c.rows.iter().all(|r| !r.by_run));
         // Runs of one repetition on one side and of several on the other: that side by run.
         let new = side_of_runs(&[0.8, 0.81, 0.79, 0.82, 0.83, 0.81], &[0, 0, 1, 1, 2, 2]);
@@ -385,14 +388,14 @@ mod tests {
             .primary_rows()
             .all(|r| r.verdict == Verdict::TooFew && r.detectable_pct.is_none()));
         assert!(
-            c.summary().starts_with(
+            view::summary(&c).starts_with(
                 "no regression can be claimed: with 4 primary tests each side needs at least 5 \
                  repetitions"
             ),
             "{}",
-            c.summary()
+            view::summary(&c)
         );
-        assert!(c.plain().contains("n/a: too few repetitions"));
+        assert!(view::plain(&c).contains("n/a: too few repetitions"));
     }
 
     #[test]
@@ -406,7 +409,7 @@ mod tests {
         let p = rate.p.unwrap();
         assert!(p < ALPHA && p > ALPHA / 4.0, "{p}");
         assert_ne!(rate.verdict, Verdict::Regression);
-        assert_eq!(c.exit_code(), 0, "{}", c.plain());
+        assert_eq!(c.exit_code(), 0, "{}", view::plain(&c));
     }
 
     #[test]
@@ -420,10 +423,10 @@ mod tests {
         let d = rate.detectable_pct.unwrap();
         assert!(d > 20.0 && d < 100.0, "{d}");
         assert!(
-            c.summary()
+            view::summary(&c)
                 .contains("a 5% change was not detectable at this spread for 01-no-proxy-baseline Rate rec/s (needs"),
             "{}",
-            c.summary()
+            view::summary(&c)
         );
         // The consumer rates did not vary at all: any change is detectable there.
         let consumer = c
@@ -433,7 +436,7 @@ mod tests {
             .unwrap();
         assert_eq!(consumer.detectable_pct, Some(0.0));
         assert_eq!(consumer.verdict, Verdict::Unchanged);
-        assert!(c.plain().contains("not detectable at this spread"));
+        assert!(view::plain(&c).contains("not detectable at this spread"));
     }
 
     #[test]
@@ -556,9 +559,7 @@ mod tests {
         assert_eq!(primary(&c), ["Consumed rec/s", "Intended P99 ms"]);
         let reg: Vec<Id> = c.regressions().iter().map(|r| r.metric).collect();
         assert_eq!(reg, [Id::IntendedP99Ms, Id::IntendedP99Ms]);
-        assert!(c
-            .markdown()
-            .contains("99th latency percentile from the intended send times"));
+        assert!(view::markdown(&c).contains("99th latency percentile from the intended send times"));
     }
 
     #[test]
@@ -577,9 +578,7 @@ mod tests {
                 "hosts differ: hostname is a in the base and b in the new results",
             ]
         );
-        assert!(c
-            .markdown()
-            .contains("> **Warning:** settings differ: NUM_RECORDS"));
+        assert!(view::markdown(&c).contains("> **Warning:** settings differ: NUM_RECORDS"));
     }
 
     #[test]
@@ -677,7 +676,7 @@ mod tests {
     #[test]
     fn markdown_starts_with_the_marker_and_summary_and_folds_the_details() {
         let c = compare(&side(&[1.0; 5]), &side(&[1.0; 5]), 5.0);
-        let md = c.markdown();
+        let md = view::markdown(&c);
         let mut lines = md.lines();
         assert_eq!(lines.next(), Some(MARKER));
         assert!(lines
@@ -774,7 +773,7 @@ mod tests {
             .iter()
             .map(|r| r.scenario.as_str())
             .collect();
-        assert_eq!(regressed.len(), 4, "{}", c.plain());
+        assert_eq!(regressed.len(), 4, "{}", view::plain(&c));
         assert!(c.regressions().iter().all(|r| r.metric == Id::RateRecS));
         // Both sides are the same run: measured interleaved, no warning says otherwise.
         assert!(

@@ -25,7 +25,7 @@ pub(crate) async fn path_check(place: &Place<'_>, spec: &VerifySpec) -> Result<P
                 cpuset: place.cpuset.clone(),
                 ..Default::default()
             },
-            crate::world::progress::detail,
+            crate::progress::detail,
         )
         .await?;
     if out.exit_code != 0 {

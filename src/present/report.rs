@@ -300,6 +300,20 @@ pub(crate) const ADDED_LATENCY_COLUMNS: [&str; 9] = [
     "+P99.9 ms",
 ];
 
+/// What one path check found, as the live view shows it (`what` names the check).
+pub(crate) fn path_check_line(what: &str, check: &crate::model::PathCheck) -> String {
+    let verdict = if check.holds() { "holds" } else { "FAILED" };
+    format!(
+        "    {what} {verdict}: {}{}",
+        check.summary(),
+        check
+            .first_mismatch
+            .as_ref()
+            .map(|m| format!("; {m}"))
+            .unwrap_or_default()
+    )
+}
+
 /// One repetition of a paired run as it is measured: each side's CPU per MB/s and intended
 /// p50 and p99, and B over A of the CPU (or why the pair cannot be compared).
 pub(crate) fn measured_pair(pair: &crate::model::pair::Pair, m: &Measurement) -> String {

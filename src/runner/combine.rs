@@ -72,10 +72,10 @@ pub(super) fn combine(
     });
     let combination = cell.combination.clone();
     for w in &warnings {
-        eprintln!(
+        crate::progress::notice(&format!(
             "warning: {}: {w}",
             crate::model::row_label(&sc.name, &combination)
-        );
+        ));
     }
     ScenarioResult {
         combination,

@@ -23,6 +23,7 @@ use crate::driver::{flow, Endpoint, MeasureSpec, Session, VerifySpec, SAMPLE_REC
 use crate::model::run::NodeFacts;
 use crate::model::{Expect, Measurement, PathCheck, PhaseTimes, ScenarioResult, ServiceResources};
 use crate::plan::{self, Cell, Plan, PlannedScenario, RunPlan};
+use crate::progress::phase;
 use crate::scenario::Step;
 use crate::settings::Settings;
 use crate::world::engine::{self, is_engine_gone, Deployment, Engine};
@@ -116,7 +117,7 @@ pub(crate) async fn run(run: &RunPlan) -> Result<RunOutput> {
         run_with(&engine, &run_id, run, (&completed, &nodes)),
     )
     .await;
-    crate::world::progress::finish();
+    crate::progress::finish();
     Ok(RunOutput {
         run_id,
         nodes: nodes.take(),
@@ -173,7 +174,7 @@ async fn run_with(
         // workload) is not the deployment's yet, and holds the network. The run's label finds it.
         down = engine.sweep_run().await;
     }
-    crate::world::progress::finish();
+    crate::progress::finish();
     result?;
     down
 }
@@ -253,19 +254,14 @@ fn project_name(run_id: &str) -> String {
     format!("perf-tests-{}", run_id.to_ascii_lowercase())
 }
 
-fn phase(what: &str) {
-    crate::world::progress::phase(what);
-}
-
-/// Each repetition's rows as it ends (and a paired scenario's pair's), for the live view.
+/// Tells each repetition as it ends (with a paired scenario's pair), for the live view.
 fn show(label: &str, planned: &PlannedScenario, measured: &[Repetition]) {
-    use crate::present::report::{measured_pair, measured_rows};
     for rep in measured {
-        let m = &rep.measurement;
-        crate::world::progress::println(&measured_rows(label, m));
-        if let Some(pair) = &planned.pair {
-            crate::world::progress::println(&measured_pair(&pair.pair, m));
-        }
+        crate::progress::emit(crate::progress::Event::Measured {
+            label,
+            measurement: &rep.measurement,
+            pair: planned.pair.as_ref().map(|p| &p.pair),
+        });
     }
 }
 
@@ -336,7 +332,7 @@ async fn run_scenarios(site: &mut impl Site, run: &RunPlan, completed: &Complete
                 .find_map(|r| sweep::shortfall(&r.measurement, limit))
         };
         if let Some(why) = run.sweep.then(shortfall).flatten() {
-            crate::world::progress::println(&format!(
+            crate::progress::notice(&format!(
                 "    {label} does not sustain {rate} rec/s: {why}; its higher rates are not \
                  measured"
             ));
@@ -727,31 +723,22 @@ fn report_checks(scenario: &str, path_check: Option<&PathCheck>, measurements: &
         report_check("path check", check);
     }
     for problem in measurements.iter().filter_map(|m| m.integrity.problem()) {
-        crate::world::progress::println(&format!(
+        crate::progress::notice(&format!(
             "warning: {scenario}: record counts disagree: {problem}"
         ));
     }
 }
 
-/// Prints what one path check found.
+/// Tells what one path check found.
 fn report_check(what: &str, check: &PathCheck) {
-    let verdict = if check.holds() { "holds" } else { "FAILED" };
-    crate::world::progress::println(&format!(
-        "    {what} {verdict}: {}{}",
-        check.summary(),
-        check
-            .first_mismatch
-            .as_ref()
-            .map(|m| format!("; {m}"))
-            .unwrap_or_default()
-    ));
+    crate::progress::emit(crate::progress::Event::Checked { what, check });
 }
 
 async fn run_steps(site: &impl Site, what: &str, steps: &[Step]) -> Result<()> {
     for step in steps {
         match step {
             Step::Exec { service, command } => {
-                crate::world::progress::detail(&format!(
+                crate::progress::detail(&format!(
                     "{what}: exec in {service}: {}",
                     command.join(" ")
                 ));
@@ -767,10 +754,7 @@ async fn run_steps(site: &impl Site, what: &str, steps: &[Step]) -> Result<()> {
                 }
                 // What the step made (a key's id, say) stays visible in the log.
                 if let Some(last) = out.stdout.lines().rev().find(|l| !l.trim().is_empty()) {
-                    crate::world::progress::println(&format!(
-                        "    {what}: {service}: {}",
-                        last.trim()
-                    ));
+                    crate::progress::notice(&format!("    {what}: {service}: {}", last.trim()));
                 }
             }
         }
@@ -859,7 +843,7 @@ async fn measure_phases(
             ..paired_phase(spec, i + 1, topic_b)
         };
         if count > 1 {
-            crate::world::progress::detail(&format!("paired phase {} of {count}", i + 1));
+            crate::progress::detail(&format!("paired phase {} of {count}", i + 1));
         }
         let sides = flow::Sides {
             a: (session, &a),

@@ -279,13 +279,9 @@ pub(super) async fn deliver_images(
         for (node, images) in &wanted {
             let target = engine.on_node(node)?;
             for image in images {
-                crate::world::progress::phase(&format!(
-                    "copying image {image} to swarm node {node}"
-                ));
+                crate::progress::phase(&format!("copying image {image} to swarm node {node}"));
                 if engine.copy_image_to(&target, image).await? {
-                    crate::world::progress::println(&format!(
-                        "copied image {image} to swarm node {node}"
-                    ));
+                    crate::progress::notice(&format!("copied image {image} to swarm node {node}"));
                 }
             }
         }
@@ -319,21 +315,21 @@ pub(super) async fn deliver_images(
     let mut pushed: BTreeMap<&String, String> = BTreeMap::new();
     for (target, node, image, id) in &missing {
         if !pushed.contains_key(image) {
-            crate::world::progress::phase(&format!("pushing image {image} to {registry}"));
+            crate::progress::phase(&format!("pushing image {image} to {registry}"));
             let remote = engine
                 .push_to_registry(registry, image)
                 .await
                 .with_context(|| format!("REGISTRY={registry}"))?;
-            crate::world::progress::println(&format!("pushed image {image} as {remote}"));
+            crate::progress::notice(&format!("pushed image {image} as {remote}"));
             pushed.insert(image, remote);
         }
         let remote = &pushed[image];
-        crate::world::progress::phase(&format!("pulling image {remote} on swarm node {node}"));
+        crate::progress::phase(&format!("pulling image {remote} on swarm node {node}"));
         target
             .pull_from_registry(remote, image, id)
             .await
             .with_context(|| format!("REGISTRY={registry}: swarm node {node}"))?;
-        crate::world::progress::println(&format!("pulled image {remote} on swarm node {node}"));
+        crate::progress::notice(&format!("pulled image {remote} on swarm node {node}"));
     }
     Ok(())
 }

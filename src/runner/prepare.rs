@@ -99,7 +99,7 @@ pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> 
         match source {
             ImageSource::Recipe(r) => match recipe::ensure(engine, r, false).await? {
                 recipe::Outcome::Built => {
-                    crate::world::progress::println(&format!("built image {}", r.describe()))
+                    crate::progress::notice(&format!("built image {}", r.describe()))
                 }
                 recipe::Outcome::UpToDate => {}
             },
@@ -122,7 +122,7 @@ pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> 
     let profiling = match settings.profile {
         None => None,
         Some(_) => {
-            crate::world::progress::phase("resolving the profiler (async-profiler, jfr-converter)");
+            crate::progress::phase("resolving the profiler (async-profiler, jfr-converter)");
             let arch = engine.facts().await?.arch;
             let tools = tokio::task::spawn_blocking(move || crate::world::profile::tools(&arch))
                 .await
@@ -133,7 +133,7 @@ pub(super) async fn prepare(engine: &Engine, run: &RunPlan) -> Result<Prepared> 
         }
     };
 
-    crate::world::progress::phase("packaging the workload");
+    crate::progress::phase("packaging the workload");
     let workload_image = images::workload::ensure(engine).await?;
     Ok(Prepared {
         workload_image,
@@ -189,7 +189,7 @@ pub(super) async fn ensure_pulled(engine: &Engine, images: &[(String, String)]) 
         if engine.image_labels(image).await?.is_some() {
             continue;
         }
-        crate::world::progress::phase(&format!("pulling {image}"));
+        crate::progress::phase(&format!("pulling {image}"));
         if let Err(e) = engine.ensure_image(image).await {
             missing.push(format!("  {image} ({chosen_by}): {e:#}"));
         }

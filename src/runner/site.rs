@@ -141,7 +141,7 @@ impl Sampling for EngineSampling {
                     }),
                     Err(e) => {
                         // Its cost is left out, said so rather than shown as nothing.
-                        crate::world::progress::println(&format!(
+                        crate::progress::notice(&format!(
                             "warning: no cost for service \"{}\": {e:#}",
                             t.service
                         ));
@@ -408,7 +408,7 @@ impl Site for EngineSite<'_> {
             let mut measured = Vec::new();
             for hop in hops {
                 let Some(pair) = hop.with_containers(container_of) else {
-                    crate::world::progress::println(&format!(
+                    crate::progress::notice(&format!(
                         "    network ceiling from {} to {} not measured: not a container of \
                          this run",
                         hop.sender(),

@@ -2,7 +2,7 @@
 //! module that holds a Docker client), Compose files (`compose`), the images built here
 //! (`images`), a local swarm (`swarm`), certificates (`tls`), this host (`machine`), the
 //! profiler and its download (`profile`), the network's ceiling (`ceiling`, iperf3), the
-//! containers' sampling (`resources`) and the terminal (`progress`).
+//! containers' sampling (`resources`).
 
 pub mod ceiling;
 pub mod compose;
@@ -10,7 +10,6 @@ pub mod engine;
 pub mod images;
 pub mod machine;
 pub mod profile;
-pub mod progress;
 pub mod resources;
 pub mod swarm;
 pub mod tls;

@@ -58,13 +58,17 @@ pub(crate) fn render(c: &Comparison) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>perf-tests compare</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
     );
     let _ = writeln!(h, "<h1>perf-tests compare</h1>");
-    let _ = writeln!(h, "<p id=\"summary\"><b>{}</b></p>", escape(&c.summary()));
+    let _ = writeln!(
+        h,
+        "<p id=\"summary\"><b>{}</b></p>",
+        escape(&super::summary(c))
+    );
     let _ = writeln!(
         h,
         "<p>Base <code>{}</code>, new <code>{}</code>. {}</p>",
         escape(&c.base.display().to_string()),
         escape(&c.new.display().to_string()),
-        escape(&c.method())
+        escape(&super::method(c))
     );
     if !c.warnings.is_empty() {
         h.push_str("<ul id=\"warnings\">\n");
@@ -91,7 +95,7 @@ pub(crate) fn render(c: &Comparison) -> String {
             _ => "",
         };
         let _ = write!(h, "<tr{class}>");
-        for (k, cell) in c.cells(row).iter().enumerate() {
+        for (k, cell) in super::cells(row).iter().enumerate() {
             let class = if k == 0 { " class=\"name\"" } else { "" };
             let _ = write!(h, "<td{class}>{}</td>", escape(cell));
         }

@@ -93,7 +93,7 @@ pub(crate) fn write_run(
             .and_then(|tools| profiles::render(&dir, results, &tools));
         if let Err(e) = rendered {
             // The recordings are kept: a flame graph can be made of them by hand.
-            crate::world::progress::println(&format!(
+            crate::progress::notice(&format!(
                 "warning: profiles: cannot make the flame graphs and the summary: {e:#}; the \
                  recordings are kept in profiles/"
             ));

@@ -322,7 +322,9 @@ fn parse_file(path: &Path, variables: &Variables) -> Result<ParsedFile> {
     interpolate::interpolate_value(&mut doc, variables, &mut Vec::new(), &mut unset)
         .with_context(|| format!("{f}: interpolation failed"))?;
     for var in &unset {
-        eprintln!("warning: {f}: variable {var} is not set; using an empty string");
+        crate::progress::notice(&format!(
+            "warning: {f}: variable {var} is not set; using an empty string"
+        ));
     }
     let yaml_serde::Value::Mapping(top) = doc else {
         bail!("{f}: expected a mapping at the top level");

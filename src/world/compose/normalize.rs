@@ -99,7 +99,10 @@ pub(super) fn service(
     };
     if let Some(r) = raw.restart.as_deref() {
         if r != "no" {
-            eprintln!("warning: {f}: service \"{name}\": restart \"{r}\" is ignored; containers are never restarted");
+            crate::progress::notice(&format!(
+                "warning: {f}: service \"{name}\": restart \"{r}\" is ignored; containers are \
+                 never restarted"
+            ));
         }
     }
     s.command = raw

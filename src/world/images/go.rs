@@ -97,7 +97,7 @@ impl GoRecipe {
         let bin_dir = work.join("bin");
         let program = bin_dir.join(self.program());
         let what = format!("go install {}@{}", self.module, self.version);
-        let task = crate::world::progress::task(&format!("{what} (from the Go module proxy)"));
+        let task = crate::progress::task(&format!("{what} (from the Go module proxy)"));
         let out = Command::new("go")
             .arg("install")
             // Smaller and reproducible: no symbol tables, no build paths.

@@ -296,10 +296,10 @@ fn run_tool(what: &str, cmd: &mut Command) -> Result<String> {
 fn run_tool_with(
     what: &str,
     cmd: &mut Command,
-    mut on_line: impl FnMut(&str, &crate::world::progress::Task),
+    mut on_line: impl FnMut(&str, &crate::progress::Step),
 ) -> Result<String> {
     use std::io::BufRead;
-    let task = crate::world::progress::task(what);
+    let task = crate::progress::task(what);
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -367,7 +367,7 @@ async fn ensure_assembled(engine: &Engine, recipe: &ImageRecipe) -> Result<Outco
         .fingerprint_before_building()
         .expect("an assembled recipe's fingerprint is known before building")
         .with_context(|| format!("image recipe {desc}"))?;
-    crate::world::progress::phase(&format!("building image {desc}"));
+    crate::progress::phase(&format!("building image {desc}"));
     let work = recipe.work_dir();
     let r = recipe.recipe.clone();
     let assembled = tokio::task::spawn_blocking(move || match &r {
@@ -412,7 +412,7 @@ async fn build_dockerfile(
     b: &BuildRecipe,
 ) -> Result<Outcome> {
     let desc = recipe.describe();
-    crate::world::progress::phase(&format!("building image {desc}"));
+    crate::progress::phase(&format!("building image {desc}"));
     let b = b.clone();
     let context = tokio::task::spawn_blocking(move || b.context())
         .await

@@ -188,7 +188,7 @@ pub(crate) async fn build_image(
     labels: BTreeMap<String, String>,
 ) -> Result<String> {
     let context = build_context(files, &entrypoint)?;
-    let _sending = crate::world::progress::task(&format!(
+    let _sending = crate::progress::task(&format!(
         "sending {:.0} MB to the engine and building {tag}",
         context.len() as f64 / 1e6
     ));
