@@ -37,6 +37,17 @@ impl Endpoint {
     }
 }
 
+/// A step's parameters from `required` flags alone, every other field at its command-line
+/// default: the flags' attributes stay the one place a step's defaults are stated, and a new
+/// field with a default reaches every caller of a step's constructor by itself.
+pub(crate) fn from_flags<T: Args + clap::FromArgMatches>(required: &[&str]) -> T {
+    let matches = T::augment_args(clap::Command::new("step").no_binary_name(true))
+        .try_get_matches_from(required)
+        .and_then(|m| T::from_arg_matches(&m));
+    // The flags are this crate's own, written by the step's constructor.
+    matches.unwrap_or_else(|e| panic!("a step's constructor gave flags {required:?}: {e}"))
+}
+
 /// A span of time, written on the command line (and serialised) as seconds, so a step's type
 /// holds a [`Duration`] and still renders to and parses from its flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -329,8 +329,6 @@ mod tests {
     fn every_step_renders_to_arguments_that_parse_back_to_it() {
         let endpoint = Endpoint::new("proxy:9092", &[("security.protocol".into(), "SSL".into())]);
         let records = |topics: &[&str], num_records| ProduceConfig {
-            endpoint: endpoint.clone(),
-            topics: topics.iter().map(|t| t.to_string()).collect(),
             num_records,
             record_size: 512,
             throughput: crate::settings::rate::Rate::per_second(20_000).unwrap(),
@@ -338,6 +336,10 @@ mod tests {
                 ("linger.ms".into(), "7".into()),
                 ("acks".into(), "all".into()),
             ],
+            ..ProduceConfig::new(
+                endpoint.clone(),
+                topics.iter().map(|t| t.to_string()).collect(),
+            )
         };
         round_trip(WorkloadCommand::Serve);
         round_trip(WorkloadCommand::CpuModel);
@@ -360,13 +362,15 @@ mod tests {
         }));
         for (topics, consumers, end_to_end) in [(&["t"][..], 2, true), (&["t1", "t2"], 1, false)] {
             round_trip(WorkloadCommand::Consume(ConsumeConfig {
-                endpoint: endpoint.clone(),
-                topics: topics.iter().map(|t| t.to_string()).collect(),
-                group_id: "g".into(),
-                expected: 10,
-                timeout: Seconds(Duration::from_secs(60)),
+                timeout: Seconds(Duration::from_secs(61)),
                 consumers,
                 end_to_end,
+                ..ConsumeConfig::new(
+                    endpoint.clone(),
+                    topics.iter().map(|t| t.to_string()).collect(),
+                    "g",
+                    10,
+                )
             }));
         }
         let clients = Together {
@@ -411,12 +415,13 @@ mod tests {
     fn a_group_beside_producers_reads_what_they_write_until_stopped() {
         let clients = Together {
             produce: ProduceConfig {
-                endpoint: Endpoint::new("proxy:9092", &[("client.id".into(), "c".into())]),
-                topics: vec!["t1".into(), "t2".into()],
-                num_records: crate::settings::MAX_COUNT,
                 record_size: 100,
                 throughput: crate::settings::rate::Rate::per_second(5).unwrap(),
                 properties: vec![("acks".into(), "1".into())],
+                ..ProduceConfig::new(
+                    Endpoint::new("proxy:9092", &[("client.id".into(), "c".into())]),
+                    vec!["t1".into(), "t2".into()],
+                )
             },
             producers: 2,
             group: "g".into(),

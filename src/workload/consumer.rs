@@ -55,6 +55,30 @@ pub struct ConsumeConfig {
     pub end_to_end: bool,
 }
 
+impl ConsumeConfig {
+    /// Group `group` reading `expected` records of `topics` at `endpoint`, every other parameter
+    /// at its flag's default.
+    pub fn new(endpoint: Endpoint, topics: Vec<String>, group: &str, expected: u64) -> Self {
+        // The required flags' values are placeholders: the fields are set here.
+        ConsumeConfig {
+            endpoint,
+            topics,
+            group_id: group.to_string(),
+            expected,
+            ..super::args::from_flags(&[
+                "--bootstrap",
+                "-",
+                "--topic",
+                "-",
+                "--group",
+                "-",
+                "--expected",
+                "0",
+            ])
+        }
+    }
+}
+
 struct Assigning {
     assigned_at: Mutex<Option<Instant>>,
     last_error: LastError,

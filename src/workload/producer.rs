@@ -57,6 +57,18 @@ pub struct ProduceConfig {
     pub properties: Vec<(String, String)>,
 }
 
+impl ProduceConfig {
+    /// Producing to `topics` at `endpoint`, every other parameter at its flag's default.
+    pub fn new(endpoint: Endpoint, topics: Vec<String>) -> Self {
+        // The required flags' values are placeholders: the fields are set here.
+        ProduceConfig {
+            endpoint,
+            topics,
+            ..super::args::from_flags(&["--bootstrap", "-", "--topic", "-"])
+        }
+    }
+}
+
 /// One reporting window of the producer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
@@ -775,12 +787,9 @@ mod tests {
 
     fn config(num_records: u64, throughput: Rate) -> ProduceConfig {
         ProduceConfig {
-            endpoint: Endpoint::new("broker:9092", &[]),
-            topics: vec!["t".into()],
             num_records,
-            record_size: 1024,
             throughput,
-            properties: Vec::new(),
+            ..ProduceConfig::new(Endpoint::new("broker:9092", &[]), vec!["t".into()])
         }
     }
 

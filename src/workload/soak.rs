@@ -339,12 +339,11 @@ mod tests {
         let cfg = SoakConfig {
             clients: Together {
                 produce: super::super::producer::ProduceConfig {
-                    endpoint: super::super::args::Endpoint::new("broker:9092", &[]),
-                    topics: vec!["t".into()],
-                    num_records: crate::settings::MAX_COUNT,
-                    record_size: 1024,
                     throughput: crate::settings::rate::Rate::per_second(100).unwrap(),
-                    properties: Vec::new(),
+                    ..super::super::producer::ProduceConfig::new(
+                        super::super::args::Endpoint::new("broker:9092", &[]),
+                        vec!["t".into()],
+                    )
                 },
                 producers: 1,
                 group: "g".into(),

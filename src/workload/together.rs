@@ -34,13 +34,15 @@ impl Together {
     /// record's send-to-receipt latency.
     pub fn consume(&self, end_to_end: bool) -> ConsumeConfig {
         ConsumeConfig {
-            endpoint: self.produce.endpoint.clone(),
-            topics: self.produce.topics.clone(),
-            group_id: self.group.clone(),
-            expected: crate::settings::MAX_COUNT,
             timeout: self.timeout,
             consumers: self.consumers,
             end_to_end,
+            ..ConsumeConfig::new(
+                self.produce.endpoint.clone(),
+                self.produce.topics.clone(),
+                &self.group,
+                crate::settings::MAX_COUNT,
+            )
         }
     }
 }

@@ -1203,12 +1203,11 @@ async fn workload_end_offsets_counts_the_records_of_a_topic() {
     assert_eq!(count("empty topic"), 0);
     let sent = produce(
         &ProduceConfig {
-            endpoint: Endpoint::new(&broker.bootstrap, &[]),
-            topics: vec![topic.clone()],
             num_records: 1234,
             record_size: 100,
             throughput: perf_tests::settings::rate::Rate::Unlimited,
             properties: vec![("acks".into(), "all".into())],
+            ..ProduceConfig::new(Endpoint::new(&broker.bootstrap, &[]), vec![topic.clone()])
         },
         |_| {},
     )

@@ -114,12 +114,11 @@ fn topic(prefix: &str) -> String {
 
 fn produce_cfg(bootstrap: &str, topic: &str, num_records: u64, throughput: Rate) -> ProduceConfig {
     ProduceConfig {
-        endpoint: Endpoint::new(bootstrap, &[]),
-        topics: vec![topic.to_string()],
         num_records,
         record_size: 256,
         throughput,
         properties: vec![("acks".into(), "all".into())],
+        ..ProduceConfig::new(Endpoint::new(bootstrap, &[]), vec![topic.to_string()])
     }
 }
 
@@ -131,13 +130,13 @@ fn consume_cfg(
     timeout_s: u64,
 ) -> ConsumeConfig {
     ConsumeConfig {
-        endpoint: Endpoint::new(bootstrap, &[]),
-        topics: vec![topic.to_string()],
-        group_id: group.to_string(),
-        expected,
         timeout: Duration::from_secs(timeout_s).into(),
-        consumers: 1,
-        end_to_end: false,
+        ..ConsumeConfig::new(
+            Endpoint::new(bootstrap, &[]),
+            vec![topic.to_string()],
+            group,
+            expected,
+        )
     }
 }
 
