@@ -5,105 +5,128 @@
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::progress::{Event, Listener};
 
-struct State {
+/// Where the events are shown: a terminal's spinner for the current phase, or plain lines.
+struct Screen {
+    /// Decided once: a terminal, and not a CI log.
+    interactive: bool,
+    phase: Mutex<Phase>,
+}
+
+/// The current phase, on a terminal.
+struct Phase {
     bar: Option<ProgressBar>,
-    phase: String,
+    what: String,
     started: Instant,
 }
 
-fn state() -> &'static Mutex<State> {
-    static STATE: OnceLock<Mutex<State>> = OnceLock::new();
-    STATE.get_or_init(|| {
-        Mutex::new(State {
-            bar: None,
-            phase: String::new(),
-            started: Instant::now(),
-        })
-    })
-}
+impl Screen {
+    /// The phase, even if a thread panicked while holding it (progress output must not fail).
+    fn lock(&self) -> std::sync::MutexGuard<'_, Phase> {
+        self.phase.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
-/// The state, even if a thread panicked while holding it (progress output must not fail).
-fn lock() -> std::sync::MutexGuard<'static, State> {
-    state().lock().unwrap_or_else(|e| e.into_inner())
+    /// Starts a phase; on a terminal the previous one is printed as done with its duration.
+    fn phase(&self, what: &str) {
+        if !self.interactive {
+            eprintln!("==> {what}");
+            return;
+        }
+        let mut p = self.lock();
+        end_phase(&mut p);
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {wide_msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        // A scenario's phase reads "name: description"; the name leaves the line room for the
+        // step's progress (the whole phase is printed when it ends).
+        bar.set_prefix(what.split(": ").next().unwrap_or(what).to_string());
+        bar.enable_steady_tick(Duration::from_millis(120));
+        *p = Phase {
+            bar: Some(bar),
+            what: what.to_string(),
+            started: Instant::now(),
+        };
+    }
+
+    /// A detail of the current phase (a workload progress line): the spinner's message on a
+    /// terminal, an indented line otherwise.
+    fn detail(&self, line: &str) {
+        match &self.lock().bar {
+            Some(bar) => bar.set_message(line.trim().to_string()),
+            None => eprintln!("    {line}"),
+        }
+    }
+
+    /// A line that must stay visible (a warning, a result summary).
+    fn println(&self, line: &str) {
+        match &self.lock().bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    /// Ends the current phase, if any.
+    fn finish(&self) {
+        end_phase(&mut self.lock());
+    }
+
+    /// Shows a step: always on a terminal (the spinner's message), off one when
+    /// `PLAIN_EVERY` has passed or `force`.
+    fn show(&self, step: &mut Step, force: bool) {
+        if self.interactive {
+            if let Some(bar) = &self.lock().bar {
+                bar.set_message(step.line());
+            }
+            return;
+        }
+        if force || step.printed.elapsed() >= PLAIN_EVERY {
+            step.printed = Instant::now();
+            eprintln!("    {}", step.line());
+        }
+    }
 }
 
 /// Clears the spinner, if any, and prints its phase as done with its duration.
-fn end_phase(s: &mut State) {
-    if let Some(bar) = s.bar.take() {
+fn end_phase(p: &mut Phase) {
+    if let Some(bar) = p.bar.take() {
         bar.finish_and_clear();
-        eprintln!(
-            "==> {} ({:.1}s)",
-            s.phase,
-            s.started.elapsed().as_secs_f64()
-        );
+        eprintln!("==> {} ({:.1}s)", p.what, p.started.elapsed().as_secs_f64());
     }
-}
-
-fn interactive() -> bool {
-    std::io::stderr().is_terminal() && std::env::var_os("CI").is_none()
-}
-
-/// Starts a phase; on a terminal the previous one is printed as done with its duration.
-fn phase(what: &str) {
-    let mut s = lock();
-    if !interactive() {
-        eprintln!("==> {what}");
-        return;
-    }
-    end_phase(&mut s);
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {wide_msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    // A scenario's phase reads "name: description"; the name leaves the line room for the
-    // step's progress (the whole phase is printed when it ends).
-    bar.set_prefix(what.split(": ").next().unwrap_or(what).to_string());
-    bar.enable_steady_tick(Duration::from_millis(120));
-    s.bar = Some(bar);
-    s.phase = what.to_string();
-    s.started = Instant::now();
-}
-
-/// A detail of the current phase (a workload progress line): the spinner's message on a
-/// terminal, an indented line otherwise.
-fn detail(line: &str) {
-    let s = lock();
-    match &s.bar {
-        Some(bar) => bar.set_message(line.trim().to_string()),
-        None => eprintln!("    {line}"),
-    }
-}
-
-/// A line that must stay visible (a warning, a result summary).
-fn println(line: &str) {
-    let s = lock();
-    match &s.bar {
-        Some(bar) => bar.println(line),
-        None => eprintln!("{line}"),
-    }
-}
-
-/// Ends the current phase, if any.
-fn finish() {
-    end_phase(&mut lock());
 }
 
 /// How often a plain (off-terminal) progress line is printed during a long step, at most.
 const PLAIN_EVERY: Duration = Duration::from_secs(10);
 
 /// The command line's listener: shows each event as it comes.
-#[derive(Default)]
 pub struct Live {
+    screen: Arc<Screen>,
     /// The steps under way, each shown by its own ticker until it ends.
     steps: Mutex<HashMap<u64, Shown>>,
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        let screen = Screen {
+            interactive: std::io::stderr().is_terminal() && std::env::var_os("CI").is_none(),
+            phase: Mutex::new(Phase {
+                bar: None,
+                what: String::new(),
+                started: Instant::now(),
+            }),
+        };
+        Live {
+            screen: Arc::new(screen),
+            steps: Mutex::default(),
+        }
+    }
 }
 
 /// A step under way: its state, and the ticker that shows it.
@@ -114,45 +137,62 @@ struct Shown {
 
 impl Listener for Live {
     fn on(&self, event: Event<'_>) {
+        let screen = &self.screen;
         match event {
-            Event::Phase(what) => phase(what),
-            Event::PhaseEnd => finish(),
-            Event::Detail(line) => detail(line),
-            Event::Notice(line) => println(line),
+            Event::Phase(what) => screen.phase(what),
+            Event::PhaseEnd => screen.finish(),
+            Event::Detail(line) => screen.detail(line),
+            Event::Notice(line) => screen.println(line),
             Event::Measured {
                 label,
                 measurement,
                 pair,
             } => {
-                println(&super::report::measured_rows(label, measurement));
+                screen.println(&super::report::measured_rows(label, measurement));
                 if let Some(pair) = pair {
-                    println(&super::report::measured_pair(pair, measurement));
+                    screen.println(&super::report::measured_pair(pair, measurement));
                 }
             }
-            Event::Checked { what, check } => println(&super::report::path_check_line(what, check)),
+            Event::Checked { what, check } => {
+                screen.println(&super::report::path_check_line(what, check))
+            }
             Event::StepStart { id, what, total } => {
+                // A task is said at once; a count's first line comes with its first records.
+                if total.is_none() {
+                    screen.detail(what);
+                }
                 let step = Arc::new(Mutex::new(Step::new(what, total)));
-                let ticker = Ticker::start(step.clone(), |s| s.show(false));
-                let shown = Shown {
-                    step,
-                    _ticker: ticker,
-                };
-                self.steps().insert(id, shown);
+                let (shown, on) = (step.clone(), screen.clone());
+                let ticker = Ticker::start(move || on.show(&mut locked(&shown), false));
+                self.steps().insert(
+                    id,
+                    Shown {
+                        step,
+                        _ticker: ticker,
+                    },
+                );
             }
             Event::StepCount { id, done } => {
                 if let Some(step) = self.step(id) {
-                    step.lock().unwrap_or_else(|e| e.into_inner()).count(done);
+                    let mut step = locked(&step);
+                    let first = step.count(done);
+                    screen.show(&mut step, first);
                 }
             }
             Event::StepSays { id, said } => {
                 if let Some(step) = self.step(id) {
-                    step.lock().unwrap_or_else(|e| e.into_inner()).said = said.to_string();
+                    locked(&step).said = said.to_string();
                 }
             }
             // Removed under the map's lock, dropped (its ticker joined) after it.
             Event::StepEnd { id } => drop(self.steps().remove(&id)),
         }
     }
+}
+
+/// A step's state, even if a thread panicked while holding it.
+fn locked(step: &Mutex<Step>) -> std::sync::MutexGuard<'_, Step> {
+    step.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Live {
@@ -181,11 +221,7 @@ struct Step {
 }
 
 impl Step {
-    /// A task is said at once; a count's first line comes with its first records.
     fn new(what: &str, total: Option<u64>) -> Step {
-        if total.is_none() {
-            detail(what);
-        }
         let now = Instant::now();
         Step {
             what: what.to_string(),
@@ -199,8 +235,10 @@ impl Step {
         }
     }
 
-    /// Sets the count to `done`, then shows it.
-    fn count(&mut self, done: u64) {
+    /// Sets the count to `done`; true for the first records through, which a log shows at
+    /// once (it tells when the step got going: a stalled connection set-up shows as a late
+    /// first line).
+    fn count(&mut self, done: u64) -> bool {
         let now = Instant::now();
         let (t, n) = self.last;
         let dt = now.duration_since(t).as_secs_f64();
@@ -208,27 +246,9 @@ impl Step {
             self.rate = Some((done - n) as f64 / dt);
             self.last = (now, done);
         }
-        // Off a terminal the first records through are shown at once: the log tells when the
-        // step got going (a stalled connection set-up shows as a late first line).
         let first = self.done == 0 && done > 0;
         self.done = done.min(self.total.unwrap_or(u64::MAX));
-        self.show(first);
-    }
-
-    /// Shows the step: always on a terminal (the spinner's message), off one when
-    /// `PLAIN_EVERY` has passed or `force`.
-    fn show(&mut self, force: bool) {
-        if interactive() {
-            let s = lock();
-            if let Some(bar) = &s.bar {
-                bar.set_message(self.line());
-            }
-            return;
-        }
-        if force || self.printed.elapsed() >= PLAIN_EVERY {
-            self.printed = Instant::now();
-            eprintln!("    {}", self.line());
-        }
+        first
     }
 
     fn line(&self) -> String {
@@ -297,7 +317,7 @@ struct Ticker {
 }
 
 impl Ticker {
-    fn start<T: Send + 'static>(state: Arc<Mutex<T>>, show: fn(&mut T)) -> Ticker {
+    fn start(mut show: impl FnMut() + Send + 'static) -> Ticker {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("progress".into())
@@ -306,7 +326,7 @@ impl Ticker {
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                     stopped.recv_timeout(Duration::from_millis(250))
                 {
-                    show(&mut state.lock().unwrap_or_else(|e| e.into_inner()));
+                    show();
                 }
             })
             .ok();
