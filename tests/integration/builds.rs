@@ -54,7 +54,45 @@ fn jars(dir: &Path) -> Vec<PathBuf> {
     jars
 }
 
-fn run(args: &[&str], env: &[(&str, &str)], results: &Path) -> (Option<i32>, String, String) {
+/// The proxy images a test's commands built (`perf-tests/kroxylicious-build:<content>`, named in
+/// their output), removed when the test ends however it ends: a build is kept by the product
+/// for reuse, and each test's distribution is a new one.
+#[derive(Default)]
+struct Built(std::cell::RefCell<std::collections::BTreeSet<String>>);
+
+impl Built {
+    fn note(&self, output: &str) {
+        let tags = output
+            .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | ':' | '`'))
+            .collect::<Vec<_>>();
+        // The tag splits at its colon: the repository, then the content's hash.
+        for pair in tags.windows(2) {
+            if pair[0] == "perf-tests/kroxylicious-build" && !pair[1].is_empty() {
+                self.0
+                    .borrow_mut()
+                    .insert(format!("{}:{}", pair[0], pair[1]));
+            }
+        }
+    }
+}
+
+impl Drop for Built {
+    fn drop(&mut self) {
+        for tag in self.0.borrow().iter() {
+            let _ = std::process::Command::new("docker")
+                .args(["rmi", "--force", tag])
+                .env_remove("DOCKER_HOST")
+                .output();
+        }
+    }
+}
+
+fn run(
+    built: &Built,
+    args: &[&str],
+    env: &[(&str, &str)],
+    results: &Path,
+) -> (Option<i32>, String, String) {
     let mut cmd = perf_tests_command(args[0], results);
     cmd.args(&args[1..])
         .envs(env.iter().copied())
@@ -62,12 +100,16 @@ fn run(args: &[&str], env: &[(&str, &str)], results: &Path) -> (Option<i32>, Str
         .env("NETWORK_CEILING", "0");
     let out = cmd.output().unwrap();
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (out.status.code(), text(&out.stdout), text(&out.stderr))
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    built.note(&stdout);
+    built.note(&stderr);
+    (out.status.code(), stdout, stderr)
 }
 
 /// The tag `images build` made or found for the build `KROXYLICIOUS_IMAGE=value` names.
-fn build(value: &str, plugins: &str, results: &Path) -> (String, bool) {
+fn build(built: &Built, value: &str, plugins: &str, results: &Path) -> (String, bool) {
     let (code, stdout, stderr) = run(
+        built,
         &["images", "build"],
         &[
             ("KROXYLICIOUS_IMAGE", value),
@@ -94,12 +136,13 @@ fn build(value: &str, plugins: &str, results: &Path) -> (String, bool) {
 #[tokio::test]
 async fn a_distribution_becomes_a_proxy_image_named_by_its_content() {
     let _lock = engine_lock(false);
+    let made = Built::default();
     let root = tempfile::tempdir().unwrap();
     let results = root.path().join("results");
     let dir = distribution(&root.path().join("dir"), &[]);
     let value = dir.to_str().unwrap();
-    let (tag, _) = build(value, "", &results);
-    let (again, built) = build(value, "", &results);
+    let (tag, _) = build(&made, value, "", &results);
+    let (again, built) = build(&made, value, "", &results);
     assert_eq!(
         (again.as_str(), built),
         (tag.as_str(), false),
@@ -110,11 +153,11 @@ async fn a_distribution_becomes_a_proxy_image_named_by_its_content() {
         dir.join("libs/extra.jar"),
     )
     .unwrap();
-    let (changed, built) = build(value, "", &results);
+    let (changed, built) = build(&made, value, "", &results);
     assert!(built && changed != tag, "{changed} after {tag}");
     std::fs::remove_file(dir.join("libs/extra.jar")).unwrap();
     assert_eq!(
-        build(value, "", &results).0,
+        build(&made, value, "", &results).0,
         tag,
         "the content, not the time, names it"
     );
@@ -131,6 +174,7 @@ async fn a_distribution_becomes_a_proxy_image_named_by_its_content() {
         .unwrap();
     assert!(status.success());
     let (code, stdout, stderr) = run(
+        &made,
         &["run"],
         &[
             ("KROXYLICIOUS_IMAGE", archive.to_str().unwrap()),
@@ -169,6 +213,7 @@ async fn a_distribution_becomes_a_proxy_image_named_by_its_content() {
 #[tokio::test]
 async fn a_plugin_filter_is_loaded_and_a_side_runs_from_a_distribution() {
     let _lock = engine_lock(false);
+    let made = Built::default();
     let root = tempfile::tempdir().unwrap();
     let results = root.path().join("results");
     let dir = distribution(
@@ -189,6 +234,7 @@ async fn a_plugin_filter_is_loaded_and_a_side_runs_from_a_distribution() {
     let image_arg = format!("KROXYLICIOUS_IMAGE={}", dir.display());
     let plugins_arg = format!("KROXYLICIOUS_PLUGINS={}", plugins.display());
     let (code, stdout, stderr) = run(
+        &made,
         &["ab", "--b", &image_arg, "--b", &plugins_arg],
         &[
             ("TEST", "03.*"),
@@ -231,6 +277,7 @@ async fn a_plugin_filter_is_loaded_and_a_side_runs_from_a_distribution() {
 #[tokio::test]
 async fn a_bad_build_is_refused_naming_what_is_wrong() {
     let _lock = engine_lock(false);
+    let made = Built::default();
     let root = tempfile::tempdir().unwrap();
     let results = root.path().join("results");
     let at = |p: &str| root.path().join(p);
@@ -281,6 +328,7 @@ async fn a_bad_build_is_refused_naming_what_is_wrong() {
     ];
     for (image, plugins, message) in cases {
         let (code, stdout, stderr) = run(
+            &made,
             &["run"],
             &[
                 ("KROXYLICIOUS_IMAGE", &image),
@@ -305,6 +353,7 @@ async fn a_bad_build_is_refused_naming_what_is_wrong() {
     // A plugins directory without jars, beside a good distribution.
     let dir = distribution(&at("good"), &[]);
     let (code, _, stderr) = run(
+        &made,
         &["run", "--dry-run"],
         &[
             ("KROXYLICIOUS_IMAGE", dir.to_str().unwrap()),
