@@ -460,12 +460,13 @@ mod tests {
 
     #[test]
     fn a_phase_s_steal_is_its_busiest_host_s_and_the_summary_s_the_median() {
-        use crate::accounting::counters::HostClock;
+        use crate::accounting::counters::{Clock, HostClock};
         let on = |mut r: Reading, s: i64, unstolen_s: u64| {
             r.counters.host = Some(HostClock {
                 at_ns: s * 1_000_000_000,
                 unstolen_ns: unstolen_s * 1_000_000_000,
                 cpus: 2,
+                clock: Clock::Kernel,
             });
             r
         };

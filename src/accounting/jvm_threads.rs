@@ -8,11 +8,6 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Prints the stat line of every thread of every process in the container (an image with a
-/// shell and `cat`; errors of a process that ends meanwhile go nowhere, its lines are simply
-/// missing).
-pub(crate) const COMMAND: [&str; 3] = ["sh", "-c", "cat /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null"];
-
 /// Clock ticks per second of `utime` and `stime` in `/proc` (`USER_HZ`, 100 on Linux).
 const TICKS_PER_S: f64 = 100.0;
 
@@ -36,7 +31,7 @@ pub(crate) struct Thread {
     pub ticks: u64,
 }
 
-/// The threads of `stat` (what [`COMMAND`] printed); `None` when no thread of a HotSpot JVM
+/// The threads of `stat` (the stat lines `crate::accounting::counters::SCRIPT` printed); `None` when no thread of a HotSpot JVM
 /// is among them (its `VM Thread`), so a container that is not a JVM has no figures.
 pub(crate) fn threads(stat: &str) -> Option<Vec<Thread>> {
     let mut jvm = false;

@@ -128,16 +128,25 @@ impl Sampling for EngineSampling {
     fn counters(&self) -> LocalBoxFuture<'_, cost::Readings> {
         Box::pin(async move {
             let reads = self.targets.iter().map(|t| async move {
-                let (counters, (log, threads)) =
-                    futures_util::join!(self.engine.counters(&t.container), self.jvm(&t.container));
+                let reader = reader_for(t.role());
+                let (counters, log) = futures_util::join!(
+                    self.engine.counters_by(&t.container, &reader),
+                    self.engine
+                        .read_file(&t.container, crate::accounting::gc::LOG)
+                );
+                // Only a JVM (a container with the GC log) has its threads read.
+                let log = log.ok().flatten();
                 match counters {
-                    Ok(counters) => Some(cost::Reading {
+                    Ok((counters, threads)) => Some(cost::Reading {
                         service: t.service.clone(),
                         role: t.role(),
                         counters,
+                        threads: log
+                            .as_ref()
+                            .and(threads.as_deref())
+                            .and_then(jvm_threads::threads),
                         // A log that cannot be read gives no GC figures, not zeros.
                         gc: log.map(|l| crate::accounting::gc::pauses(&l)),
-                        threads,
                     }),
                     Err(e) => {
                         // Its cost is left out, said so rather than shown as nothing.
@@ -158,26 +167,18 @@ impl Sampling for EngineSampling {
     }
 }
 
-impl EngineSampling {
-    /// A JVM's GC log and threads in `container`, as they are now; `None` for what cannot be
-    /// read. Only a container with the GC log is asked for its threads, by an exec (a shell
-    /// and `cat`) whose own CPU lands in the container's counter, once per edge.
-    async fn jvm(&self, container: &str) -> (Option<String>, Option<Vec<jvm_threads::Thread>>) {
-        let Some(log) = self
-            .engine
-            .read_file(container, crate::accounting::gc::LOG)
-            .await
-            .ok()
-            .flatten()
-        else {
-            return (None, None);
-        };
-        let command = jvm_threads::COMMAND.map(String::from);
-        let threads = match self.engine.exec_in(container, &command).await {
-            Ok(out) => jvm_threads::threads(&out.stdout),
-            Err(_) => None,
-        };
-        (Some(log), threads)
+/// The command that prints a sampled container's counters from inside it: the load
+/// generator's image has this executable alone; every other container a shell and `cat`
+/// (a container without, its counters come from the engine's stats document).
+fn reader_for(role: cost::Role) -> Vec<String> {
+    if role == cost::Role::LoadGenerator {
+        let mut argv = vec![crate::world::images::workload::IMAGE_PATH.to_string()];
+        argv.extend(crate::workload::command::WorkloadCommand::Counters.to_args());
+        argv
+    } else {
+        ["sh", "-c", crate::accounting::counters::SCRIPT]
+            .map(String::from)
+            .to_vec()
     }
 }
 

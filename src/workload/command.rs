@@ -62,6 +62,9 @@ pub enum WorkloadCommand {
     /// Print the CPU model of the machine the container runs on (its host's, as a container
     /// sees the host's /proc/cpuinfo).
     CpuModel,
+    /// Print the container's counters (its cgroup's CPU time, its network's bytes, its host's
+    /// CPU clock) as a phase's edge reads them, for an image with no shell.
+    Counters,
 }
 
 /// `probe`'s parameters.
@@ -239,6 +242,9 @@ pub(crate) async fn execute(cmd: WorkloadCommand) -> Result<i32> {
         }
         WorkloadCommand::Verify(spec) => result_line(&super::verify::verify(&spec).await?)?,
         WorkloadCommand::CpuModel => result_line(&crate::world::machine::cpu_model())?,
+        WorkloadCommand::Counters => {
+            crate::accounting::counters::proc_text(|p| std::fs::read_to_string(p).ok())
+        }
     };
     println!("{line}");
     Ok(0)
@@ -343,6 +349,7 @@ mod tests {
         };
         round_trip(WorkloadCommand::Serve);
         round_trip(WorkloadCommand::CpuModel);
+        round_trip(WorkloadCommand::Counters);
         round_trip(WorkloadCommand::Probe(Probe {
             endpoint: endpoint.clone(),
             timeout: Seconds(Duration::from_millis(2500)),

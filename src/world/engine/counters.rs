@@ -10,7 +10,7 @@ use bollard::query_parameters::StatsOptionsBuilder;
 use futures_util::StreamExt;
 
 use super::Engine;
-use crate::accounting::counters::{Counters, HostClock};
+use crate::accounting::counters::{parse_proc, Clock, Counters, HostClock};
 
 impl Engine {
     /// `container`'s stats documents as the engine streams them, one a second, until it stops.
@@ -26,8 +26,28 @@ impl Engine {
         self.docker_of(container).stats(container, Some(options))
     }
 
+    /// Reads `container`'s counters now by running `reader` in it (a command that prints what
+    /// [`parse_proc`] reads: its shell running [`crate::accounting::counters::SCRIPT`], or this
+    /// executable's `workload counters`), with the threads' stat lines it printed. Through the
+    /// engine's stats document when the command cannot run there (no shell in the image), which
+    /// answers at its collector's next one-second tick.
+    pub(crate) async fn counters_by(
+        &self,
+        container: &str,
+        reader: &[String],
+    ) -> Result<(Counters, Option<String>)> {
+        // Its exit code is not asked: a process that ends while its threads are listed makes
+        // `cat` fail, and what was printed is still whole.
+        if let Ok(out) = self.exec_in(container, reader).await {
+            if let Ok((counters, threads)) = parse_proc(&out.stdout) {
+                return Ok((counters, threads.map(str::to_string)));
+            }
+        }
+        Ok((self.counters(container).await?, None))
+    }
+
     /// Reads `container`'s counters now: one stats document, asked for without the engine's
-    /// one-second wait for a previous sample (`one-shot`).
+    /// wait for a previous sample (`one-shot`); it still comes at the collector's next tick.
     pub(crate) async fn counters(&self, container: &str) -> Result<Counters> {
         let options = StatsOptionsBuilder::default()
             .stream(false)
@@ -65,6 +85,7 @@ pub(crate) fn host_clock(stats: &ContainerStatsResponse) -> Option<HostClock> {
         at_ns: at.timestamp_nanos_opt()?,
         unstolen_ns: cpu.system_cpu_usage?,
         cpus: cpu.online_cpus?,
+        clock: Clock::Engine,
     })
 }
 
@@ -118,6 +139,7 @@ mod tests {
             at_ns: s * 1_000_000_000,
             unstolen_ns: unstolen_s * 1_000_000_000,
             cpus,
+            clock: Clock::Engine,
         };
         // 10 s on 2 CPUs is 20 CPU seconds, of which 15 were the host's own: a quarter stolen.
         let steal = clock(110, 1015, 2).stolen_percent_since(&clock(100, 1000, 2));
@@ -137,6 +159,12 @@ mod tests {
             clock(110, 1015, 4).stolen_percent_since(&clock(100, 1000, 2)),
             None
         );
+        // Two clocks are not compared: the kernel's moment is whole seconds off the engine's.
+        let kernel = HostClock {
+            clock: Clock::Kernel,
+            ..clock(110, 1015, 2)
+        };
+        assert_eq!(kernel.stolen_percent_since(&clock(100, 1000, 2)), None);
         // Counters carry it through their difference.
         let reading = |host| Counters {
             cpu_ns: 0,
