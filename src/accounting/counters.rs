@@ -12,17 +12,17 @@ pub(crate) struct Counters {
     pub rx_bytes: u64,
     /// Bytes sent over every network interface.
     pub tx_bytes: u64,
-    /// The container's host's CPU clock at the reading; `None` when the engine gave none.
+    /// The container's host's CPU clock at the reading; `None` when the reading gave none.
     pub host: Option<HostClock>,
 }
 
-/// A host's CPU time at one moment, as the engine's stats document gives it: its
-/// `system_cpu_usage` sums the first seven fields of the host's `/proc/stat` (user, nice,
-/// system, idle, iowait, irq, softirq), all but what the hypervisor stole (`steal`). The stolen
-/// share of an interval is what that sum lacks of the CPUs' wall time: a lower bound of the
-/// kernel's own `steal` counter, which also counts the wait of an idle vCPU woken by an interrupt
-/// that `idle` counts too (so the fields together pass the wall time on a busy host). It needs
-/// no command in any container, and each container's document speaks of the host it runs on.
+/// A host's CPU time at one moment: the sum of the first seven fields of the host's `/proc/stat`
+/// (user, nice, system, idle, iowait, irq, softirq; the engine's `system_cpu_usage` is the same
+/// sum), all but what the hypervisor stole (`steal`). The stolen share of an interval is what
+/// that sum lacks of the CPUs' wall time: a lower bound of the kernel's own `steal` counter,
+/// which also counts the wait of an idle vCPU woken by an interrupt that `idle` counts too (so
+/// the fields together pass the wall time on a busy host). Each container's reading speaks of
+/// the host it runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HostClock {
     /// When the counters were read, in Unix nanoseconds.
@@ -91,39 +91,47 @@ impl Counters {
     }
 }
 
-/// The shell script (a `sh` and `cat`, as busybox gives them) that prints a container's counters
-/// from inside it, for [`parse_proc`]: the cgroup's CPU counter first, then the network's bytes,
-/// the host's CPU clock and the threads' CPU (for a JVM's compiler and GC threads). One exec,
-/// answered at once, where the engine's stats document waits for its collector's next
-/// one-second tick. The exec's own few milliseconds of CPU land in the container's counter.
-pub(crate) const SCRIPT: &str = concat!(
-    "for f in /sys/fs/cgroup/cpu.stat /sys/fs/cgroup/cpuacct/cpuacct.usage ",
-    "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage; do ",
-    "if [ -r $f ]; then echo \"@cpu $f\"; cat $f; break; fi; done; ",
-    "echo @net; cat /proc/net/dev; echo @stat; cat /proc/stat; echo @uptime; cat /proc/uptime; ",
-    "echo @threads; cat /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null"
-);
-
-/// Where the cgroup's CPU counter is, as [`SCRIPT`] looks: cgroup v2's `cpu.stat`
+/// Where the cgroup's CPU counter is, first found first: cgroup v2's `cpu.stat`
 /// (`usage_usec`), then v1's `cpuacct.usage` (nanoseconds) under either mount name.
-pub(crate) const CPU_FILES: [&str; 3] = [
+const CPU_FILES: [&str; 3] = [
     "/sys/fs/cgroup/cpu.stat",
     "/sys/fs/cgroup/cpuacct/cpuacct.usage",
     "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage",
 ];
 
-/// What [`SCRIPT`] prints, made by reading the files with `read` (for a container with no
-/// shell: the load generator's, which has this executable alone); no threads.
+/// The sections after the CPU counter, each a marker line and a file: the network's bytes,
+/// then the host's CPU clock.
+const FILES: [(&str, &str); 3] = [
+    ("@net", "/proc/net/dev"),
+    ("@stat", "/proc/stat"),
+    ("@uptime", "/proc/uptime"),
+];
+
+/// The shell script (a `sh` and `cat`, as busybox gives them) that prints a container's counters
+/// from inside it, for [`parse_proc`]: what [`proc_text`] prints, then the threads' stat lines
+/// (for a JVM's compiler and GC threads). One exec, answered at once, where the engine's stats
+/// document waits for its collector's next one-second tick. The exec's own few milliseconds of
+/// CPU land in the container's counter.
+pub(crate) static SCRIPT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let mut script = format!(
+        "for f in {}; do if [ -r $f ]; then echo \"@cpu $f\"; cat $f; break; fi; done; ",
+        CPU_FILES.join(" ")
+    );
+    for (marker, file) in FILES {
+        script.push_str(&format!("echo {marker}; cat {file}; "));
+    }
+    script.push_str("echo @threads; cat /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null");
+    script
+});
+
+/// What [`SCRIPT`] prints but the threads, made by reading the files with `read` (for a
+/// container with no shell: the load generator's, which has this executable alone).
 pub(crate) fn proc_text(read: impl Fn(&str) -> Option<String>) -> String {
     let mut text = String::new();
     if let Some((path, counter)) = CPU_FILES.iter().find_map(|p| Some((p, read(p)?))) {
         text.push_str(&format!("@cpu {path}\n{counter}"));
     }
-    for (marker, file) in [
-        ("@net", "/proc/net/dev"),
-        ("@stat", "/proc/stat"),
-        ("@uptime", "/proc/uptime"),
-    ] {
+    for (marker, file) in FILES {
         text.push_str(&format!("{marker}\n{}", read(file).unwrap_or_default()));
     }
     text
@@ -291,7 +299,7 @@ btime 1796615895
     #[test]
     fn the_script_and_this_executable_print_the_same_sections_here() {
         let out = std::process::Command::new("sh")
-            .args(["-c", SCRIPT])
+            .args(["-c", &SCRIPT])
             .output()
             .unwrap();
         let by_shell = String::from_utf8(out.stdout).unwrap();

@@ -31,8 +31,9 @@ pub(crate) struct Thread {
     pub ticks: u64,
 }
 
-/// The threads of `stat` (the stat lines `crate::accounting::counters::SCRIPT` printed); `None` when no thread of a HotSpot JVM
-/// is among them (its `VM Thread`), so a container that is not a JVM has no figures.
+/// The threads of `stat` (the stat lines `crate::accounting::counters::SCRIPT` printed);
+/// `None` when no thread of a HotSpot JVM is among them (its `VM Thread`), so a container that
+/// is not a JVM has no figures.
 pub(crate) fn threads(stat: &str) -> Option<Vec<Thread>> {
     let mut jvm = false;
     let threads = stat

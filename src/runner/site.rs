@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -128,9 +129,8 @@ impl Sampling for EngineSampling {
     fn counters(&self) -> LocalBoxFuture<'_, cost::Readings> {
         Box::pin(async move {
             let reads = self.targets.iter().map(|t| async move {
-                let reader = reader_for(t.role());
                 let (counters, log) = futures_util::join!(
-                    self.engine.counters_by(&t.container, &reader),
+                    self.engine.counters_by(&t.container, reader_for(t.role())),
                     self.engine
                         .read_file(&t.container, crate::accounting::gc::LOG)
                 );
@@ -169,16 +169,25 @@ impl Sampling for EngineSampling {
 
 /// The command that prints a sampled container's counters from inside it: the load
 /// generator's image has this executable alone; every other container a shell and `cat`
-/// (a container without, its counters come from the engine's stats document).
-fn reader_for(role: cost::Role) -> Vec<String> {
-    if role == cost::Role::LoadGenerator {
+/// (a container without, its counters come from the engine's stats document). Made once: a
+/// phase's edges ask for them every time.
+fn reader_for(role: cost::Role) -> &'static [String] {
+    static LOAD_GENERATOR: LazyLock<Vec<String>> = LazyLock::new(|| {
         let mut argv = vec![crate::world::images::workload::IMAGE_PATH.to_string()];
         argv.extend(crate::workload::command::WorkloadCommand::Counters.to_args());
         argv
+    });
+    static SHELL: LazyLock<Vec<String>> = LazyLock::new(|| {
+        vec![
+            "sh".into(),
+            "-c".into(),
+            crate::accounting::counters::SCRIPT.clone(),
+        ]
+    });
+    if role == cost::Role::LoadGenerator {
+        &LOAD_GENERATOR
     } else {
-        ["sh", "-c", crate::accounting::counters::SCRIPT]
-            .map(String::from)
-            .to_vec()
+        &SHELL
     }
 }
 

@@ -60,19 +60,21 @@ fn jars(dir: &Path) -> Vec<PathBuf> {
 #[derive(Default)]
 struct Built(std::cell::RefCell<std::collections::BTreeSet<String>>);
 
+/// A proxy image made from a build, as the product names it.
+const BUILT: &str = "perf-tests/kroxylicious-build:";
+
+/// The proxy images from builds that `text` names (as words, maybe in punctuation).
+fn built_tags(text: &str) -> impl Iterator<Item = &str> {
+    text.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| matches!(c, '(' | ')' | ',' | ':' | '`' | '"')))
+        .filter(|w| w.starts_with(BUILT) && w.len() > BUILT.len())
+}
+
 impl Built {
     fn note(&self, output: &str) {
-        let tags = output
-            .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | ':' | '`'))
-            .collect::<Vec<_>>();
-        // The tag splits at its colon: the repository, then the content's hash.
-        for pair in tags.windows(2) {
-            if pair[0] == "perf-tests/kroxylicious-build" && !pair[1].is_empty() {
-                self.0
-                    .borrow_mut()
-                    .insert(format!("{}:{}", pair[0], pair[1]));
-            }
-        }
+        self.0
+            .borrow_mut()
+            .extend(built_tags(output).map(str::to_string));
     }
 }
 
@@ -120,13 +122,9 @@ fn build(built: &Built, value: &str, plugins: &str, results: &Path) -> (String, 
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let line = stdout
         .lines()
-        .find(|l| l.contains("perf-tests/kroxylicious-build:"))
+        .find(|l| l.contains(BUILT))
         .unwrap_or_else(|| panic!("no build in {stdout}"));
-    let tag = line
-        .split_whitespace()
-        .find(|w| w.starts_with("perf-tests/kroxylicious-build:"))
-        .unwrap()
-        .to_string();
+    let tag = built_tags(line).next().unwrap().to_string();
     (tag, line.trim_start().starts_with("built"))
 }
 
@@ -192,10 +190,7 @@ async fn a_distribution_becomes_a_proxy_image_named_by_its_content() {
     assert_eq!(check["broker_ok"], check["records"], "{check}");
     assert!(check["records"].as_u64().unwrap() > 0);
     let images = result["images"].as_object().unwrap();
-    let built: Vec<&String> = images
-        .keys()
-        .filter(|i| i.starts_with("perf-tests/kroxylicious-build:"))
-        .collect();
+    let built: Vec<&String> = images.keys().filter(|i| i.starts_with(BUILT)).collect();
     assert_eq!(built.len(), 1, "{images:?}");
     assert!(
         result["image_sources"][built[0].as_str()]
@@ -264,7 +259,7 @@ async fn a_plugin_filter_is_loaded_and_a_side_runs_from_a_distribution() {
             .as_object()
             .unwrap()
             .keys()
-            .any(|i| i.starts_with("perf-tests/kroxylicious-build:")),
+            .any(|i| i.starts_with(BUILT)),
         "{}",
         result["images"]
     );

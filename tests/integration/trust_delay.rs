@@ -52,8 +52,20 @@ const REFERENCE: &str = "01-no-proxy-baseline";
 const PROXY: &str = "02-no-filters";
 
 /// Runs the default suite's scenarios `test` selects into `results` with `env` beside the
-/// test's settings; returns the run directory. `progress` follows the run's lines as they come.
-fn run(
+/// test's settings, on a thread of its own (the test's runtime goes on throttling meanwhile);
+/// returns the run directory. `progress` follows the run's lines as they come.
+async fn run(
+    test: &'static str,
+    env: &'static [(&'static str, &'static str)],
+    results: PathBuf,
+    progress: Arc<Mutex<Progress>>,
+) -> PathBuf {
+    tokio::task::spawn_blocking(move || run_blocking(test, env, &results, progress))
+        .await
+        .unwrap()
+}
+
+fn run_blocking(
     test: &str,
     env: &[(&str, &str)],
     results: &Path,
@@ -177,9 +189,7 @@ async fn slowed(test: &'static str, service: &'static str, results: PathBuf) -> 
     let stop = Arc::new(AtomicBool::new(false));
     let progress: Arc<Mutex<Progress>> = Arc::default();
     let injector = tokio::spawn(throttle(service, 0.2, stop.clone(), progress.clone()));
-    let dir = tokio::task::spawn_blocking(move || run(test, &[], &results, progress))
-        .await
-        .unwrap();
+    let dir = run(test, &[], results, progress).await;
     stop.store(true, Ordering::Relaxed);
     (dir, injector.await.unwrap())
 }
@@ -235,13 +245,8 @@ async fn identical_runs_agree_and_each_slowdown_is_found_where_it_was_made() {
     let _lock = engine_lock(false);
     let root = tempfile::tempdir().unwrap();
     let at = |name: &str| root.path().join(name);
-    let (base_dir, again_dir) = (at("base"), at("again"));
-    let base = tokio::task::spawn_blocking(move || run("0[12]-.*", &[], &base_dir, Arc::default()))
-        .await
-        .unwrap();
-    let again = tokio::task::spawn_blocking(move || run("01-.*", &[], &again_dir, Arc::default()))
-        .await
-        .unwrap();
+    let base = run("0[12]-.*", &[], at("base"), Arc::default()).await;
+    let again = run("01-.*", &[], at("again"), Arc::default()).await;
 
     // Every repetition is kept; the summary is their median.
     let result = json(&base.join(format!("{REFERENCE}.json")));
@@ -334,17 +339,13 @@ async fn identical_runs_agree_and_each_slowdown_is_found_where_it_was_made() {
 
     // The producer held to 1000 rec/s: a real, large slowdown of the same path, its setting
     // named; a base that does not exist is refused, naming it.
-    let held_dir = at("held");
-    let held = tokio::task::spawn_blocking(move || {
-        run(
-            "01-.*",
-            &[("THROUGHPUT", "1000")],
-            &held_dir,
-            Arc::default(),
-        )
-    })
-    .await
-    .unwrap();
+    let held = run(
+        "01-.*",
+        &[("THROUGHPUT", "1000")],
+        at("held"),
+        Arc::default(),
+    )
+    .await;
     let held_rate = json(&held.join(format!("{REFERENCE}.json")))["measurement"]["producer"]
         ["rate_rec_s"]
         .as_f64()

@@ -27,7 +27,7 @@ impl Engine {
     }
 
     /// Reads `container`'s counters now by running `reader` in it (a command that prints what
-    /// [`parse_proc`] reads: its shell running [`crate::accounting::counters::SCRIPT`], or this
+    /// [`parse_proc`] reads: its shell running [`struct@crate::accounting::counters::SCRIPT`], or this
     /// executable's `workload counters`), with the threads' stat lines it printed. Through the
     /// engine's stats document when the command cannot run there (no shell in the image), which
     /// answers at its collector's next one-second tick.
@@ -48,7 +48,7 @@ impl Engine {
 
     /// Reads `container`'s counters now: one stats document, asked for without the engine's
     /// wait for a previous sample (`one-shot`); it still comes at the collector's next tick.
-    pub(crate) async fn counters(&self, container: &str) -> Result<Counters> {
+    async fn counters(&self, container: &str) -> Result<Counters> {
         let options = StatsOptionsBuilder::default()
             .stream(false)
             .one_shot(true)
