@@ -3,7 +3,7 @@
 //! A suite is a directory holding `suite.yaml` and numbered scenario directories `NN-name/`,
 //! each holding a `scenario.yaml`. `TEST` selects scenarios by their whole directory name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -59,6 +59,9 @@ pub struct Suite {
     /// Settings the suite measures at several values (`matrix:`), unless the command line or
     /// the environment gives them.
     pub matrix: Vec<crate::settings::matrix::Axis>,
+    /// The run-wide cluster's brokers in order (`brokers:`): `BROKERS` of them run, the first
+    /// one of `services`; empty when the suite runs only the broker of its `services`.
+    pub brokers: Vec<Broker>,
 }
 
 /// One numbered scenario of a suite.
@@ -189,6 +192,19 @@ struct SuiteFile {
     max_record_size: Option<u64>,
     #[serde(default)]
     matrix: BTreeMap<String, Vec<Scalar>>,
+    #[serde(default)]
+    brokers: Vec<Broker>,
+}
+
+/// One broker of a suite's run-wide cluster (`brokers:`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Broker {
+    /// Its Compose service.
+    pub service: String,
+    /// Its entry in the cluster's controller quorum (KRaft's `node id@host:port`): the running
+    /// brokers' entries, joined by commas, are the Compose variable `BROKER_VOTERS`.
+    pub voter: String,
 }
 
 #[derive(Deserialize)]
@@ -276,6 +292,33 @@ impl Images {
             }
         }
     }
+}
+
+/// A suite's `brokers:` start with a broker of its `services`, and each has a readiness probe.
+fn check_brokers(file: &Path, raw: &SuiteFile) -> Result<()> {
+    let Some(first) = raw.brokers.first().map(|b| &b.service) else {
+        return Ok(());
+    };
+    if !raw.services.contains(first) {
+        bail!(
+            "{}: brokers: the first broker, {first}, is not one of the suite's services ({})",
+            file.display(),
+            raw.services.join(", ")
+        );
+    }
+    let mut seen = BTreeSet::new();
+    for broker in raw.brokers.iter().map(|b| &b.service) {
+        if !seen.insert(broker) {
+            bail!("{}: brokers: {broker} is listed twice", file.display());
+        }
+        if !raw.ready.contains_key(broker) {
+            bail!(
+                "{}: brokers: {broker} has no readiness probe (add `ready.{broker}`)",
+                file.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// A client property value: YAML writes `linger.ms: 5` as a number, Kafka wants a string.
@@ -376,6 +419,7 @@ impl Suite {
         for (service, endpoint) in &raw.ready {
             check_endpoint(&file, &format!("ready.{service}"), endpoint)?;
         }
+        check_brokers(&file, &raw)?;
         if raw.max_record_size == Some(0) {
             bail!(
                 "{}: max_record_size: must be at least 1 byte",
@@ -393,6 +437,7 @@ impl Suite {
             .collect::<Result<Vec<_>>>()?;
         let (images, images_file) = raw.images.load(&file)?;
         Ok(Suite {
+            brokers: raw.brokers,
             matrix,
             images,
             images_file,
@@ -406,6 +451,48 @@ impl Suite {
             client: scalars(raw.client),
             max_record_size: raw.max_record_size,
         })
+    }
+
+    /// The suite as a run of `BROKERS=n` starts it: the first `n` of its brokers run-wide, and
+    /// only their readiness probes.
+    pub(crate) fn with_brokers(&self, n: u32) -> Result<Suite> {
+        let n = n as usize;
+        let most = self.brokers.len().max(1);
+        if n > most {
+            let why = match self.brokers.len() {
+                0 => "it declares no `brokers:`, so it runs the one broker of its `services`"
+                    .to_string(),
+                k => format!(
+                    "its `brokers:` lists {k}: {}",
+                    self.broker_names().join(", ")
+                ),
+            };
+            bail!(
+                "BROKERS={n}: suite {} runs at most {most} ({why})",
+                self.file.display()
+            );
+        }
+        let mut suite = self.clone();
+        let names = self.broker_names();
+        let (on, off) = names.split_at(n.min(names.len()));
+        for broker in on {
+            if !suite.services.contains(broker) {
+                suite.services.push(broker.clone());
+            }
+        }
+        suite.ready.retain(|service, _| !off.contains(service));
+        suite.brokers.truncate(n);
+        Ok(suite)
+    }
+
+    fn broker_names(&self) -> Vec<String> {
+        self.brokers.iter().map(|b| b.service.clone()).collect()
+    }
+
+    /// `BROKER_VOTERS`: the running brokers' quorum entries, joined by commas.
+    pub(crate) fn broker_voters(&self) -> String {
+        let voters: Vec<&str> = self.brokers.iter().map(|b| b.voter.as_str()).collect();
+        voters.join(",")
     }
 
     /// The largest `RECORD_SIZE` the suite's brokers accept: `max_record_size` from

@@ -90,6 +90,8 @@ pub struct PhaseCost {
 
 /// The path's own services together, as one row.
 pub(crate) const PATH: &str = "path (own services)";
+/// The run-wide services together (a cluster's brokers), as one row when there are several.
+pub(crate) const CLUSTER: &str = "cluster";
 
 impl PhaseCost {
     /// From the counters read at the phase's `start` and `end`, keyed by service; a service
@@ -144,26 +146,33 @@ impl PhaseCost {
 
     /// The path's own services summed (`None` when the scenario has none: the baseline).
     pub(crate) fn path(&self) -> Option<ServiceCost> {
-        let own: Vec<&ServiceCost> = self
-            .services
-            .iter()
-            .filter(|s| s.role == Role::Path)
-            .collect();
-        (!own.is_empty()).then(|| ServiceCost {
-            service: PATH.to_string(),
-            role: Role::Path,
-            cpu_s: own.iter().map(|s| s.cpu_s).sum(),
-            rx_bytes: own.iter().map(|s| s.rx_bytes).sum(),
-            tx_bytes: own.iter().map(|s| s.tx_bytes).sum(),
+        self.summed(Role::Path, PATH, 1)
+    }
+
+    /// The run-wide services summed, when there are several (a cluster of brokers).
+    pub(crate) fn cluster(&self) -> Option<ServiceCost> {
+        self.summed(Role::RunWide, CLUSTER, 2)
+    }
+
+    /// The services of `role` summed as one row named `name`, when there are at least `least`.
+    fn summed(&self, role: Role, name: &str, least: usize) -> Option<ServiceCost> {
+        let of: Vec<&ServiceCost> = self.services.iter().filter(|s| s.role == role).collect();
+        (of.len() >= least).then(|| ServiceCost {
+            service: name.to_string(),
+            role,
+            cpu_s: of.iter().map(|s| s.cpu_s).sum(),
+            rx_bytes: of.iter().map(|s| s.rx_bytes).sum(),
+            tx_bytes: of.iter().map(|s| s.tx_bytes).sum(),
             gc: None,
             threads: None,
         })
     }
 
-    /// Every service's use, then the path's own services summed (when it has any): the rows a
-    /// table shows.
+    /// Every service's use, then the run-wide services summed (when there are several) and the
+    /// path's own services summed (when it has any): the rows a table shows.
     pub(crate) fn rows(&self) -> Vec<ServiceCost> {
         let mut rows = self.services.clone();
+        rows.extend(self.cluster());
         rows.extend(self.path());
         rows
     }
@@ -485,6 +494,30 @@ mod tests {
         let (a, b, c) = (vec![p], vec![q], vec![phase()]);
         assert_eq!(summary(&[&a, &b, &c])[0].host_steal_percent, Some(37.5));
         assert_eq!(summary(&[&c])[0].host_steal_percent, None);
+    }
+
+    #[test]
+    fn several_run_wide_brokers_are_summed_in_a_row_of_their_own_and_one_is_not() {
+        let one = phase();
+        assert_eq!(one.cluster(), None);
+        let names =
+            |p: &PhaseCost| -> Vec<String> { p.rows().into_iter().map(|s| s.service).collect() };
+        assert_eq!(names(&one), ["proxy", "kms", "broker", "load", PATH]);
+        let start = [
+            reading("broker1", Role::RunWide, counters(100, 0, 0)),
+            reading("broker2", Role::RunWide, counters(200, 0, 0)),
+            reading("proxy", Role::Path, counters(0, 0, 0)),
+        ];
+        let end = [
+            reading("broker1", Role::RunWide, counters(400, 10, 20)),
+            reading("broker2", Role::RunWide, counters(300, 5, 5)),
+            reading("proxy", Role::Path, counters(50, 0, 0)),
+        ];
+        let p = PhaseCost::between("produce", 1, 1, (0.0, 1.0), &start, &end);
+        let cluster = p.cluster().unwrap();
+        assert!((cluster.cpu_s - 0.4).abs() < 1e-9, "{cluster:?}");
+        assert_eq!((cluster.rx_bytes, cluster.tx_bytes), (15, 25));
+        assert_eq!(names(&p), ["broker1", "broker2", "proxy", CLUSTER, PATH]);
     }
 
     #[test]

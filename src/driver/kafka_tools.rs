@@ -443,11 +443,13 @@ fn check_settings(settings: &Settings) -> Result<()> {
         ("TOPICS", settings.topics),
         ("PRODUCERS", settings.producers),
         ("CONSUMERS", settings.consumers),
+        ("REPLICATION_FACTOR", settings.replication_factor),
+        ("MIN_INSYNC_REPLICAS", settings.min_insync_replicas),
     ] {
         if n != 1 {
             bail!(
                 "{var}={n} needs DRIVER=native: the reference's tool commands run one producer \
-                 and one consumer on one topic of one partition"
+                 and one consumer on one topic of one partition and one replica"
             );
         }
     }

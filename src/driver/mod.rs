@@ -82,6 +82,8 @@ pub struct MeasureSpec {
     pub duration_warm_up: Duration,
     pub partitions: i32,
     pub replication_factor: i32,
+    /// The measured topics' `min.insync.replicas`.
+    pub min_insync_replicas: i32,
     /// Producers sharing the records and the rate (their figures merged).
     pub producers: u32,
     /// Consumers of the one consumer group (their figures merged).
@@ -116,7 +118,8 @@ impl MeasureSpec {
             duration: settings.duration,
             duration_warm_up: settings.duration_warm_up,
             partitions: settings.partitions as i32,
-            replication_factor: 1,
+            replication_factor: settings.replication_factor as i32,
+            min_insync_replicas: settings.min_insync_replicas as i32,
             producers: settings.producers,
             consumers: settings.consumers,
         }

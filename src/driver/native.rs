@@ -193,6 +193,7 @@ impl Session for NativeSession {
                 topics: spec.topic_names(),
                 partitions: spec.partitions,
                 replication_factor: spec.replication_factor,
+                min_insync_replicas: Some(spec.min_insync_replicas),
             }),
             &quiet,
         ))

@@ -280,16 +280,31 @@ pub struct PathCheck {
     pub consumer_ok: u64,
     /// The first record that was not as expected, described.
     pub first_mismatch: Option<String>,
+    /// The broker that led each of the check's partitions (one per broker of a cluster), as
+    /// the brokers say: each took its share of the sample through the path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leaders: Vec<i32>,
 }
 
 impl PathCheck {
+    /// Every record as expected both ways, and no broker leading two of the check's partitions
+    /// (so the sample crossed the path to as many brokers as it has partitions).
     pub(crate) fn holds(&self) -> bool {
-        self.records > 0 && self.broker_ok == self.records && self.consumer_ok == self.records
+        self.records > 0
+            && self.broker_ok == self.records
+            && self.consumer_ok == self.records
+            && self.leaders_distinct()
     }
 
-    /// "broker holds encrypted 20/20, consumer receives sent 20/20".
+    fn leaders_distinct(&self) -> bool {
+        let distinct: std::collections::BTreeSet<i32> = self.leaders.iter().copied().collect();
+        distinct.len() == self.leaders.len()
+    }
+
+    /// "broker holds encrypted 20/20, consumer receives sent 20/20", and with several
+    /// partitions ", through leaders 1, 2, 3".
     pub(crate) fn summary(&self) -> String {
-        format!(
+        let mut s = format!(
             "broker holds {} {}/{}, consumer receives {} {}/{}",
             self.expect.broker.name(),
             self.broker_ok,
@@ -297,7 +312,15 @@ impl PathCheck {
             self.expect.consumer.name(),
             self.consumer_ok,
             self.records
-        )
+        );
+        if self.leaders.len() > 1 {
+            let ids: Vec<String> = self.leaders.iter().map(i32::to_string).collect();
+            s.push_str(&format!(", through partition leaders {}", ids.join(", ")));
+            if !self.leaders_distinct() {
+                s.push_str(" (a broker led two partitions: not every broker was reached)");
+            }
+        }
+        s
     }
 }
 

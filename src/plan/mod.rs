@@ -137,7 +137,8 @@ pub struct Plan {
     /// The Compose files of the suite and every selected scenario, interpolated with
     /// [`Plan::variables`].
     pub project: Project,
-    /// The interpolation variables: every setting under its environment name, and `TLS_DIR`.
+    /// The interpolation variables: every setting under its environment name, `TLS_DIR`, and
+    /// `BROKER_VOTERS` (the running brokers' quorum entries of the suite's `brokers:`).
     pub variables: BTreeMap<String, String>,
     /// Services started once for the run (none when every selected scenario has its own broker).
     pub run_wide: Vec<String>,
@@ -288,7 +289,7 @@ fn plan_from(
 ) -> Result<Plan> {
     // Every check across settings, then the suite's own bound on them.
     settings.validate()?;
-    let suite = &sources.suite;
+    let suite = &sources.suite.with_brokers(settings.brokers)?;
     suite.check_record_size(settings.record_size)?;
     let built = with_builds(settings, sides)?;
     let given_sides = sides;
@@ -300,6 +301,7 @@ fn plan_from(
     let tls_hosts = tls_hosts(&scenarios);
     let mut variables = built.variables;
     variables.insert("TLS_DIR".into(), tls_dir.display().to_string());
+    variables.insert("BROKER_VOTERS".into(), suite.broker_voters());
     let files = compose_files(suite, &scenarios);
     let mut project = compose::load(&files, &variables)?;
     pin_services(&mut project, &settings.services_cpuset);

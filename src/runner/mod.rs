@@ -707,6 +707,8 @@ async fn path_check(
         expect,
         records: SAMPLE_RECORDS,
         record_size: settings.record_size as usize,
+        partitions: settings.brokers as i32,
+        replication_factor: settings.replication_factor as i32,
     };
     guarded(
         watcher,
@@ -1134,6 +1136,7 @@ mod tests {
                 consumer_ok: spec.records,
                 first_mismatch: (broker_ok == 0)
                     .then(|| "record 0: the broker holds the record as sent".to_string()),
+                leaders: Vec::new(),
             };
             Box::pin(async { Ok(check) })
         }

@@ -29,6 +29,10 @@ pub(super) struct Placement {
     pub(super) nodes: BTreeMap<String, Vec<String>>,
     /// The role of the nodes the load generators' containers run on.
     pub(super) load_role: String,
+    /// Run-wide services (a cluster's brokers) held to one node each: several sharing a role
+    /// that several nodes carry take those nodes in turn, by host name, rather than leaving
+    /// Swarm free to stack them on one.
+    pub(super) pinned: BTreeMap<String, String>,
 }
 
 /// The services a run places: all of them, and the run-wide ones among them.
@@ -38,12 +42,38 @@ pub(super) struct Services<'a> {
 }
 
 impl Placement {
-    /// Each service's Swarm placement constraint: the nodes of its role.
+    /// Each service's Swarm placement constraint: the nodes of its role, or its one node.
     pub(super) fn constraints(&self) -> BTreeMap<String, String> {
         self.roles
             .iter()
-            .map(|(s, role)| (s.clone(), format!("node.labels.{ROLE_LABEL}=={role}")))
+            .map(|(s, role)| {
+                let constraint = match self.pinned.get(s) {
+                    Some(node) => format!("node.hostname=={node}"),
+                    None => format!("node.labels.{ROLE_LABEL}=={role}"),
+                };
+                (s.clone(), constraint)
+            })
             .collect()
+    }
+
+    /// Spreads the run-wide `services` that share a role over that role's nodes, in turn.
+    fn spread(&mut self, run_wide: &[String]) {
+        let mut by_role: BTreeMap<&String, Vec<&String>> = BTreeMap::new();
+        for service in run_wide {
+            if let Some(role) = self.roles.get(service) {
+                by_role.entry(role).or_default().push(service);
+            }
+        }
+        for (role, services) in by_role {
+            let nodes = &self.nodes[role];
+            if services.len() < 2 || nodes.len() < 2 {
+                continue;
+            }
+            for (i, service) in services.into_iter().enumerate() {
+                self.pinned
+                    .insert(service.clone(), nodes[i % nodes.len()].clone());
+            }
+        }
     }
 
     /// The node load generator `i` (from 0) runs on: the load nodes in turn, by host name.
@@ -139,6 +169,7 @@ pub(super) fn place(
         roles: BTreeMap::new(),
         nodes: BTreeMap::new(),
         load_role: String::new(),
+        pinned: BTreeMap::new(),
     };
     let all = roles(services, settings);
     for (what, role, why) in &all {
@@ -180,6 +211,7 @@ pub(super) fn place(
     }
     placement.load_role = all.last().expect("the load generator has a role").1.clone();
     placement.load_alone()?;
+    placement.spread(services.run_wide);
     Ok(placement)
 }
 
@@ -388,6 +420,30 @@ mod tests {
         assert_eq!(p.load_node(0), "n3");
         assert_eq!(p.nodes["proxy"], ["n2"]);
         assert_eq!(p.constraints()["kms"], "node.labels.perf-tests.role==proxy");
+    }
+
+    #[test]
+    fn a_cluster_s_brokers_take_the_broker_nodes_in_turn() {
+        let all = ["broker1", "broker2", "broker3", "proxy"].map(String::from);
+        let run_wide = ["broker1", "broker2", "broker3"].map(String::from);
+        let services = Services {
+            all: &all,
+            run_wide: &run_wide,
+        };
+        let mut nodes = three();
+        nodes.push(node("n4", Some("broker"), true));
+        let p = super::place(&services, &settings(""), &nodes).unwrap();
+        let c = p.constraints();
+        assert_eq!(c["broker1"], "node.hostname==n1");
+        assert_eq!(c["broker2"], "node.hostname==n4");
+        assert_eq!(c["broker3"], "node.hostname==n1");
+        assert_eq!(c["proxy"], "node.labels.perf-tests.role==proxy");
+        // One broker node: the role alone, as for a single broker.
+        let p = super::place(&services, &settings(""), &three()).unwrap();
+        assert_eq!(
+            p.constraints()["broker2"],
+            "node.labels.perf-tests.role==broker"
+        );
     }
 
     #[test]

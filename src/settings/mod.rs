@@ -51,6 +51,8 @@ pub(crate) const MAX_TOPICS: u32 = 1000;
 pub(crate) const MAX_CLIENTS: u32 = 64;
 /// Most load generators a run spreads its clients over (`LOAD_GENERATORS`).
 pub(crate) const MAX_LOAD_GENERATORS: u32 = 8;
+/// Most brokers a run's cluster has (`BROKERS`); a suite declares how many it can run.
+pub(crate) const MAX_BROKERS: u32 = 9;
 /// Longest DURATION accepted: 30 days.
 pub(crate) const MAX_DURATION_S: u64 = 30 * 24 * 3600;
 /// `COMMIT_ID` when the suite is not inside a git checkout.

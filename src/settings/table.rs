@@ -60,6 +60,15 @@ pub struct Settings {
     /// of its own (on a swarm, on the load nodes in turn), their figures merged.
     #[serde(default = "super::one")]
     pub load_generators: u32,
+    /// Brokers of the run-wide cluster: the first this many of the suite's `brokers`.
+    #[serde(default = "super::one")]
+    pub brokers: u32,
+    /// Replicas of each measured topic's partitions.
+    #[serde(default = "super::one")]
+    pub replication_factor: u32,
+    /// `min.insync.replicas` of each measured topic.
+    #[serde(default = "super::one")]
+    pub min_insync_replicas: u32,
     /// A rate is sustained (sweeps) only while the producer's p99 stays within this many ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p99_limit_ms: Option<u64>,
@@ -159,6 +168,9 @@ impl Settings {
             producers: 0,
             consumers: 0,
             load_generators: 1,
+            brokers: 1,
+            replication_factor: 1,
+            min_insync_replicas: 1,
             p99_limit_ms: None,
             catch_up_limit: Duration::ZERO,
             duration: None,
@@ -523,6 +535,54 @@ pub static SETTINGS: &[Setting] = &[
             Ok(())
         },
         get: |s| s.partitions.to_string(),
+    },
+    Setting {
+        var: "BROKERS",
+        help: "Brokers of the run-wide cluster (KRaft, each also a controller): the first this \
+               many of the suite's `brokers`, each reached through the proxy at its own port",
+        default: "1",
+        default_help: None,
+        ab_default: None,
+        lists: Lists::Refused,
+        measured: true,
+        field: "brokers",
+        put: |s, var, v| {
+            s.brokers = parse_bounded(var, v, crate::settings::MAX_BROKERS)?;
+            Ok(())
+        },
+        get: |s| s.brokers.to_string(),
+    },
+    Setting {
+        var: "REPLICATION_FACTOR",
+        help: "Replicas of each measured topic's partitions, at most BROKERS; checked in sync \
+               at the brokers before each measured phase",
+        default: "1",
+        default_help: None,
+        ab_default: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "replication_factor",
+        put: |s, var, v| {
+            s.replication_factor = parse_bounded(var, v, crate::settings::MAX_BROKERS)?;
+            Ok(())
+        },
+        get: |s| s.replication_factor.to_string(),
+    },
+    Setting {
+        var: "MIN_INSYNC_REPLICAS",
+        help: "min.insync.replicas of each measured topic, at most REPLICATION_FACTOR: with \
+               acks=all, the replicas a write waits for",
+        default: "1",
+        default_help: None,
+        ab_default: None,
+        lists: Lists::Commas,
+        measured: true,
+        field: "min_insync_replicas",
+        put: |s, var, v| {
+            s.min_insync_replicas = parse_bounded(var, v, crate::settings::MAX_BROKERS)?;
+            Ok(())
+        },
+        get: |s| s.min_insync_replicas.to_string(),
     },
     Setting {
         var: "TOPICS",

@@ -13,12 +13,36 @@ impl Settings {
         self.duration_fits_the_mode()?;
         self.engine_takes_the_settings()?;
         self.load_generators_share_the_clients()?;
+        self.replicas_fit_the_brokers()?;
         if self.mode == Mode::Backlog && !self.throughput.is_limited() {
             bail!(
                 "MODE=backlog needs THROUGHPUT: the rate a producer keeps sending at while the \
                  group catches up with the backlog (THROUGHPUT={} is unlimited, and an \
                  unlimited producer never lets a group catch up)",
                 self.throughput
+            );
+        }
+        Ok(())
+    }
+
+    /// A partition's replicas live on distinct brokers, and a write can wait only for replicas
+    /// that exist.
+    fn replicas_fit_the_brokers(&self) -> Result<()> {
+        let (brokers, rf, isr) = (
+            self.brokers,
+            self.replication_factor,
+            self.min_insync_replicas,
+        );
+        if rf > brokers {
+            bail!(
+                "REPLICATION_FACTOR={rf} is more than BROKERS={brokers}: each replica of a \
+                 partition lives on a broker of its own"
+            );
+        }
+        if isr > rf {
+            bail!(
+                "MIN_INSYNC_REPLICAS={isr} is more than REPLICATION_FACTOR={rf}: no write could \
+                 ever be acknowledged with acks=all"
             );
         }
         Ok(())
@@ -154,6 +178,26 @@ mod tests {
     #[test]
     fn the_defaults_are_valid() {
         Settings::without_commit().validate().unwrap();
+    }
+
+    #[test]
+    fn replicas_are_held_to_the_brokers_and_the_in_sync_set_to_the_replicas() {
+        assert!(refused(&[("REPLICATION_FACTOR", "2")])
+            .starts_with("REPLICATION_FACTOR=2 is more than BROKERS=1"));
+        assert!(refused(&[("BROKERS", "3"), ("MIN_INSYNC_REPLICAS", "2")])
+            .starts_with("MIN_INSYNC_REPLICAS=2 is more than REPLICATION_FACTOR=1"));
+        let cluster = [
+            ("BROKERS", "3"),
+            ("REPLICATION_FACTOR", "3"),
+            ("MIN_INSYNC_REPLICAS", "2"),
+        ];
+        with(&cluster).validate().unwrap();
+        let err = super::super::table::find("BROKERS")
+            .unwrap()
+            .set(&mut Settings::without_commit(), "0")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("BROKERS=\"0\""), "{err}");
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub struct TopicSpec {
     pub name: String,
     pub partitions: i32,
     pub replication_factor: i32,
+    /// The topic's `min.insync.replicas`; the broker's default when `None`.
+    pub min_insync_replicas: Option<i32>,
 }
 
 impl TopicSpec {
@@ -30,8 +32,19 @@ impl TopicSpec {
             name: name.into(),
             partitions: 1,
             replication_factor: 1,
+            min_insync_replicas: None,
         }
     }
+}
+
+/// One partition as the cluster's metadata shows it: its leader, its replicas and which of them
+/// are in sync (broker ids).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionLayout {
+    pub id: i32,
+    pub leader: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
 }
 
 /// Administrative connection to one bootstrap endpoint.
@@ -67,16 +80,26 @@ impl Admin {
             .await
     }
 
-    /// Creates the topics that do not exist, in one request, then waits until each is visible.
+    /// Creates the topics that do not exist, in one request, then waits until each is visible
+    /// with every partition's replicas all in sync.
     pub async fn create_topics(&self, specs: &[TopicSpec], timeout: Duration) -> Result<()> {
+        let min_insync: Vec<Option<String>> = specs
+            .iter()
+            .map(|s| s.min_insync_replicas.map(|n| n.to_string()))
+            .collect();
         let new: Vec<NewTopic> = specs
             .iter()
-            .map(|spec| {
-                NewTopic::new(
+            .zip(&min_insync)
+            .map(|(spec, min_insync)| {
+                let topic = NewTopic::new(
                     &spec.name,
                     spec.partitions,
                     TopicReplication::Fixed(spec.replication_factor),
-                )
+                );
+                match min_insync {
+                    Some(n) => topic.set("min.insync.replicas", n),
+                    None => topic,
+                }
             })
             .collect();
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
@@ -100,35 +123,55 @@ impl Admin {
                 }
             }
         }
-        self.wait_all_visible(&names, timeout).await
+        let replicas = specs.iter().map(|s| s.replication_factor).max();
+        self.wait_all_visible(&names, replicas.unwrap_or(1), timeout)
+            .await
     }
 
     /// Waits until the topic's metadata shows its partitions without error.
     pub async fn wait_visible(&self, topic: &str, timeout: Duration) -> Result<()> {
-        self.wait_all_visible(&[topic], timeout).await
+        self.wait_all_visible(&[topic], 1, timeout).await
     }
 
-    /// Waits until every topic's metadata shows its partitions, asking for all in one request
-    /// per try.
-    async fn wait_all_visible(&self, topics: &[&str], timeout: Duration) -> Result<()> {
+    /// Each partition of `topic` as the cluster's metadata shows it, in partition order.
+    pub async fn layout(&self, topic: &str) -> Result<Vec<PartitionLayout>> {
+        let client = self.metadata.clone();
+        let asked = vec![topic.to_string()];
+        let found = tokio::task::spawn_blocking(move || layouts_of(&client, &asked))
+            .await
+            .context("metadata task panicked")?;
+        let mut layout = found?.pop().map(|(_, l)| l).unwrap_or_default();
+        layout.sort_by_key(|p| p.id);
+        Ok(layout)
+    }
+
+    /// Waits until every topic's metadata shows its partitions, each with at least `replicas`
+    /// replicas all in sync, asking for all in one request per try. Replication is read back,
+    /// not taken as requested: a short in-sync set at the deadline is an error naming it.
+    async fn wait_all_visible(
+        &self,
+        topics: &[&str],
+        replicas: i32,
+        timeout: Duration,
+    ) -> Result<()> {
         let deadline = Instant::now() + timeout;
         let owned: Vec<String> = topics.iter().map(|t| t.to_string()).collect();
         loop {
             let client = self.metadata.clone();
             let asked = owned.clone();
-            let found = tokio::task::spawn_blocking(move || partition_ids_of(&client, &asked))
+            let found = tokio::task::spawn_blocking(move || layouts_of(&client, &asked))
                 .await
                 .context("metadata task panicked")?;
             let last = match found {
-                Ok(found) => match found.iter().find(|(_, ids)| ids.is_empty()) {
+                Ok(found) => match not_ready(&found, replicas) {
                     None => return Ok(()),
-                    Some((topic, _)) => format!("topic `{topic}` has no partitions yet"),
+                    Some(why) => why,
                 },
                 Err(e) => format!("{e:#}"),
             };
             if Instant::now() >= deadline {
                 bail!(
-                    "{} not visible through {} after {:.1} s: {last}",
+                    "{} not ready through {} after {:.1} s: {last}",
                     topics_phrase(topics),
                     self.bootstrap,
                     timeout.as_secs_f64()
@@ -179,8 +222,8 @@ impl Admin {
         let owned = topics.to_vec();
         let result = tokio::task::spawn_blocking(move || -> Result<u64> {
             let mut marks = Vec::new();
-            for (topic, partitions) in partition_ids_of(&client, &owned)? {
-                for p in partitions {
+            for (topic, partitions) in layouts_of(&client, &owned)? {
+                for p in partitions.iter().map(|p| p.id) {
                     let (low, high) = client
                         .fetch_watermarks(&topic, p, REQUEST_TIMEOUT)
                         .with_context(|| format!("watermarks of partition {p} of `{topic}`"))?;
@@ -303,11 +346,43 @@ fn read_to_end(config: &ClientConfig, marks: &[Mark]) -> Result<Vec<i64>> {
     Ok(ends)
 }
 
-/// Partition ids of each topic, from one metadata request.
-fn partition_ids_of(
+/// Why the topics are not ready yet: the first topic without partitions, or the first
+/// partition with fewer than `replicas` replicas, or some of them out of sync.
+fn not_ready(found: &[(String, Vec<PartitionLayout>)], replicas: i32) -> Option<String> {
+    let ids = |v: &[i32]| {
+        let v: Vec<String> = v.iter().map(i32::to_string).collect();
+        v.join(", ")
+    };
+    for (topic, partitions) in found {
+        if partitions.is_empty() {
+            return Some(format!("topic `{topic}` has no partitions yet"));
+        }
+        // One replica asked for is visibility alone: some Kafka-compatible brokers list no
+        // replicas at all.
+        if replicas <= 1 {
+            continue;
+        }
+        for p in partitions {
+            let wanted = replicas as usize;
+            if p.replicas.len() < wanted || p.isr.len() < p.replicas.len() {
+                return Some(format!(
+                    "topic `{topic}` partition {}: replicas [{}] in sync [{}], where {wanted} \
+                     replicas all in sync were asked for (REPLICATION_FACTOR)",
+                    p.id,
+                    ids(&p.replicas),
+                    ids(&p.isr)
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Each topic's partitions (leader, replicas, in-sync set), from one metadata request.
+fn layouts_of(
     client: &BaseConsumer<Quiet>,
     topics: &[String],
-) -> Result<Vec<(String, Vec<i32>)>> {
+) -> Result<Vec<(String, Vec<PartitionLayout>)>> {
     // One topic asks for its own metadata only; several ask for all of the cluster's.
     let only = match topics {
         [topic] => Some(topic.as_str()),
@@ -325,10 +400,17 @@ fn partition_ids_of(
             if let Some(e) = t.error() {
                 bail!("topic `{topic}`: {}", RDKafkaErrorCode::from(e));
             }
-            Ok((
-                topic.clone(),
-                t.partitions().iter().map(|p| p.id()).collect(),
-            ))
+            let layout = t
+                .partitions()
+                .iter()
+                .map(|p| PartitionLayout {
+                    id: p.id(),
+                    leader: p.leader(),
+                    replicas: p.replicas().to_vec(),
+                    isr: p.isr().to_vec(),
+                })
+                .collect();
+            Ok((topic.clone(), layout))
         })
         .collect()
 }
@@ -346,7 +428,44 @@ fn topics_phrase(topics: &[&str]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::topics_phrase;
+    use super::{not_ready, topics_phrase, PartitionLayout};
+
+    fn partition(id: i32, replicas: &[i32], isr: &[i32]) -> PartitionLayout {
+        PartitionLayout {
+            id,
+            leader: replicas[0],
+            replicas: replicas.to_vec(),
+            isr: isr.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_topic_is_ready_only_with_every_replica_in_sync() {
+        let full = vec![("t".to_string(), vec![partition(0, &[1, 2, 3], &[1, 2, 3])])];
+        assert_eq!(not_ready(&full, 3), None);
+        let short = vec![(
+            "t".to_string(),
+            vec![
+                partition(0, &[1, 2, 3], &[1, 2, 3]),
+                partition(1, &[2, 3, 1], &[2]),
+            ],
+        )];
+        assert_eq!(
+            not_ready(&short, 3).unwrap(),
+            "topic `t` partition 1: replicas [2, 3, 1] in sync [2], where 3 replicas all in \
+             sync were asked for (REPLICATION_FACTOR)"
+        );
+        let fewer = vec![("t".to_string(), vec![partition(0, &[1], &[1])])];
+        assert!(not_ready(&fewer, 3)
+            .unwrap()
+            .contains("replicas [1] in sync [1]"));
+        assert_eq!(not_ready(&fewer, 1), None);
+        let empty = vec![("t".to_string(), Vec::new())];
+        assert_eq!(
+            not_ready(&empty, 1).unwrap(),
+            "topic `t` has no partitions yet"
+        );
+    }
 
     #[test]
     fn a_message_names_a_few_topics_and_the_ends_of_many() {

@@ -90,9 +90,13 @@ pub struct CreateTopic {
     /// Partitions of the topic.
     #[arg(long, default_value_t = 1)]
     pub partitions: i32,
-    /// Replication factor of the topic.
+    /// Replication factor of the topic: the step waits until every partition has this many
+    /// replicas, all in sync.
     #[arg(long, default_value_t = 1)]
     pub replication_factor: i32,
+    /// The topic's `min.insync.replicas` (the broker's default when not given).
+    #[arg(long)]
+    pub min_insync_replicas: Option<i32>,
 }
 
 /// `produce`'s parameters: the records, and how many producers share them and the rate (their
@@ -271,6 +275,7 @@ impl CreateTopic {
                 name,
                 partitions: self.partitions,
                 replication_factor: self.replication_factor,
+                min_insync_replicas: self.min_insync_replicas,
             })
             .collect();
         self.endpoint
@@ -359,6 +364,7 @@ mod tests {
             topics: vec!["t1".into(), "t2".into()],
             partitions: 3,
             replication_factor: 2,
+            min_insync_replicas: Some(2),
         }));
         round_trip(WorkloadCommand::Produce(Produce {
             records: ProduceConfig {
@@ -415,6 +421,8 @@ mod tests {
             },
             records: 20,
             record_size: 100,
+            partitions: 3,
+            replication_factor: 3,
         }));
     }
 

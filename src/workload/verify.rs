@@ -57,6 +57,13 @@ pub struct VerifySpec {
     /// Bytes per sample record (at least 64).
     #[arg(long, default_value_t = 1024)]
     pub record_size: usize,
+    /// Partitions of the check's topic, the sample sent to them in turn: one per broker of a
+    /// cluster, so that every broker leads one and the sample crosses the path to each.
+    #[arg(long, default_value_t = 1)]
+    pub partitions: i32,
+    /// Replicas of each of the check's partitions.
+    #[arg(long, default_value_t = 1)]
+    pub replication_factor: i32,
 }
 
 /// Sample record `i`: its number, then lower-case prose, `size` bytes (at least 64).
@@ -134,8 +141,13 @@ fn preview(bytes: &[u8]) -> String {
 /// Produces the sample, reads it back both ways, compares, deletes the topic.
 pub(crate) async fn verify(spec: &VerifySpec) -> Result<PathCheck> {
     let admin = spec.endpoint.admin()?;
+    let topic = TopicSpec {
+        partitions: spec.partitions.max(1),
+        replication_factor: spec.replication_factor.max(1),
+        ..TopicSpec::new(&spec.topic)
+    };
     admin
-        .create_topic(&TopicSpec::new(&spec.topic), TIMEOUT)
+        .create_topic(&topic, TIMEOUT)
         .await
         .context("creating the path check's topic")?;
     let result = check(spec).await;
@@ -155,7 +167,8 @@ async fn check(spec: &VerifySpec) -> Result<PathCheck> {
         spec.topic.clone(),
     );
     let to_send = sent.clone();
-    tokio::task::spawn_blocking(move || produce(&bootstrap, &client, &topic, &to_send))
+    let partitions = spec.partitions.max(1);
+    tokio::task::spawn_blocking(move || produce(&bootstrap, &client, &topic, partitions, &to_send))
         .await
         .context("path check producer task")??;
 
@@ -163,7 +176,8 @@ async fn check(spec: &VerifySpec) -> Result<PathCheck> {
         let topic = spec.topic.clone();
         let n = spec.records as usize;
         tokio::task::spawn_blocking(move || {
-            read_back(&bootstrap, &client, &topic, n).with_context(|| format!("reading {what}"))
+            read_back(&bootstrap, &client, &topic, partitions, n)
+                .with_context(|| format!("reading {what}"))
         })
     };
     let received = read(
@@ -176,6 +190,14 @@ async fn check(spec: &VerifySpec) -> Result<PathCheck> {
     let stored = read(spec.direct.clone(), Vec::new(), "straight from the broker")
         .await
         .context("path check consumer task")??;
+    // Who led each partition, as the brokers say (not the path, which may rewrite it).
+    let leaders = super::admin::Admin::connect(&spec.direct, &[])?
+        .layout(&spec.topic)
+        .await
+        .context("reading the path check topic's leaders straight from the broker")?
+        .iter()
+        .map(|p| p.leader)
+        .collect();
 
     let mut check = PathCheck {
         expect: spec.expect,
@@ -184,6 +206,7 @@ async fn check(spec: &VerifySpec) -> Result<PathCheck> {
         broker_ok: 0,
         consumer_ok: 0,
         first_mismatch: None,
+        leaders,
     };
     for (i, s) in sent.iter().enumerate() {
         match broker_holds(spec.expect.broker, s, &stored[i]) {
@@ -234,19 +257,26 @@ impl ProducerContext for Deliveries {
     }
 }
 
+/// Sends record `i` to partition `i % partitions`, each acknowledged by all in-sync replicas.
 fn produce(
     bootstrap: &str,
     client: &[(String, String)],
     topic: &str,
+    partitions: i32,
     records: &[Vec<u8>],
 ) -> Result<()> {
     let (config, _) = client_config(bootstrap, &[("acks", "all")], &[client])?;
     let producer: BaseProducer<Deliveries> = config
         .create_with_context(Deliveries::default())
         .context("creating the path check producer")?;
-    for r in records {
+    for (i, r) in records.iter().enumerate() {
+        let partition = (i % partitions as usize) as i32;
         producer
-            .send(BaseRecord::<(), [u8]>::to(topic).payload(r.as_slice()))
+            .send(
+                BaseRecord::<(), [u8]>::to(topic)
+                    .partition(partition)
+                    .payload(r.as_slice()),
+            )
             .map_err(|(e, _)| e)
             .context("sending a path check record")?;
     }
@@ -269,11 +299,13 @@ fn produce(
     Ok(())
 }
 
-/// The first `n` records of partition 0, from the beginning, in order.
+/// The `n` records [`produce`] sent over `partitions` partitions, from the beginning, back in
+/// the order they were sent (record `i` the `i / partitions`-th of partition `i % partitions`).
 fn read_back(
     bootstrap: &str,
     client: &[(String, String)],
     topic: &str,
+    partitions: i32,
     n: usize,
 ) -> Result<Vec<Vec<u8>>> {
     let (config, _) = client_config(
@@ -288,31 +320,59 @@ fn read_back(
         .create_with_context(Quiet::default())
         .context("creating the path check consumer")?;
     let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Beginning)?;
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)?;
+    }
     consumer.assign(&tpl)?;
     let deadline = Instant::now() + TIMEOUT;
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
+    let mut by_partition: Vec<Vec<Vec<u8>>> = vec![Vec::new(); partitions as usize];
+    let mut read = 0;
+    while read < n {
         if Instant::now() > deadline {
             bail!(
-                "{} of {n} records read within {}s{}",
-                out.len(),
+                "{read} of {n} records read within {}s{}",
                 TIMEOUT.as_secs(),
                 consumer.context().last_error.suffix()
             );
         }
         match consumer.poll(Duration::from_millis(200)) {
-            Some(Ok(m)) => out.push(m.payload().unwrap_or_default().to_vec()),
+            Some(Ok(m)) => {
+                let part = by_partition
+                    .get_mut(m.partition() as usize)
+                    .with_context(|| format!("a record of partition {}", m.partition()))?;
+                part.push(m.payload().unwrap_or_default().to_vec());
+                read += 1;
+            }
             Some(Err(e)) => bail!("{e}{}", consumer.context().last_error.suffix()),
             None => {}
         }
     }
-    Ok(out)
+    Ok(in_sent_order(by_partition, n))
+}
+
+/// Record `i` is the `i / k`-th of partition `i % k` (`k` partitions), as [`produce`] sent it.
+fn in_sent_order(mut by_partition: Vec<Vec<Vec<u8>>>, n: usize) -> Vec<Vec<u8>> {
+    let k = by_partition.len().max(1);
+    for part in &mut by_partition {
+        part.reverse();
+    }
+    (0..n)
+        .map_while(|i| by_partition.get_mut(i % k).and_then(Vec::pop))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_read_by_partition_come_back_in_the_order_they_were_sent() {
+        let r = |i: u8| vec![i];
+        let parts = vec![vec![r(0), r(3), r(6)], vec![r(1), r(4)], vec![r(2), r(5)]];
+        let back = in_sent_order(parts, 7);
+        assert_eq!(back, (0..7).map(r).collect::<Vec<_>>());
+        assert_eq!(in_sent_order(vec![vec![r(0), r(1)]], 2), vec![r(0), r(1)]);
+    }
 
     #[test]
     fn samples_are_numbered_lower_case_text_of_the_size() {

@@ -6,13 +6,10 @@
 //! nothing on the engine.
 
 use crate::common;
-use common::{
-    copy_tree, engine_lock, leftovers, perf_tests_run, repo, running_container, start_run,
-    wait_for, workload_runs, Started,
-};
+use common::{copy_tree, engine_lock, kill_during, leftovers, repo};
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value as Json;
 use yaml_serde::Value as Yaml;
@@ -631,53 +628,6 @@ async fn a_jdk_older_than_the_artifact_stops_the_run_before_anything_starts() {
     );
 }
 
-/// Runs the scenarios `test` selects with `env`, kills the container of `service` once the load
-/// generator runs the `produce` step with `--num-records <records>`, and asserts that the run
-/// ended within 30 s, exit 1, saying the service stopped during `phase`, with nothing left.
-async fn kill_during(test: &str, service: &str, env: &[(&str, &str)], records: &str, phase: &str) {
-    use std::time::{Duration, Instant};
-
-    let _lock = engine_lock(false);
-    let results = tempfile::tempdir().unwrap();
-    let mut cmd = perf_tests_run(results.path());
-    cmd.env("TEST", test).envs(env.iter().copied());
-    let Started {
-        mut child,
-        lines,
-        run_id,
-    } = start_run(cmd, |line| line.starts_with("==> 0"));
-    // The services come up, answer, the path is warmed; the step the test waits for runs, and
-    // the service dies in it.
-    wait_for(phase, Duration::from_secs(180), || {
-        workload_runs(&run_id, "produce", &format!("--num-records {records}"))
-    });
-    let container = running_container(&run_id, service).expect("the service runs");
-    let killed = Command::new("docker")
-        .args(["kill", &container])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let sent = Instant::now();
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    let status = child.wait().unwrap();
-    let took = sent.elapsed();
-    let stderr = rest.join("\n");
-    assert!(took < Duration::from_secs(30), "took {took:?}:\n{stderr}");
-    assert_eq!(status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(&format!("stopped during {phase}"))
-            && stderr.contains(&format!("service \"{service}\""))
-            && stderr.contains("exited with code 137 (killed)"),
-        "{stderr}"
-    );
-    // Nothing completed, so nothing was kept.
-    assert!(
-        std::fs::read_dir(results.path()).map_or(true, |mut d| d.next().is_none()),
-        "{stderr}"
-    );
-    assert_eq!(leftovers(&run_id).await, (0, 0), "{stderr}");
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
     // Far more records than the test waits for: only the kill can end the measurement early.
@@ -686,8 +636,8 @@ async fn a_proxy_killed_mid_measurement_ends_the_run_at_once_naming_it() {
         "02.*",
         "kroxylicious-no-filters",
         &env,
-        "10000000",
-        "the measurement (its produce phase)",
+        ("10000000", "the measurement (its produce phase)"),
+        |_| {},
     )
     .await;
 }
@@ -703,8 +653,8 @@ async fn a_proxy_killed_during_the_warm_up_ends_the_run_at_once_naming_it_and_th
         "02.*",
         "kroxylicious-no-filters",
         &env,
-        "10000000",
-        "the warm-up before the measurement",
+        ("10000000", "the warm-up before the measurement"),
+        |_| {},
     )
     .await;
 }
@@ -720,8 +670,8 @@ async fn a_kms_that_goes_down_before_the_measurement_ends_the_run_naming_it() {
         "04.*",
         "kms",
         &env,
-        "10000000",
-        "the warm-up before the measurement",
+        ("10000000", "the warm-up before the measurement"),
+        |_| {},
     )
     .await;
 }

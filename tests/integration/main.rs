@@ -12,6 +12,7 @@ mod builds;
 mod ceiling;
 mod cli;
 mod clients;
+mod cluster;
 mod compare;
 mod compose;
 mod cpuset;

@@ -38,6 +38,7 @@ impl Session for InProcess {
                     name,
                     partitions: spec.partitions,
                     replication_factor: spec.replication_factor,
+                    min_insync_replicas: Some(spec.min_insync_replicas),
                 })
                 .collect();
             Admin::connect(&spec.bootstrap, &[])?

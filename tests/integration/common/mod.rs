@@ -388,3 +388,59 @@ pub fn assert_node_is_this_machine(node: &serde_json::Value, engine_version: &st
     assert_eq!(node["engine_version"], engine_version, "{node}");
     assert_eq!(node["roles"], serde_json::json!(roles), "{node}");
 }
+
+/// Runs the scenarios `test` selects with `env`, kills the container of `service` once the load
+/// generator runs the `produce` step with `--num-records <records>` (first calling `before_kill`
+/// with the run's id), and asserts that the run ended within 30 s, exit 1, saying the service
+/// stopped during `phase`, with nothing left.
+pub async fn kill_during(
+    test: &str,
+    service: &str,
+    env: &[(&str, &str)],
+    (records, phase): (&str, &str),
+    before_kill: impl FnOnce(&str),
+) {
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+
+    let _lock = engine_lock(false);
+    let results = tempfile::tempdir().unwrap();
+    let mut cmd = perf_tests_run(results.path());
+    cmd.env("TEST", test).envs(env.iter().copied());
+    let Started {
+        mut child,
+        lines,
+        run_id,
+    } = start_run(cmd, |line| line.starts_with("==> 0"));
+    // The services come up, answer, the path is warmed; the step the test waits for runs, and
+    // the service dies in it.
+    wait_for(phase, Duration::from_secs(180), || {
+        workload_runs(&run_id, "produce", &format!("--num-records {records}"))
+    });
+    before_kill(&run_id);
+    let container = running_container(&run_id, service).expect("the service runs");
+    let killed = Command::new("docker")
+        .args(["kill", &container])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let sent = Instant::now();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    let took = sent.elapsed();
+    let stderr = rest.join("\n");
+    assert!(took < Duration::from_secs(30), "took {took:?}:\n{stderr}");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("stopped during {phase}"))
+            && stderr.contains(&format!("service \"{service}\""))
+            && stderr.contains("exited with code 137 (killed)"),
+        "{stderr}"
+    );
+    // Nothing completed, so nothing was kept.
+    assert!(
+        std::fs::read_dir(results.path()).map_or(true, |mut d| d.next().is_none()),
+        "{stderr}"
+    );
+    assert_eq!(leftovers(&run_id).await, (0, 0), "{stderr}");
+}

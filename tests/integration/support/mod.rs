@@ -38,6 +38,8 @@ pub fn kafka_env(host: &str, port: u16, controller: u16) -> Vec<String> {
         format!("KAFKA_LISTENERS=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller}"),
         format!("KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://{host}:{port}"),
         format!("KAFKA_CONTROLLER_QUORUM_VOTERS=1@{host}:{controller}"),
+        // No listener of its own for replication: a broker alone has none.
+        "KAFKA_INTER_BROKER_LISTENER_NAME=PLAINTEXT".to_string(),
         "KAFKA_HEAP_OPTS=-Xmx256m -Xms256m".to_string(),
     ];
     let name = |var: &str| var.split('=').next().unwrap_or_default().to_string();
