@@ -917,6 +917,55 @@ teardown:
     }
 
     #[test]
+    fn a_cluster_runs_the_first_brokers_of_its_list_with_their_voters() {
+        let root = suite(&[]);
+        let file = root.path().join("suite/suite.yaml");
+        let head = "description: d\ncompose: [../compose/base.yaml]\nservices: [b1, kms]\n\
+                    bootstrap: b1:9092\n";
+        let brokers = "brokers:\n  - { service: b1, voter: 1@b1:9094 }\n  \
+                       - { service: b2, voter: 2@b2:9094 }\n  - { service: b3, voter: 3@b3:9094 }\n";
+        let ready = "ready: { b1: 'b1:9092', b2: 'b2:9092', b3: 'b3:9092' }\n";
+        fs::write(&file, format!("{head}{ready}{brokers}")).unwrap();
+        let dir = root.path().join("suite");
+        let all = Suite::load(&dir).unwrap();
+        let two = all.with_brokers(2).unwrap();
+        assert_eq!(two.services, ["b1", "kms", "b2"]);
+        assert_eq!(two.ready.keys().collect::<Vec<_>>(), ["b1", "b2"]);
+        assert_eq!(two.broker_voters(), "1@b1:9094,2@b2:9094");
+        let one = all.with_brokers(1).unwrap();
+        assert_eq!(
+            (one.services.len(), one.broker_voters()),
+            (2, "1@b1:9094".into())
+        );
+        let err = all.with_brokers(4).unwrap_err().to_string();
+        assert!(
+            err.contains("runs at most 3 (its `brokers:` lists 3: b1, b2, b3)"),
+            "{err}"
+        );
+        // The file's own mistakes, each named.
+        for (text, says) in [
+            (format!("{head}{brokers}"), "brokers: b1 has no readiness probe (add `ready.b1`)"),
+            (
+                format!("{head}{ready}brokers: [{{ service: b2, voter: 2@b2:9094 }}]\n"),
+                "the first broker, b2, is not one of the suite's services (b1, kms)",
+            ),
+            (
+                format!("{head}{ready}brokers: [{{ service: b1, voter: v }}, {{ service: b1, voter: v }}]\n"),
+                "brokers: b1 is listed twice",
+            ),
+        ] {
+            fs::write(&file, text).unwrap();
+            let err = Suite::load(&dir).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+        // A suite without the key runs its one broker.
+        let plain = Suite::load(&suite(&[]).path().join("suite")).unwrap();
+        let err = plain.with_brokers(2).unwrap_err().to_string();
+        assert!(err.contains("it declares no `brokers:`"), "{err}");
+        assert_eq!(plain.with_brokers(1).unwrap().broker_voters(), "");
+    }
+
+    #[test]
     fn suite_file_errors_are_named() {
         let root = suite(&[]);
         let file = root.path().join("suite/suite.yaml");
