@@ -3,7 +3,7 @@
 //! each broker, the replicas in sync as Kafka's own topic tool reads them, a broker killed
 //! mid-phase named, each broker costed, nothing left; and what a cluster cannot be refused.
 
-use crate::common;
+use crate::common::{self, json};
 use common::{docker_cli, engine_lock, leftovers, only_run, perf_tests_run, running_container};
 
 use std::collections::BTreeSet;
@@ -30,17 +30,11 @@ const SCENARIOS: [&str; 5] = [
 
 /// `perf-tests run --dry-run` of the default suite with `env`: its exit code and its output.
 fn dry_run(env: &[(&str, &str)]) -> (Option<i32>, String) {
-    let out = common::bin()
-        .args(["run", "--dry-run"])
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code(), text)
+    common::outcome(
+        common::bin()
+            .args(["run", "--dry-run"])
+            .envs(env.iter().copied()),
+    )
 }
 
 #[test]
@@ -90,10 +84,6 @@ fn a_cluster_the_suite_or_the_settings_cannot_hold_is_refused_before_anything_st
         assert_eq!(code, Some(2), "{env:?}: {text}");
         assert!(text.contains(says), "{env:?}: {text}");
     }
-}
-
-fn json(path: &std::path::Path) -> Json {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]

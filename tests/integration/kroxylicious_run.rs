@@ -5,13 +5,12 @@
 //! configuration and an image recipe whose Maven artifact does not resolve; each run must leave
 //! nothing on the engine.
 
-use crate::common;
+use crate::common::{self, json};
 use common::{copy_tree, engine_lock, kill_during, leftovers, repo};
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use serde_json::Value as Json;
 use yaml_serde::Value as Yaml;
 
 /// Records per measurement: enough for every counter and rate, small enough for a quick run.
@@ -149,11 +148,6 @@ fn number(row: &[(String, String)], column: &str) -> f64 {
     let v = cell(row, column);
     v.parse()
         .unwrap_or_else(|e| panic!("{column} = {v:?} is not a number ({e}) in {row:?}"))
-}
-
-fn json(path: &Path) -> Json {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Asserts that nothing of the run is left on the engine.

@@ -4,13 +4,11 @@
 //! settings before anything starts, a service that is no JVM and a JVM that refuses the agent
 //! before anything is measured, with nothing left behind.
 
-use crate::common;
+use crate::common::{self, json};
 use common::{copy_tree, engine_lock, leftovers, perf_tests_run, repo, run_id};
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
-
-use serde_json::Value as Json;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -58,10 +56,6 @@ fn jfr_samples(jfr: &Path) -> u64 {
             (words.next() == Some("jdk.ExecutionSample")).then(|| words.next()?.parse().ok())?
         })
         .unwrap_or(0)
-}
-
-fn json(path: &Path) -> Json {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]

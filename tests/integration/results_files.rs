@@ -5,7 +5,7 @@
 //! percentiles the JSON states, each interval where its side was measured, and `metrics.csv`
 //! holds every repetition's figures.
 
-use crate::common;
+use crate::common::{self, json};
 use common::{engine_lock, only_run, repo, run_succeeds};
 
 use std::path::Path;
@@ -15,11 +15,6 @@ use serde_json::Value as Json;
 
 const SCENARIO: &str = "01-no-proxy-baseline";
 const RECORDS: u64 = 2000;
-
-fn json(path: &Path) -> Json {
-    serde_json::from_slice(&std::fs::read(path).unwrap())
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 /// Runs `script` with Python 3 on `args`; its stdout, as JSON.
 fn python(script: &str, args: &[&Path]) -> Json {

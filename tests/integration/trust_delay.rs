@@ -21,7 +21,7 @@
 //! neighbour's load on some of the base repetitions widens their spread past what five
 //! repetitions can tell apart.
 
-use crate::common;
+use crate::common::{self, json};
 use common::engine_lock;
 
 use std::collections::{HashMap, HashSet};
@@ -34,7 +34,6 @@ use std::time::Duration;
 
 use bollard::models::{ContainerUpdateBody, HealthStatusEnum};
 use bollard::query_parameters::ListContainersOptionsBuilder;
-use serde_json::Value;
 
 /// What the throttle needs to know of a run: its id, once announced, and whether its rounds (the
 /// measured scenarios, after the run-wide broker is up and warmed) have begun.
@@ -197,23 +196,9 @@ async fn slowed(test: &'static str, service: &'static str, results: PathBuf) -> 
 /// `perf-tests compare base new` with `args`; its output is shown with the test's (on failure,
 /// or with --no-capture).
 fn compare(base: &Path, new: &Path, args: &[&str]) -> (Option<i32>, String) {
-    let out = common::bin()
-        .arg("compare")
-        .args([base, new])
-        .args(args)
-        .output()
-        .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, all) = common::outcome(common::bin().arg("compare").args([base, new]).args(args));
     eprintln!("{all}");
-    (out.status.code(), all)
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    (code, all)
 }
 
 /// The producer's rate row of `scenario` in compare's plain output; asserts it is a

@@ -444,3 +444,20 @@ pub async fn kill_during(
     );
     assert_eq!(leftovers(&run_id).await, (0, 0), "{stderr}");
 }
+
+/// A results file's JSON; a missing or malformed file fails the test naming it.
+pub fn json(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Runs `cmd` to its end: its exit code, and its stdout then its stderr as one text.
+pub fn outcome(cmd: &mut std::process::Command) -> (Option<i32>, String) {
+    let out = cmd.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
