@@ -10,7 +10,7 @@
 //!   the noise hits both alike), so it is judged with `--threshold 50`; the campaigns in
 //!   PERFORMANCE.md measure the false-alarm rate at the default threshold.
 //! - The path itself slowed: 02 again with every proxy container throttled to a fifth of a
-//!   core once it is healthy (the engine's CPU quota; this kernel has no netem for a network
+//!   core once it listens (the engine's CPU quota; this kernel has no netem for a network
 //!   delay; a JVM started at that quota would outlast its health check): a regression, exit 1.
 //! - The broker slowed the same way once the rounds begin moves the reference scenario (01),
 //!   and compare warns that the machine or the broker changed.
@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bollard::models::{ContainerUpdateBody, HealthStatusEnum};
+use bollard::models::ContainerUpdateBody;
 use bollard::query_parameters::ListContainersOptionsBuilder;
 
 /// What the throttle needs to know of a run: its id, once announced, and whether its rounds (the
@@ -118,9 +118,32 @@ fn run_blocking(
     )
 }
 
+/// Whether container `id` listens on the Kafka port 9092 (0x2384): the suite's health check of
+/// the proxy, which the runner runs itself, so the engine knows no health of its containers.
+async fn listening(id: &str) -> bool {
+    let id = id.to_string();
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new("docker")
+            .args([
+                "exec",
+                &id,
+                "grep",
+                "-qE",
+                ":2384 [0-9A-F]+:0000 0A",
+                "/proc/1/net/tcp",
+                "/proc/1/net/tcp6",
+            ])
+            .env_remove("DOCKER_HOST")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+    .await
+    .unwrap()
+}
+
 /// Until `stop`, limits every running container of Compose service `service` of the run in
-/// `progress` to `quota` of a core, once the run's rounds have begun and the container is healthy
-/// (where it has a health check).
+/// `progress` to `quota` of a core, once the run's rounds have begun and the container listens
+/// for Kafka clients (a JVM started at that quota would outlast the runner's wait for it).
 async fn throttle(
     service: &str,
     quota: f64,
@@ -158,12 +181,7 @@ async fn throttle(
             if done.contains(&id) {
                 continue;
             }
-            let health = docker
-                .inspect_container(&id, None)
-                .await
-                .ok()
-                .and_then(|c| c.state?.health?.status);
-            if health.is_some_and(|h| h != HealthStatusEnum::HEALTHY) {
+            if !listening(&id).await {
                 continue;
             }
             let limit = ContainerUpdateBody {
