@@ -11,12 +11,12 @@
 //!   hits both alike), so it is judged with `--threshold 50`; the campaigns in PERFORMANCE.md
 //!   measure the false-alarm rate at the default threshold.
 //! - The path itself slowed: 02 again, five repetitions, with every proxy container throttled
-//!   to a fifth of a core in every 10 ms once it listens (the engine's CPU quota; this kernel
-//!   has no netem for a network delay; a JVM started at that quota would outlast its health
-//!   check; over the default 100 ms period a produce of a tenth of a second would get its
-//!   share in one burst or none): a regression, exit 1.
-//! - The broker slowed the same way once the rounds begin moves the reference scenario (01),
-//!   and compare warns that the machine or the broker changed.
+//!   to 0.3 of a core in every 10 ms once it listens (the engine's CPU quota; this kernel has
+//!   no netem for a network delay; a JVM started at that quota would outlast its health check;
+//!   over the default 100 ms period a produce of a tenth of a second would get its share in one
+//!   burst or none): a regression, exit 1.
+//! - The broker slowed to half a core once it is warmed and the first scenario begins moves
+//!   the reference scenario (01), and compare warns that the machine or the broker changed.
 //! - The producer held to 1000 rec/s (THROUGHPUT): a regression, with the setting that differs
 //!   named.
 //!
@@ -38,12 +38,13 @@ use std::time::Duration;
 use bollard::models::ContainerUpdateBody;
 use bollard::query_parameters::ListContainersOptionsBuilder;
 
-/// What the throttle needs to know of a run: its id, once announced, and whether its rounds (the
-/// measured scenarios, after the run-wide broker is up and warmed) have begun.
+/// What the throttle needs to know of a run: its id, once announced, and whether its first
+/// scenario has begun (the run-wide broker is then up and warmed: the first round starts it, so
+/// the round's own line comes before).
 #[derive(Default)]
 struct Progress {
     run_id: Option<String>,
-    rounds: bool,
+    scenarios: bool,
 }
 
 /// Records per measurement: a few hundred milliseconds of the plain proxy's produce.
@@ -96,8 +97,11 @@ fn run_blocking(
             if let Some(id) = line.strip_prefix("==> run ") {
                 progress.lock().unwrap().run_id = Some(id.trim().to_string());
             }
-            if line.starts_with("==> round ") {
-                progress.lock().unwrap().rounds = true;
+            if [REFERENCE, PROXY]
+                .iter()
+                .any(|s| line.starts_with(&format!("==> {s}: ")))
+            {
+                progress.lock().unwrap().scenarios = true;
             }
             all.push_str(&line);
             all.push('\n');
@@ -149,8 +153,9 @@ async fn listening(id: &str) -> bool {
 }
 
 /// Until `stop`, limits every running container of Compose service `service` of the run in
-/// `progress` to `quota` of a core, once the run's rounds have begun and the container listens
-/// for Kafka clients (a JVM started at that quota would outlast the runner's wait for it).
+/// `progress` to `quota` of a core, once the run's first scenario has begun and the container
+/// listens for Kafka clients (a JVM started at that quota would outlast the runner's wait for
+/// it).
 async fn throttle(
     service: &str,
     quota: f64,
@@ -162,7 +167,7 @@ async fn throttle(
     while !stop.load(Ordering::Relaxed) {
         let id = {
             let p = progress.lock().unwrap();
-            p.run_id.clone().filter(|_| p.rounds)
+            p.run_id.clone().filter(|_| p.scenarios)
         };
         let Some(id) = id else {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -212,10 +217,15 @@ const PERIOD_US: i64 = 10_000;
 
 /// Runs `test` into `results` with every container of `service` limited to `quota` of a core
 /// (see [`throttle`]); returns the run directory and how many containers were slowed.
-async fn slowed(test: &'static str, service: &'static str, results: PathBuf) -> (PathBuf, usize) {
+async fn slowed(
+    test: &'static str,
+    service: &'static str,
+    quota: f64,
+    results: PathBuf,
+) -> (PathBuf, usize) {
     let stop = Arc::new(AtomicBool::new(false));
     let progress: Arc<Mutex<Progress>> = Arc::default();
-    let injector = tokio::spawn(throttle(service, 0.2, stop.clone(), progress.clone()));
+    let injector = tokio::spawn(throttle(service, quota, stop.clone(), progress.clone()));
     let dir = run(test, &[], results, progress).await;
     stop.store(true, Ordering::Relaxed);
     (dir, injector.await.unwrap())
@@ -316,7 +326,8 @@ async fn identical_runs_agree_and_each_slowdown_is_found_where_it_was_made() {
     }
 
     // The proxy of 02 slowed: the path's regression.
-    let (slow_proxy, throttled) = slowed("02-.*", "kroxylicious-no-filters", at("proxy")).await;
+    let (slow_proxy, throttled) =
+        slowed("02-.*", "kroxylicious-no-filters", 0.3, at("proxy")).await;
     assert_eq!(
         throttled, 5,
         "one proxy container per repetition was slowed"
@@ -326,7 +337,7 @@ async fn identical_runs_agree_and_each_slowdown_is_found_where_it_was_made() {
     assert_rate_regression(&out, PROXY);
 
     // The run-wide broker slowed: the reference moved, and compare says what that means.
-    let (slow_broker, slowed_brokers) = slowed("01-.*", "broker1", at("broker")).await;
+    let (slow_broker, slowed_brokers) = slowed("01-.*", "broker1", 0.5, at("broker")).await;
     assert_eq!(slowed_brokers, 1, "the run-wide broker was slowed");
     // Every repetition is kept; the summary is their median; every one consumed all it sent;
     // the table says how many runs and their spread, the chart draws it.
