@@ -64,21 +64,26 @@ impl Placement {
                 by_role.entry(role).or_default().push(service);
             }
         }
+        let mut pinned = BTreeMap::new();
         for (role, services) in by_role {
-            let nodes = &self.nodes[role];
-            if services.len() < 2 || nodes.len() < 2 {
+            if services.len() < 2 || self.nodes[role].len() < 2 {
                 continue;
             }
             for (i, service) in services.into_iter().enumerate() {
-                self.pinned
-                    .insert(service.clone(), nodes[i % nodes.len()].clone());
+                pinned.insert(service.clone(), self.in_turn(role, i).to_string());
             }
         }
+        self.pinned = pinned;
     }
 
     /// The node load generator `i` (from 0) runs on: the load nodes in turn, by host name.
     pub(super) fn load_node(&self, i: usize) -> &str {
-        let nodes = self.load_nodes();
+        self.in_turn(&self.load_role, i)
+    }
+
+    /// The `i`-th (from 0) of several things of `role` goes to that role's nodes in turn.
+    fn in_turn(&self, role: &str, i: usize) -> &str {
+        let nodes = &self.nodes[role];
         &nodes[i % nodes.len()]
     }
 

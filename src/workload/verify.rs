@@ -59,10 +59,10 @@ pub struct VerifySpec {
     pub record_size: usize,
     /// Partitions of the check's topic, the sample sent to them in turn: one per broker of a
     /// cluster, so that every broker leads one and the sample crosses the path to each.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i32).range(1..))]
     pub partitions: i32,
     /// Replicas of each of the check's partitions.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i32).range(1..))]
     pub replication_factor: i32,
 }
 
@@ -142,8 +142,8 @@ fn preview(bytes: &[u8]) -> String {
 pub(crate) async fn verify(spec: &VerifySpec) -> Result<PathCheck> {
     let admin = spec.endpoint.admin()?;
     let topic = TopicSpec {
-        partitions: spec.partitions.max(1),
-        replication_factor: spec.replication_factor.max(1),
+        partitions: spec.partitions,
+        replication_factor: spec.replication_factor,
         ..TopicSpec::new(&spec.topic)
     };
     admin
@@ -167,7 +167,7 @@ async fn check(spec: &VerifySpec) -> Result<PathCheck> {
         spec.topic.clone(),
     );
     let to_send = sent.clone();
-    let partitions = spec.partitions.max(1);
+    let partitions = spec.partitions;
     tokio::task::spawn_blocking(move || produce(&bootstrap, &client, &topic, partitions, &to_send))
         .await
         .context("path check producer task")??;
