@@ -15,7 +15,7 @@
 //!   no netem for a network delay; a JVM started at that quota would outlast its health check;
 //!   over the default 100 ms period a produce of a tenth of a second would get its share in one
 //!   burst or none): a regression, exit 1.
-//! - The broker slowed to half a core once it is warmed and the first scenario begins moves
+//! - The broker slowed to a quarter of a core once it is warmed and the first scenario begins moves
 //!   the reference scenario (01), and compare warns that the machine or the broker changed.
 //! - The producer held to 1000 rec/s (THROUGHPUT): a regression, with the setting that differs
 //!   named.
@@ -337,7 +337,7 @@ async fn identical_runs_agree_and_each_slowdown_is_found_where_it_was_made() {
     assert_rate_regression(&out, PROXY);
 
     // The run-wide broker slowed: the reference moved, and compare says what that means.
-    let (slow_broker, slowed_brokers) = slowed("01-.*", "broker1", 0.5, at("broker")).await;
+    let (slow_broker, slowed_brokers) = slowed("01-.*", "broker1", 0.25, at("broker")).await;
     assert_eq!(slowed_brokers, 1, "the run-wide broker was slowed");
     // Every repetition is kept; the summary is their median; every one consumed all it sent;
     // the table says how many runs and their spread, the chart draws it.
