@@ -56,8 +56,9 @@ impl Placement {
             .collect()
     }
 
-    /// Spreads the run-wide `services` that share a role over that role's nodes, in turn.
-    fn spread(&mut self, run_wide: &[String]) {
+    /// The node of each run-wide service that shares its role with others, that role's nodes
+    /// taken in turn (none where the role has one such service or one node).
+    fn spread(&self, run_wide: &[String]) -> BTreeMap<String, String> {
         let mut by_role: BTreeMap<&String, Vec<&String>> = BTreeMap::new();
         for service in run_wide {
             if let Some(role) = self.roles.get(service) {
@@ -73,7 +74,7 @@ impl Placement {
                 pinned.insert(service.clone(), self.in_turn(role, i).to_string());
             }
         }
-        self.pinned = pinned;
+        pinned
     }
 
     /// The node load generator `i` (from 0) runs on: the load nodes in turn, by host name.
@@ -216,7 +217,7 @@ pub(super) fn place(
     }
     placement.load_role = all.last().expect("the load generator has a role").1.clone();
     placement.load_alone()?;
-    placement.spread(services.run_wide);
+    placement.pinned = placement.spread(services.run_wide);
     Ok(placement)
 }
 

@@ -134,19 +134,9 @@ fn run_blocking(
 async fn listening(id: &str) -> bool {
     let id = id.to_string();
     tokio::task::spawn_blocking(move || {
-        std::process::Command::new("docker")
-            .args([
-                "exec",
-                &id,
-                "grep",
-                "-qE",
-                ":2384 [0-9A-F]+:0000 0A",
-                "/proc/1/net/tcp",
-                "/proc/1/net/tcp6",
-            ])
-            .env_remove("DOCKER_HOST")
-            .output()
-            .is_ok_and(|o| o.status.success())
+        let listen = ":2384 [0-9A-F]+:0000 0A";
+        let (tcp, tcp6) = ("/proc/1/net/tcp", "/proc/1/net/tcp6");
+        !common::docker_cli(&["exec", &id, "grep", "-hE", listen, tcp, tcp6]).is_empty()
     })
     .await
     .unwrap()
