@@ -1,6 +1,8 @@
 //! Image recipes on the real engine: a Debian package's program packaged into an image that
-//! runs, is not rebuilt while up to date and is rebuilt when forced; `clean --images` removes the
-//! workload images of other builds and keeps this build's.
+//! runs, is not rebuilt while up to date and is rebuilt when forced; the default suite's broker
+//! and proxy started from their images map the classes archived as the images were built, and a
+//! recipe whose class-data command fails is not built; `clean --images` removes the workload
+//! images of other builds and keeps this build's.
 
 use crate::common;
 use common::engine_lock;
@@ -9,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use perf_tests::world::engine::OneOff;
+use perf_tests::world::images::maven::{ClassData, MavenRecipe};
 use perf_tests::world::images::recipe::{self, DebianRecipe, ImageRecipe, Outcome, Recipe};
 
 fn run_id(test: &str) -> String {
@@ -100,5 +103,134 @@ async fn clean_images_removes_other_builds_workload_images_only() {
     assert!(
         engine.image_labels(&current).await.unwrap().is_some(),
         "{current} was removed"
+    );
+}
+
+/// A container started with `docker run -d`, removed when the test ends however it ends.
+struct Started(String);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        common::docker_cli(&["rm", "-f", &self.0]);
+    }
+}
+
+/// Starts `image` as the suite starts it (`options` of `docker run`, then `command`), with
+/// `-Xshare:on` in the JVM options variable `opts`, so that a JVM that could not map the image's
+/// class-data archive would not start at all; waits until it listens on 9092 and returns what
+/// its JVM (pid 1) has mapped.
+fn maps_once_listening(image: &str, opts: &str, options: &[&str], command: &[&str]) -> String {
+    let name = format!("perf-tests-test-class-data-{}-{}", std::process::id(), opts);
+    let setting = format!("{opts}=-Xshare:on");
+    let mut run = vec!["run", "-d", "--name", &name, "-e", &setting];
+    run.extend_from_slice(options);
+    run.push(image);
+    run.extend_from_slice(command);
+    let id = common::docker_cli(&run).trim().to_string();
+    assert!(!id.is_empty(), "docker run {run:?}");
+    let _started = Started(name.clone());
+    common::wait_for(
+        &format!("{image} listening on 9092"),
+        Duration::from_secs(60),
+        || {
+            let state = common::docker_cli(&["inspect", "-f", "{{.State.Running}}", &name]);
+            assert_eq!(
+                state.trim(),
+                "true",
+                "{image} exited: {}",
+                common::docker_cli(&["logs", &name])
+            );
+            let listen = ":2384 [0-9A-F]+:0000 0A";
+            let (tcp, tcp6) = ("/proc/1/net/tcp", "/proc/1/net/tcp6");
+            !common::docker_cli(&["exec", &name, "grep", "-hE", listen, tcp, tcp6]).is_empty()
+        },
+    );
+    common::docker_cli(&["exec", &name, "cat", "/proc/1/maps"])
+}
+
+/// The default suite's broker and proxy, each from its image as a run starts it, map the class
+/// archive the image was built with (the JVM's own memory map says so); `-Xshare:on` makes a JVM
+/// that cannot use it fail instead of starting without it.
+#[test]
+fn the_broker_and_the_proxy_start_from_the_classes_archived_in_their_images() {
+    let _lock = engine_lock(false);
+    let broker = [
+        "--hostname",
+        "broker1",
+        "-e",
+        "KAFKA_PROCESS_ROLES=broker,controller",
+        "-e",
+        "KAFKA_NODE_ID=1",
+        "-e",
+        "KAFKA_CONTROLLER_QUORUM_VOTERS=1@broker1:9094",
+        "-e",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "-e",
+        "KAFKA_CONTROLLER_LISTENER_NAMES=CONTROLLER",
+        "-e",
+        "KAFKA_LISTENERS=PLAINTEXT://:9092,CONTROLLER://broker1:9094",
+        "-e",
+        "KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://broker1:9092",
+        "-e",
+        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR=1",
+        "-e",
+        "KAFKA_LOG_DIRS=/var/lib/kafka/data",
+    ];
+    let maps = maps_once_listening("perf-tests/kafka:4.4.0", "KAFKA_JVM_OPTS", &broker, &[]);
+    assert!(maps.contains("/opt/perf-tests/classes.jsa"), "{maps}");
+    let config = common::repo().join("scenarios/kroxylicious/02-no-filters/proxy-config.yaml");
+    let mount = format!(
+        "{}:/opt/kroxylicious/config/config.yaml:ro",
+        config.display()
+    );
+    let maps = maps_once_listening(
+        "perf-tests/kroxylicious:0.12.0",
+        "JAVA_OPTIONS",
+        &["--hostname", "kroxylicious", "-v", &mount],
+        &["--config", "/opt/kroxylicious/config/config.yaml"],
+    );
+    assert!(maps.contains("/opt/perf-tests/classes.jsa"), "{maps}");
+}
+
+/// A recipe whose class-data command fails is not built: the error quotes the command's own
+/// output and its exit status, and no image is left under the tag.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_class_data_command_that_fails_stops_the_build_quoting_it() {
+    let _lock = engine_lock(false);
+    let engine = common::engine(&run_id("class-data")).await;
+    let image = format!("perf-tests-test/class-data:{}", std::process::id());
+    let r = ImageRecipe {
+        image: image.clone(),
+        recipe: Recipe::Maven(MavenRecipe {
+            artifacts: vec!["org.slf4j:slf4j-api:2.0.17".into()],
+            jdk: "17".into(),
+            modules: vec!["java.base".into()],
+            sources: vec![],
+            files: Default::default(),
+            entrypoint: vec!["/opt/java/bin/java".into()],
+            class_data: Some(ClassData {
+                command: [
+                    "/bin/busybox",
+                    "sh",
+                    "-c",
+                    "echo no broker here >&2; exit 3",
+                ]
+                .map(String::from)
+                .to_vec(),
+                port: Some(9092),
+            }),
+        }),
+    };
+    let err = format!(
+        "{:#}",
+        recipe::ensure(&engine, &r, false).await.unwrap_err()
+    );
+    assert!(
+        err.contains("class data: the command failed (exit 3)") && err.contains("no broker here"),
+        "{err}"
+    );
+    assert!(
+        engine.image_labels(&image).await.unwrap().is_none(),
+        "{image} is left"
     );
 }

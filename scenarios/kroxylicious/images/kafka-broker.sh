@@ -19,13 +19,15 @@ done
 java=/opt/java/bin/java
 cp='/opt/app/libs/*'
 log="-Dlog4j2.configurationFile=/opt/kafka/config/log4j2.properties"
+# The image's archive of the broker's classes (recipes.yaml, class_data), when it has one.
+cds=${PERF_TESTS_CLASS_DATA:+-XX:SharedArchiveFile=$PERF_TESTS_CLASS_DATA}
 # Storage is the container's own: formatted at every start.
-$java $log -cp "$cp" kafka.tools.StorageTool format --ignore-formatted \
+$java $cds $log -cp "$cp" kafka.tools.StorageTool format --ignore-formatted \
     -t "${KAFKA_CLUSTER_ID:-5L6g3nShT-eMCtK--X86sw}" -c "$props"
 # Kafka's own defaults from kafka-server-start.sh and kafka-run-class.sh; the GC log where the
 # runner reads each measured phase's pauses (src/gc.rs).
 exec $java ${KAFKA_HEAP_OPTS:--Xmx1G -Xms1G} \
     -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
     -XX:+ExplicitGCInvokesConcurrent -XX:-UsePerfData -Djava.awt.headless=true \
-    -Xlog:gc:file=/tmp/perf-tests-gc.log:utctime,level,tags \
+    -Xlog:gc:file=/tmp/perf-tests-gc.log:utctime,level,tags $cds \
     ${KAFKA_JVM_OPTS:-} $log -cp "$cp" kafka.Kafka "$props"

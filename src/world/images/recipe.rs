@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::build::BuildRecipe;
 use super::go::GoRecipe;
 use super::maven::{self, MavenRecipe};
-use super::scratch::{self, ScratchFile};
+use super::scratch::{self, ScratchFile, Steps};
 use crate::world::engine::Engine;
 
 /// Label holding the fingerprint of what an image was built from.
@@ -372,34 +372,38 @@ async fn ensure_assembled(engine: &Engine, recipe: &ImageRecipe) -> Result<Outco
     let r = recipe.recipe.clone();
     let assembled = tokio::task::spawn_blocking(move || match &r {
         Recipe::Maven(m) => {
-            let (files, jdk) = maven::assemble(m, &work)?;
+            let a = maven::assemble(m, &work)?;
             let labels = BTreeMap::from([
                 (ARTIFACTS_LABEL.to_string(), m.artifacts.join(" ")),
                 (
                     JDK_LABEL.to_string(),
-                    format!("{} ({})", jdk.version, jdk.home.display()),
+                    format!("{} ({})", a.jdk.version, a.jdk.home.display()),
                 ),
             ]);
-            Ok((files, labels, m.entrypoint.clone()))
+            Ok((a.files, labels, a.steps))
         }
-        Recipe::Go(g) => Ok((g.assemble(&work)?, BTreeMap::new(), g.entrypoint())),
+        Recipe::Go(g) => Ok((
+            g.assemble(&work)?,
+            BTreeMap::new(),
+            Steps::entrypoint(g.entrypoint()),
+        )),
         Recipe::Build(b) => {
             let (files, jdk) = b.assemble(&work)?;
             let labels = BTreeMap::from([(
                 JDK_LABEL.to_string(),
                 format!("{} ({})", jdk.version, jdk.home.display()),
             )]);
-            Ok((files, labels, BuildRecipe::entrypoint()))
+            Ok((files, labels, Steps::entrypoint(BuildRecipe::entrypoint())))
         }
         Recipe::Debian(_) => bail!("not an assembled recipe"),
     });
-    let (files, mut labels, entrypoint) = assembled
+    let (files, mut labels, steps) = assembled
         .await
         .context("image build task")?
         .with_context(|| format!("image recipe {desc}; {}", recipe.by_hand()))?;
     labels.insert(FINGERPRINT_LABEL.to_string(), fingerprint);
     labels.insert(RECIPE_LABEL.to_string(), desc.clone());
-    scratch::build_image(engine, &recipe.image, &files, entrypoint, labels)
+    scratch::build_image(engine, &recipe.image, &files, &steps, labels)
         .await
         .with_context(|| format!("image recipe {desc}: packaging failed"))?;
     Ok(Outcome::Built)

@@ -128,13 +128,41 @@ pub(crate) fn is_elf(path: &Path) -> Result<bool> {
     Ok(f.read_exact(&mut magic).is_ok() && magic == *b"\x7fELF")
 }
 
+/// What an image's Dockerfile does after copying its files in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Steps {
+    /// A command run once in the image as it is built (exec form: no shell needed); its
+    /// output is part of the image.
+    pub run: Vec<String>,
+    /// Environment variables of the image's containers (set after `run`).
+    pub env: Vec<(String, String)>,
+    /// The image's entrypoint.
+    pub entrypoint: Vec<String>,
+}
+
+impl Steps {
+    /// Only an entrypoint.
+    pub(crate) fn entrypoint(entrypoint: Vec<String>) -> Steps {
+        Steps {
+            entrypoint,
+            ..Steps::default()
+        }
+    }
+}
+
 /// The build context: a Dockerfile and a `rootfs/` tree copied into the image.
-fn build_context(files: &[ScratchFile], entrypoint: &[String]) -> Result<Vec<u8>> {
+fn build_context(files: &[ScratchFile], steps: &Steps) -> Result<Vec<u8>> {
     let mut dockerfile = String::from("FROM scratch\nCOPY rootfs/ /\n");
-    if !entrypoint.is_empty() {
+    if !steps.run.is_empty() {
+        dockerfile.push_str(&format!("RUN {}\n", serde_json::to_string(&steps.run)?));
+    }
+    for (name, value) in &steps.env {
+        dockerfile.push_str(&format!("ENV {name}={}\n", serde_json::to_string(value)?));
+    }
+    if !steps.entrypoint.is_empty() {
         dockerfile.push_str(&format!(
             "ENTRYPOINT {}\n",
-            serde_json::to_string(entrypoint)?
+            serde_json::to_string(&steps.entrypoint)?
         ));
     }
     let mut tar = tar::Builder::new(Vec::new());
@@ -176,18 +204,18 @@ pub async fn build_scratch_image(
     labels: BTreeMap<String, String>,
 ) -> Result<String> {
     let all = with_libraries(files)?;
-    build_image(engine, tag, &all, entrypoint, labels).await
+    build_image(engine, tag, &all, &Steps::entrypoint(entrypoint), labels).await
 }
 
-/// Builds `tag` from exactly `files` (their libraries already among them).
+/// Builds `tag` from exactly `files` (their libraries already among them), then `steps`.
 pub(crate) async fn build_image(
     engine: &Engine,
     tag: &str,
     files: &[ScratchFile],
-    entrypoint: Vec<String>,
+    steps: &Steps,
     labels: BTreeMap<String, String>,
 ) -> Result<String> {
-    let context = build_context(files, &entrypoint)?;
+    let context = build_context(files, steps)?;
     let _sending = crate::progress::task(&format!(
         "sending {:.0} MB to the engine and building {tag}",
         context.len() as f64 / 1e6
@@ -230,7 +258,12 @@ mod tests {
             image_path: "/bin/sleep".into(),
             mode: Some(0o755),
         }];
-        let ctx = build_context(&files, &["/bin/sleep".to_string()]).unwrap();
+        let steps = Steps {
+            run: vec!["/bin/sleep".into(), "0".into()],
+            env: vec![("WHERE".into(), "/opt/x y".into())],
+            entrypoint: vec!["/bin/sleep".into()],
+        };
+        let ctx = build_context(&files, &steps).unwrap();
         let mut ar = tar::Archive::new(ctx.as_slice());
         let names: Vec<String> = ar
             .entries()
@@ -238,6 +271,19 @@ mod tests {
             .map(|e| e.unwrap().path().unwrap().display().to_string())
             .collect();
         assert_eq!(names, vec!["Dockerfile", "rootfs/bin/sleep"]);
-        assert!(build_context(&[ScratchFile::new("/bin/sleep", "/../x")], &[]).is_err());
+        let mut ar = tar::Archive::new(ctx.as_slice());
+        let mut dockerfile = String::new();
+        std::io::Read::read_to_string(
+            &mut ar.entries().unwrap().next().unwrap().unwrap(),
+            &mut dockerfile,
+        )
+        .unwrap();
+        assert_eq!(
+            dockerfile,
+            "FROM scratch\nCOPY rootfs/ /\nRUN [\"/bin/sleep\",\"0\"]\nENV WHERE=\"/opt/x y\"\n\
+             ENTRYPOINT [\"/bin/sleep\"]\n"
+        );
+        let bad = [ScratchFile::new("/bin/sleep", "/../x")];
+        assert!(build_context(&bad, &Steps::default()).is_err());
     }
 }
