@@ -69,6 +69,7 @@ async fn services_and_the_load_generator_run_on_the_cpus_they_are_given() {
         mut child,
         lines,
         run_id,
+        ..
     } = start_run(cmd, |l| l.starts_with("==> 01-"));
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut seen = HashMap::new();

@@ -168,6 +168,7 @@ async fn signal_during(phase: Phase, signal: &str) {
         mut child,
         lines,
         run_id,
+        ..
     } = start_run(cmd, |line| line.starts_with("==> 02-"));
     wait_for(
         &format!("02's measured {step}"),

@@ -501,8 +501,14 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
         text(&out.stderr)
     );
 
-    let out = swarm(&["local", "--nodes", &NODES.to_string()]);
+    let out = swarm(&["local", "--nodes", &NODES.to_string(), "--with-registry"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let registry = local::registry_address();
+    assert!(
+        text(&out.stdout).contains(&format!("REGISTRY={registry}")),
+        "{}",
+        text(&out.stdout)
+    );
     // The fourth node a second load node, labelled as an operator would.
     manager(&[
         "node",
@@ -770,10 +776,42 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
         .is_file());
     assert_eq!(left_on_the_swarm(), Vec::<String>::new(), "{said:?}");
 
-    // The proxy killed on its node during the measurement ends the phase, naming it.
+    // A registry no engine reaches is refused before any image is built or service made,
+    // naming the setting; nothing is left.
+    let unreachable = "10.213.0.1:5999";
+    let refused = tempfile::tempdir().unwrap();
+    let out = run_on(
+        &manager,
+        refused.path(),
+        &[
+            ("ENGINE", "swarm"),
+            ("REGISTRY", unreachable),
+            ("TEST", "02-.*"),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "REGISTRY={unreachable}: the swarm's manager cannot push to it"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("==> building"), "{stderr}");
+    assert!(!stderr.contains("==> starting"), "{stderr}");
+    assert_eq!(left_on_the_swarm(), Vec::<String>::new());
+    assert_eq!(std::fs::read_dir(refused.path()).unwrap().count(), 0);
+
+    // Through the registry, with the proxy's image gone from its node: pushed once from the
+    // manager and pulled by that node alone (the others have every image they need); nothing
+    // exported and imported. The proxy killed on its node during the measurement ends the
+    // phase, naming it.
+    let proxy_image = "perf-tests/kroxylicious:0.12.0";
+    docker_at(&Node(2).host(), &["rmi", proxy_image]);
     let mut run = common::perf_tests_run(results.path());
     run.envs(engine_env(&manager))
         .env("ENGINE", "swarm")
+        .env("REGISTRY", &registry)
         .env("TEST", "02-.*")
         .env("NUM_RECORDS", "1000000")
         .env("THROUGHPUT", "20000");
@@ -813,7 +851,8 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
         },
     );
     docker_at(&proxy_node, &["kill", &proxy()]);
-    let said: Vec<String> = started.lines.map(|l| l.unwrap()).collect();
+    let mut said = started.before;
+    said.extend(started.lines.map(|l| l.unwrap()));
     let mut child = started.child;
     assert_eq!(child.wait().unwrap().code(), Some(1), "{said:?}");
     let error = said.join("\n");
@@ -824,91 +863,20 @@ async fn the_default_suite_runs_across_a_local_swarm_with_the_load_generator_on_
         "{error}"
     );
     assert_eq!(left_on_the_swarm(), Vec::<String>::new(), "{said:?}");
-
-    // Ctrl-C while the proxy's service is being made: exit 130 and nothing left on any node.
-    let mut run = common::perf_tests_run(results.path());
-    run.envs(engine_env(&manager))
-        .env("ENGINE", "swarm")
-        .env("TEST", "02-.*")
-        .env("NUM_RECORDS", "5000");
-    let started = common::start_run(run, |l| l.starts_with("==> 02-no-filters"));
-    common::send("INT", &started.child);
-    let said: Vec<String> = started.lines.map(|l| l.unwrap()).collect();
-    let mut child = started.child;
-    assert_eq!(child.wait().unwrap().code(), Some(130), "{said:?}");
-    assert_eq!(left_on_the_swarm(), Vec::<String>::new(), "{said:?}");
-
-    let out = swarm(&["down"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(remains(), Vec::<String>::new());
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_run_carries_its_images_to_the_nodes_through_a_registry_pushed_once_pulled_where_missing()
-{
-    let (_locks, _host) = no_swarm_yet().await;
-    let results = tempfile::tempdir().unwrap();
-
-    let out = swarm(&["local", "--nodes", "3", "--with-registry"]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let registry = local::registry_address();
-    assert!(stdout.contains(&format!("REGISTRY={registry}")), "{stdout}");
-    let manager = local::manager_host();
-    let proxy_image = "perf-tests/kroxylicious:0.12.0";
-
-    // A registry no engine reaches is refused before any image is built or service made,
-    // naming the setting; nothing is left.
-    let unreachable = "10.213.0.1:5999";
-    let out = run_on(
-        &manager,
-        results.path(),
-        &[
-            ("ENGINE", "swarm"),
-            ("REGISTRY", unreachable),
-            ("TEST", "02-.*"),
-        ],
-    );
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
-            "REGISTRY={unreachable}: the swarm's manager cannot push to it"
-        )),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("==> building"), "{stderr}");
-    assert!(!stderr.contains("==> starting"), "{stderr}");
-    assert_eq!(left_on_the_swarm(), Vec::<String>::new());
-    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0);
-
-    // Through the registry: each image the other nodes need pushed once from the manager and
-    // pulled by the node that runs it; nothing exported and imported.
-    let through_registry = [
-        ("ENGINE", "swarm"),
-        ("REGISTRY", &registry),
-        ("TEST", "02-.*"),
-    ];
-    let out = run_on(&manager, results.path(), &through_registry);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
     let remote = format!("{registry}/{proxy_image}");
-    assert_eq!(
-        stderr
-            .matches(&format!("pushed image {proxy_image} as {remote}\n"))
-            .count(),
-        1,
-        "{stderr}"
-    );
+    let pushed: Vec<&String> = said.iter().filter(|l| l.contains("pushed image")).collect();
+    assert_eq!(pushed.len(), 1, "{said:?}");
     assert!(
-        stderr.contains(&format!("pulled image {remote} on swarm node pt-swarm-2\n")),
-        "{stderr}"
+        pushed[0].ends_with(&format!("pushed image {proxy_image} as {remote}")),
+        "{said:?}"
     );
+    let pulled: Vec<&String> = said.iter().filter(|l| l.contains("pulled image")).collect();
+    assert_eq!(pulled.len(), 1, "{said:?}");
     assert!(
-        stderr.contains("pulled image ") && stderr.contains(" on swarm node pt-swarm-3\n"),
-        "the load generator's image reaches the load node: {stderr}"
+        pulled[0].ends_with(&format!("pulled image {remote} on swarm node pt-swarm-2")),
+        "{said:?}"
     );
-    assert!(!stderr.contains("copied image"), "{stderr}");
+    assert!(!error.contains("copied image"), "{error}");
     // The proxy node's image is the manager's, by id, and came from the registry.
     let id = |host: &str| docker_at(host, &["image", "inspect", "-f", "{{.Id}}", proxy_image]);
     assert_eq!(id(&Node(2).host()), id(&manager));
@@ -926,17 +894,25 @@ async fn a_run_carries_its_images_to_the_nodes_through_a_registry_pushed_once_pu
         digests.contains(&format!("{registry}/perf-tests/kroxylicious@sha256:")),
         "{digests}"
     );
-    assert_eq!(left_on_the_swarm(), Vec::<String>::new());
 
-    // A second run finds the images on the nodes and moves none.
-    let out = run_on(&manager, results.path(), &through_registry);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(!stderr.contains("pulled image"), "{stderr}");
-    assert!(!stderr.contains("pushed image"), "{stderr}");
-    assert_eq!(left_on_the_swarm(), Vec::<String>::new());
+    // Ctrl-C while the proxy's service is being made: exit 130 and nothing left on any node.
+    // Its images were on the nodes already: the registry moved none.
+    let mut run = common::perf_tests_run(results.path());
+    run.envs(engine_env(&manager))
+        .env("ENGINE", "swarm")
+        .env("REGISTRY", &registry)
+        .env("TEST", "02-.*")
+        .env("NUM_RECORDS", "5000");
+    let started = common::start_run(run, |l| l.starts_with("==> 02-no-filters"));
+    common::send("INT", &started.child);
+    let mut said = started.before;
+    said.extend(started.lines.map(|l| l.unwrap()));
+    let mut child = started.child;
+    assert_eq!(child.wait().unwrap().code(), Some(130), "{said:?}");
+    assert_eq!(left_on_the_swarm(), Vec::<String>::new(), "{said:?}");
+    let moved = |l: &&String| l.contains("pulled image") || l.contains("pushed image");
+    assert_eq!(said.iter().filter(moved).count(), 0, "{said:?}");
 
-    // `down` stops the registry with the rest.
     let out = swarm(&["down"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(remains(), Vec::<String>::new());

@@ -10,7 +10,9 @@ kafka-consumer-perf-test.sh) class=org.apache.kafka.tools.ConsumerPerformance ;;
     exit 2
     ;;
 esac
-# The distribution's kafka-run-class.sh defaults: a 256 MiB heap, warnings only.
+# The distribution's kafka-run-class.sh defaults: a 256 MiB heap, warnings only; the image's
+# archive of the clients' classes (recipes.yaml, class_data), when it has one.
 exec /opt/java/bin/java ${KAFKA_HEAP_OPTS:--Xmx256M} -XX:-UsePerfData -Djava.awt.headless=true \
+    ${PERF_TESTS_CLASS_DATA:+-XX:SharedArchiveFile=$PERF_TESTS_CLASS_DATA} \
     -Dlog4j2.configurationFile=/opt/kafka/config/tools-log4j2.properties \
     -cp '/opt/app/libs/*' "$class" "$@"

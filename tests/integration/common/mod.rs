@@ -151,6 +151,8 @@ pub async fn leftovers(run_id: &str) -> (usize, usize) {
 /// A run started in the background, its stderr read up to a line of interest.
 pub struct Started {
     pub child: std::process::Child,
+    /// Its stderr up to the line of interest, that line included.
+    pub before: Vec<String>,
     /// The rest of its stderr, line by line.
     pub lines: std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
     /// The id the run announced (`==> run <id>`).
@@ -169,17 +171,21 @@ pub fn start_run(mut cmd: std::process::Command, until: impl Fn(&str) -> bool) -
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut run_id = None;
+    let mut before = Vec::new();
     for line in lines.by_ref() {
         let line = line.unwrap();
         if let Some(id) = line.strip_prefix("==> run ") {
             run_id = Some(id.trim().to_string());
         }
-        if until(&line) {
+        let found = until(&line);
+        before.push(line);
+        if found {
             break;
         }
     }
     Started {
         child,
+        before,
         lines,
         run_id: run_id.expect("the run announces its id"),
     }
@@ -272,6 +278,7 @@ pub fn run_with_a_stall(
         mut child,
         mut lines,
         run_id,
+        ..
     } = start_run(cmd, |l| l.starts_with("==> 0"));
     let seen = lines.by_ref().map_while(Result::ok).any(|l| at.is(&l));
     assert!(seen, "the run ended before the stall's moment");
@@ -411,6 +418,7 @@ pub async fn kill_during(
         mut child,
         lines,
         run_id,
+        ..
     } = start_run(cmd, |line| line.starts_with("==> 0"));
     // The services come up, answer, the path is warmed; the step the test waits for runs, and
     // the service dies in it.
