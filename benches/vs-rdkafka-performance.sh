@@ -36,8 +36,11 @@ n="${NUM_RECORDS:-500000}"
 
 if [[ " ${TOOLS:-rdkafka_performance} " == *" rdkafka_performance "* && ! -x "$rp" ]]; then
     # Built from the librdkafka sources the rdkafka-sys crate ships, as its README describes.
-    src="$(ls -d "$HOME"/.cargo/registry/src/*/rdkafka-sys-*/librdkafka | sort | tail -1)"
-    [[ -d "$src" ]] || { echo "error: rdkafka-sys sources not found; run cargo build first" >&2; exit 2; }
+    # Where cargo keeps the crates' sources: CARGO_HOME, as cargo itself reads it.
+    registry="${CARGO_HOME:-$HOME/.cargo}/registry/src"
+    src="$(ls -d "$registry"/*/rdkafka-sys-*/librdkafka 2>/dev/null | sort | tail -1 || true)"
+    [[ -n "$src" && -d "$src" ]] ||
+        { echo "error: rdkafka-sys sources not found under $registry; run cargo build first" >&2; exit 2; }
     echo "building rdkafka_performance from $src (once)" >&2
     rm -rf "$rp_dir" && mkdir -p "$rp_dir" && cp -r "$src" "$rp_dir/src"
     (cd "$rp_dir/src" &&
