@@ -4,7 +4,7 @@
 # the given TCP port (0: until it exits), stops it, and archives those classes for class-data
 # sharing (`java -Xshare:dump`) at the path the entrypoints pass to `-XX:SharedArchiveFile`.
 # A JVM started from the archive maps those classes parsed and verified instead of loading them
-# from the jars: a broker or a proxy starts on about a third less CPU.
+# from the jars: a broker or a proxy starts on about half the CPU.
 #
 #   class-data.sh ARCHIVE PORT COMMAND...
 /bin/busybox --install -s /bin

@@ -102,7 +102,7 @@ pub struct MavenRecipe {
     pub entrypoint: Vec<String>,
     /// The application started once as the image is built, so that the classes its JVM loads
     /// are archived for class-data sharing ([`CLASS_DATA`]): its containers then start on
-    /// about a third less CPU. None: no archive.
+    /// about half the CPU. None: no archive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class_data: Option<ClassData>,
 }
