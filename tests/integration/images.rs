@@ -107,9 +107,9 @@ async fn clean_images_removes_other_builds_workload_images_only() {
 }
 
 /// A container started with `docker run -d`, removed when the test ends however it ends.
-struct Started(String);
+struct Removed(String);
 
-impl Drop for Started {
+impl Drop for Removed {
     fn drop(&mut self) {
         common::docker_cli(&["rm", "-f", &self.0]);
     }
@@ -126,9 +126,11 @@ fn maps_once_listening(image: &str, opts: &str, options: &[&str], command: &[&st
     run.extend_from_slice(options);
     run.push(image);
     run.extend_from_slice(command);
-    let id = common::docker_cli(&run).trim().to_string();
-    assert!(!id.is_empty(), "docker run {run:?}");
-    let _started = Started(name.clone());
+    let _removed = Removed(name.clone());
+    assert!(
+        !common::docker_cli(&run).trim().is_empty(),
+        "docker run {run:?}"
+    );
     common::wait_for(
         &format!("{image} listening on 9092"),
         Duration::from_secs(60),
@@ -140,9 +142,7 @@ fn maps_once_listening(image: &str, opts: &str, options: &[&str], command: &[&st
                 "{image} exited: {}",
                 common::docker_cli(&["logs", &name])
             );
-            let listen = ":2384 [0-9A-F]+:0000 0A";
-            let (tcp, tcp6) = ("/proc/1/net/tcp", "/proc/1/net/tcp6");
-            !common::docker_cli(&["exec", &name, "grep", "-hE", listen, tcp, tcp6]).is_empty()
+            common::listens_on_9092(&name)
         },
     );
     common::docker_cli(&["exec", &name, "cat", "/proc/1/maps"])

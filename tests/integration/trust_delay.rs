@@ -133,13 +133,9 @@ fn run_blocking(
 /// the proxy, which the runner runs itself, so the engine knows no health of its containers.
 async fn listening(id: &str) -> bool {
     let id = id.to_string();
-    tokio::task::spawn_blocking(move || {
-        let listen = ":2384 [0-9A-F]+:0000 0A";
-        let (tcp, tcp6) = ("/proc/1/net/tcp", "/proc/1/net/tcp6");
-        !common::docker_cli(&["exec", &id, "grep", "-hE", listen, tcp, tcp6]).is_empty()
-    })
-    .await
-    .unwrap()
+    tokio::task::spawn_blocking(move || common::listens_on_9092(&id))
+        .await
+        .unwrap()
 }
 
 /// Until `stop`, limits every running container of Compose service `service` of the run in

@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use super::maven::{self, Jdk};
-use super::scratch::ScratchFile;
+use super::scratch::{ScratchFile, Steps};
 
 /// The setting whose value may be a build.
 pub(crate) const SETTING: &str = "KROXYLICIOUS_IMAGE";
@@ -143,8 +143,9 @@ impl BuildRecipe {
         Ok(format!("{:016x}", h.finish()))
     }
 
-    /// The image's files (a distribution) in `work`, with the JDK its runtime came from.
-    pub(crate) fn assemble(&self, work: &Path) -> Result<(Vec<ScratchFile>, Jdk)> {
+    /// The image's files (a distribution) in `work`, its entrypoint, and the JDK its runtime
+    /// came from.
+    pub(crate) fn assemble(&self, work: &Path) -> Result<maven::Assembled> {
         let Source::Distribution(source) = &self.source else {
             bail!("a Dockerfile build is built by the engine");
         };
@@ -189,7 +190,8 @@ impl BuildRecipe {
             &log4j,
             "/opt/kroxylicious/log4j2.properties",
         ));
-        Ok((files, jdk))
+        let steps = Steps::entrypoint(Self::entrypoint());
+        Ok(maven::Assembled { files, steps, jdk })
     }
 
     /// The entrypoint of a distribution's image.

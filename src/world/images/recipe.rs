@@ -375,10 +375,7 @@ async fn ensure_assembled(engine: &Engine, recipe: &ImageRecipe) -> Result<Outco
             let a = maven::assemble(m, &work)?;
             let labels = BTreeMap::from([
                 (ARTIFACTS_LABEL.to_string(), m.artifacts.join(" ")),
-                (
-                    JDK_LABEL.to_string(),
-                    format!("{} ({})", a.jdk.version, a.jdk.home.display()),
-                ),
+                jdk_label(&a.jdk),
             ]);
             Ok((a.files, labels, a.steps))
         }
@@ -388,12 +385,8 @@ async fn ensure_assembled(engine: &Engine, recipe: &ImageRecipe) -> Result<Outco
             Steps::entrypoint(g.entrypoint()),
         )),
         Recipe::Build(b) => {
-            let (files, jdk) = b.assemble(&work)?;
-            let labels = BTreeMap::from([(
-                JDK_LABEL.to_string(),
-                format!("{} ({})", jdk.version, jdk.home.display()),
-            )]);
-            Ok((files, labels, Steps::entrypoint(BuildRecipe::entrypoint())))
+            let a = b.assemble(&work)?;
+            Ok((a.files, BTreeMap::from([jdk_label(&a.jdk)]), a.steps))
         }
         Recipe::Debian(_) => bail!("not an assembled recipe"),
     });
@@ -407,6 +400,14 @@ async fn ensure_assembled(engine: &Engine, recipe: &ImageRecipe) -> Result<Outco
         .await
         .with_context(|| format!("image recipe {desc}: packaging failed"))?;
     Ok(Outcome::Built)
+}
+
+/// The label naming the JDK a Java image's runtime was made from.
+fn jdk_label(jdk: &maven::Jdk) -> (String, String) {
+    (
+        JDK_LABEL.to_string(),
+        format!("{} ({})", jdk.version, jdk.home.display()),
+    )
 }
 
 /// Builds a Dockerfile build's image with the engine; a failed build's output is quoted.

@@ -211,6 +211,14 @@ pub fn docker_cli(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Whether container `id`'s first process listens on the Kafka port 9092 (0x2384), read from
+/// its own socket table: what the suite's health checks ask of a broker or a proxy.
+pub fn listens_on_9092(id: &str) -> bool {
+    let listen = ":2384 [0-9A-F]+:0000 0A";
+    let (tcp, tcp6) = ("/proc/1/net/tcp", "/proc/1/net/tcp6");
+    !docker_cli(&["exec", id, "grep", "-hE", listen, tcp, tcp6]).is_empty()
+}
+
 /// Whether the run's load generator is running workload step `step` (`produce`, `consume`,
 /// `soak`) whose command line contains `with`: the event a fault or signal in a measured
 /// phase waits for (its command line names the measured count, which no warm-up uses).
